@@ -1,0 +1,17 @@
+//! The HandlerSocket wire format, as specified in `shared/spec/protocol.md`.
+//!
+//! This crate is pure data transformation: bytes in, typed requests out, and
+//! responses encoded back to bytes. It performs no I/O and knows nothing about
+//! storage, so the server, the client and the fuzzers all share one parser.
+
+pub mod codec;
+pub mod request;
+pub mod response;
+
+pub use codec::{decode_token, encode_token, Value};
+pub use request::{
+    parse_number, parse_request, AuthRequest, ExecRequest, FilterKind, FilterOp, FilterSpec,
+    FindOp, FindRequest, InClause, IndexOperation, InsertRequest, ModifyOp, ModifySpec,
+    OpenIndexRequest, ProtoError, Request, MAX_INDEX_ID,
+};
+pub use response::{ErrorKind, Response, ResponseWriter};

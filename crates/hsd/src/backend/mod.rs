@@ -1,0 +1,245 @@
+//! The narrow interface between HandlerSocket semantics and a database.
+//!
+//! The executor (`crate::exec`) owns what a request means; a backend only knows
+//! how to describe a table, fetch rows in index order and write rows. Every
+//! comparison (keys, filters, collations, NULL order) is expressed in SQL and
+//! done by the database, never in Rust. Backends know nothing about sockets.
+
+pub mod mysql;
+pub mod scan_sql;
+pub mod sqlite;
+
+use hs_proto::{FilterKind, FilterOp, FindOp, Value};
+use std::sync::Arc;
+
+/// What a backend could not do.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// The db or table does not exist or may not be opened.
+    #[error("cannot open table: {0}")]
+    OpenTable(String),
+    /// The database refused a statement; `code` is what the client sees in `1 1 <code>`.
+    #[error("storage error {code}: {message}")]
+    Refused { code: u32, message: String },
+    /// The database is unreachable or the connection broke; retryable later.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    /// A modify was asked of a table without a primary or unique key.
+    #[error("table {0} has no primary or unique key to modify rows by")]
+    NoRowLocator(String),
+}
+
+/// Error number for a duplicate key, as MySQL-era clients saw it (HA_ERR_FOUND_DUPP_KEY).
+pub const ERR_DUPLICATE_KEY: u32 = 121;
+/// Error number for a NULL written to a NOT NULL column (MySQL's ER_BAD_NULL_ERROR).
+pub const ERR_NOT_NULL: u32 = 1048;
+/// Error number when the storage is unreachable or timed out.
+pub const ERR_UNAVAILABLE: u32 = 2013;
+
+impl StorageError {
+    /// The number a client sees in `1 1 <number>`.
+    pub fn client_code(&self) -> u32 {
+        match self {
+            StorageError::Refused { code, .. } => *code,
+            StorageError::Unavailable(_) => ERR_UNAVAILABLE,
+            StorageError::OpenTable(_) | StorageError::NoRowLocator(_) => 1,
+        }
+    }
+}
+
+/// A table's columns and indexes, with the SQL fragments the backend needs to
+/// address them. Built once per table by `StorageConn::describe` and shared.
+#[derive(Debug, PartialEq, Eq)]
+pub struct TableMeta {
+    pub db: String,
+    pub name: String,
+    pub columns: Vec<ColumnMeta>,
+    /// PRIMARY first (when there is one), then the other indexes in a stable order.
+    pub indexes: Vec<IndexMeta>,
+    /// SQL expressions that identify one row for UPDATE/DELETE (rowid, or the
+    /// primary or a unique NOT NULL key); empty when the table has none.
+    pub locator_sql: Vec<String>,
+    /// The table's name as SQL, e.g. `"user"` or `` `test`.`user` ``.
+    pub table_sql: String,
+    /// Whether inserts answer with the new auto-increment id.
+    pub has_autoincrement: bool,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct ColumnMeta {
+    pub name: String,
+    /// The column quoted as an identifier.
+    pub name_sql: String,
+    /// The expression that selects the column as the database's own text.
+    pub select_sql: String,
+    /// BLOB/TEXT-like columns cannot be filtered on (`filterblob`).
+    pub is_blob: bool,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct IndexMeta {
+    /// `PRIMARY` for the primary key.
+    pub name: String,
+    /// The key columns as SQL expressions, in index order.
+    pub key_sql: Vec<String>,
+    /// Expressions appended to ORDER BY so equal keys come back in index order.
+    pub tiebreak_sql: Vec<String>,
+    /// FROM clause with whatever hint makes the database use this index.
+    pub from_sql: String,
+}
+
+impl TableMeta {
+    pub fn column_position(&self, name: &[u8]) -> Option<usize> {
+        self.columns
+            .iter()
+            .position(|c| c.name.as_bytes().eq_ignore_ascii_case(name))
+    }
+
+    pub fn index_position(&self, name: &[u8]) -> Option<usize> {
+        if name.is_empty() {
+            return self.indexes.iter().position(|i| i.name == "PRIMARY");
+        }
+        if let Some(pos) = self
+            .indexes
+            .iter()
+            .position(|i| i.name.as_bytes().eq_ignore_ascii_case(name))
+        {
+            return Some(pos);
+        }
+        if name.iter().all(u8::is_ascii_digit) {
+            let n = hs_proto::parse_number(name) as usize;
+            if n < self.indexes.len() {
+                return Some(n);
+            }
+        }
+        None
+    }
+}
+
+/// An index opened with `P`: which table, index, returned and filter columns.
+/// Shared between connections that open the same thing; `id` is unique per
+/// distinct opening and lets the executor group requests on the same index.
+#[derive(Debug)]
+pub struct OpenedIndex {
+    pub id: u64,
+    pub table: Arc<TableMeta>,
+    pub index: usize,
+    pub columns: Vec<usize>,
+    pub filter_columns: Vec<usize>,
+}
+
+impl OpenedIndex {
+    pub fn index_meta(&self) -> &IndexMeta {
+        &self.table.indexes[self.index]
+    }
+
+    pub fn key_len(&self) -> usize {
+        self.index_meta().key_sql.len()
+    }
+}
+
+/// A filter with its column resolved to a table column.
+#[derive(Debug, Clone)]
+pub struct ResolvedFilter {
+    pub kind: FilterKind,
+    pub op: FilterOp,
+    pub column: usize,
+    pub value: Value,
+}
+
+/// How filters take part in a scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FilterMode {
+    /// No filters.
+    None,
+    /// Only `F` filters and no IN: they go into WHERE, so LIMIT can count.
+    InWhere,
+    /// Each row carries a state column: 0 passes, 1 skip (F false), 2 stop (W
+    /// false), decided by the first false filter in request order.
+    /// `exclude_skipped` also drops state-1 rows in WHERE.
+    StateColumn { exclude_skipped: bool },
+}
+
+/// One index scan for the database to run: where it starts, which way it
+/// goes, what it returns. Built by the executor, turned into SQL by
+/// `scan_sql` and run by a backend.
+#[derive(Debug)]
+pub struct Scan<'a> {
+    pub index: &'a OpenedIndex,
+    pub op: FindOp,
+    pub keys: Vec<Option<&'a [u8]>>,
+    pub filters: &'a [ResolvedFilter],
+    pub filter_mode: FilterMode,
+    /// At most this many rows (SQL LIMIT).
+    pub fetch: u64,
+    /// Also select the row locator (for modify).
+    pub with_locator: bool,
+}
+
+/// A row as a backend hands it to the executor. Columns are the opened
+/// `columns`, as the database's own text or NULL.
+pub trait RowView {
+    fn column(&self, i: usize) -> Option<&[u8]>;
+    /// 0 passes, 1 skip, 2 stop; 0 when the scan has no state column.
+    fn filter_state(&self) -> i64;
+    /// The locator values (only when the scan asked for them).
+    fn locator(&self) -> Vec<Value>;
+}
+
+/// What the executor wants after a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanStep {
+    Continue,
+    /// Stop this scan (the others of a `scan_many` still run).
+    Stop,
+}
+
+/// The visitor `scan_many` calls with each row: (scan number, row).
+pub type RowVisitor<'v> = dyn FnMut(usize, &dyn RowView) -> ScanStep + 'v;
+
+/// One connection to a database, used by one worker thread at a time.
+pub trait StorageConn: Send {
+    /// Reads a table's metadata.
+    fn describe(&mut self, db: &str, table: &str) -> Result<TableMeta, StorageError>;
+
+    /// Runs scans in order, calling `visit(scan_number, row)` for every row.
+    /// A backend may run them as one statement; rows of scan `i` all come
+    /// before rows of scan `i + 1`.
+    fn scan_many(
+        &mut self,
+        scans: &[Scan<'_>],
+        visit: &mut RowVisitor<'_>,
+    ) -> Result<(), StorageError>;
+
+    /// Inserts one row; returns the auto-increment id when the table has one.
+    fn insert(
+        &mut self,
+        table: &TableMeta,
+        columns: &[usize],
+        values: &[Option<&[u8]>],
+    ) -> Result<Option<u64>, StorageError>;
+
+    /// Sets `columns` to `values` on the row with this locator.
+    fn update(
+        &mut self,
+        table: &TableMeta,
+        locator: &[Value],
+        columns: &[usize],
+        values: &[Option<&[u8]>],
+    ) -> Result<(), StorageError>;
+
+    fn delete(&mut self, table: &TableMeta, locator: &[Value]) -> Result<(), StorageError>;
+
+    /// Starts the transaction a group of writes shares.
+    fn begin(&mut self) -> Result<(), StorageError>;
+    /// Makes the group's writes durable to the configured level.
+    fn commit(&mut self) -> Result<(), StorageError>;
+    fn rollback(&mut self) -> Result<(), StorageError>;
+}
+
+/// A kind of storage: makes connections for the worker threads.
+pub trait Backend: Send + Sync {
+    fn connect(&self) -> Result<Box<dyn StorageConn>, StorageError>;
+    /// A short name for logs (never includes a password).
+    fn describe_target(&self) -> String;
+}

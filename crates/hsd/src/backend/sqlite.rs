@@ -1,0 +1,547 @@
+//! The embedded store: one SQLite file per HandlerSocket db name,
+//! `<data-dir>/<db>.sqlite`, in WAL mode so readers never wait for the writer
+//! and other SQLite tools can use the same files while hsd runs.
+
+use super::scan_sql::{self, Dialect, Param, ScanShape, ScanSql};
+use super::{
+    Backend, ColumnMeta, IndexMeta, RowView, RowVisitor, Scan, ScanStep, StorageConn, StorageError,
+    TableMeta, ERR_DUPLICATE_KEY, ERR_NOT_NULL,
+};
+use hs_proto::Value;
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{ffi, Connection, OpenFlags};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+const DIALECT: Dialect = Dialect { lock_suffix: "" };
+
+/// How hard a commit is made durable (SQLite's `synchronous` pragma).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Synchronous {
+    Off,
+    Normal,
+    Full,
+}
+
+impl Synchronous {
+    fn pragma(self) -> &'static str {
+        match self {
+            Synchronous::Off => "OFF",
+            Synchronous::Normal => "NORMAL",
+            Synchronous::Full => "FULL",
+        }
+    }
+}
+
+pub struct SqliteBackend {
+    data_dir: PathBuf,
+    synchronous: Synchronous,
+}
+
+impl SqliteBackend {
+    pub fn new(data_dir: impl Into<PathBuf>, synchronous: Synchronous) -> Self {
+        SqliteBackend {
+            data_dir: data_dir.into(),
+            synchronous,
+        }
+    }
+}
+
+impl Backend for SqliteBackend {
+    fn connect(&self) -> Result<Box<dyn StorageConn>, StorageError> {
+        Ok(Box::new(SqliteConn {
+            data_dir: self.data_dir.clone(),
+            synchronous: self.synchronous,
+            dbs: HashMap::new(),
+            statements: HashMap::new(),
+            in_transaction: false,
+        }))
+    }
+
+    fn describe_target(&self) -> String {
+        format!("sqlite:{}", self.data_dir.display())
+    }
+}
+
+/// A db name is a file name: keep it to a safe alphabet.
+pub fn valid_db_name(db: &str) -> bool {
+    !db.is_empty()
+        && db.len() <= 64
+        && db
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'$')
+}
+
+pub fn db_path(data_dir: &Path, db: &str) -> PathBuf {
+    data_dir.join(format!("{db}.sqlite"))
+}
+
+/// Opens (or with `create`, creates) a db file with hsd's settings.
+pub fn open_db(
+    data_dir: &Path,
+    db: &str,
+    create: bool,
+    synchronous: Synchronous,
+) -> Result<Connection, StorageError> {
+    if !valid_db_name(db) {
+        return Err(StorageError::OpenTable(format!("invalid db name {db:?}")));
+    }
+    let path = db_path(data_dir, db);
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    if create {
+        flags |= OpenFlags::SQLITE_OPEN_CREATE;
+    } else if !path.exists() {
+        return Err(StorageError::OpenTable(format!("no database {db}")));
+    }
+    let conn = Connection::open_with_flags(&path, flags)
+        .map_err(|e| StorageError::OpenTable(format!("{}: {e}", path.display())))?;
+    conn.busy_timeout(Duration::from_secs(10))
+        .map_err(refused)?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(refused)?;
+    conn.pragma_update(None, "synchronous", synchronous.pragma())
+        .map_err(refused)?;
+    conn.set_prepared_statement_cache_capacity(512);
+    Ok(conn)
+}
+
+struct DbHandle {
+    conn: Connection,
+    /// Inside the group's write transaction.
+    in_transaction: bool,
+}
+
+pub struct SqliteConn {
+    data_dir: PathBuf,
+    synchronous: Synchronous,
+    dbs: HashMap<String, DbHandle>,
+    statements: HashMap<ScanShape, Arc<ScanSql>>,
+    in_transaction: bool,
+}
+
+/// Bound on cached statement texts; shapes are few in practice.
+const MAX_CACHED_SHAPES: usize = 4096;
+
+fn refused(e: rusqlite::Error) -> StorageError {
+    match &e {
+        rusqlite::Error::SqliteFailure(err, msg) => {
+            let code = match err.extended_code {
+                ffi::SQLITE_CONSTRAINT_PRIMARYKEY | ffi::SQLITE_CONSTRAINT_UNIQUE => {
+                    ERR_DUPLICATE_KEY
+                }
+                ffi::SQLITE_CONSTRAINT_NOTNULL => ERR_NOT_NULL,
+                other => other as u32,
+            };
+            StorageError::Refused {
+                code,
+                message: msg.clone().unwrap_or_else(|| err.to_string()),
+            }
+        }
+        _ => StorageError::Refused {
+            code: 1,
+            message: e.to_string(),
+        },
+    }
+}
+
+fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+impl SqliteConn {
+    fn db(&mut self, db: &str) -> Result<&mut DbHandle, StorageError> {
+        if !self.dbs.contains_key(db) {
+            let conn = open_db(&self.data_dir, db, false, self.synchronous)?;
+            self.dbs.insert(
+                db.to_string(),
+                DbHandle {
+                    conn,
+                    in_transaction: false,
+                },
+            );
+        }
+        let in_txn = self.in_transaction;
+        let handle = self
+            .dbs
+            .get_mut(db)
+            .ok_or_else(|| StorageError::OpenTable(db.to_string()))?;
+        if in_txn && !handle.in_transaction {
+            handle
+                .conn
+                .execute_batch("BEGIN IMMEDIATE")
+                .map_err(refused)?;
+            handle.in_transaction = true;
+        }
+        Ok(handle)
+    }
+}
+
+struct SqliteRow<'r, 's> {
+    row: &'r rusqlite::Row<'s>,
+    ncols: usize,
+    has_state: bool,
+    locator_len: usize,
+}
+
+impl RowView for SqliteRow<'_, '_> {
+    fn column(&self, i: usize) -> Option<&[u8]> {
+        match self.row.get_ref(i) {
+            Ok(ValueRef::Text(t)) | Ok(ValueRef::Blob(t)) => Some(t),
+            // Columns are selected as TEXT; anything else is a NULL.
+            _ => None,
+        }
+    }
+
+    fn filter_state(&self) -> i64 {
+        if !self.has_state {
+            return 0;
+        }
+        match self.row.get_ref(self.ncols) {
+            Ok(ValueRef::Integer(n)) => n,
+            _ => 0,
+        }
+    }
+
+    fn locator(&self) -> Vec<Value> {
+        let start = self.ncols + usize::from(self.has_state);
+        (start..start + self.locator_len)
+            .map(|i| match self.row.get_ref(i) {
+                Ok(ValueRef::Integer(n)) => Some(n.to_string().into_bytes()),
+                Ok(ValueRef::Text(t)) | Ok(ValueRef::Blob(t)) => Some(t.to_vec()),
+                Ok(ValueRef::Real(f)) => Some(f.to_string().into_bytes()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Binds bytes as TEXT without a UTF-8 check: values are binary-safe.
+fn text(v: Option<&[u8]>) -> ToSqlOutput<'_> {
+    ToSqlOutput::Borrowed(match v {
+        Some(b) => ValueRef::Text(b),
+        None => ValueRef::Null,
+    })
+}
+
+impl StorageConn for SqliteConn {
+    fn describe(&mut self, db: &str, table: &str) -> Result<TableMeta, StorageError> {
+        let handle = self.db(db)?;
+        describe_table(&handle.conn, db, table)
+    }
+
+    fn scan_many(
+        &mut self,
+        scans: &[Scan<'_>],
+        visit: &mut RowVisitor<'_>,
+    ) -> Result<(), StorageError> {
+        for (n, scan) in scans.iter().enumerate() {
+            let shape = ScanShape::of(scan);
+            let sql = match self.statements.get(&shape) {
+                Some(s) => s.clone(),
+                None => {
+                    if self.statements.len() >= MAX_CACHED_SHAPES {
+                        self.statements.clear();
+                    }
+                    let s = Arc::new(scan_sql::build(scan, DIALECT));
+                    self.statements.insert(shape, s.clone());
+                    s
+                }
+            };
+            let handle = self.db(&scan.index.table.db)?;
+            let mut stmt = handle.conn.prepare_cached(&sql.sql).map_err(refused)?;
+            for (i, p) in sql.params.iter().enumerate() {
+                let r = match *p {
+                    Param::Key(k) => stmt.raw_bind_parameter(i + 1, text(scan.keys[k])),
+                    Param::Filter(f) => {
+                        stmt.raw_bind_parameter(i + 1, text(scan.filters[f].value.as_deref()))
+                    }
+                    Param::Limit => stmt
+                        .raw_bind_parameter(i + 1, i64::try_from(scan.fetch).unwrap_or(i64::MAX)),
+                };
+                r.map_err(refused)?;
+            }
+            let mut rows = stmt.raw_query();
+            while let Some(row) = rows.next().map_err(refused)? {
+                let view = SqliteRow {
+                    row,
+                    ncols: scan.index.columns.len(),
+                    has_state: sql.has_state,
+                    locator_len: sql.locator_len,
+                };
+                if visit(n, &view) == ScanStep::Stop {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn insert(
+        &mut self,
+        table: &TableMeta,
+        columns: &[usize],
+        values: &[Option<&[u8]>],
+    ) -> Result<Option<u64>, StorageError> {
+        let sql = if columns.is_empty() {
+            format!("INSERT INTO {} DEFAULT VALUES", table.table_sql)
+        } else {
+            let names: Vec<&str> = columns
+                .iter()
+                .map(|&c| table.columns[c].name_sql.as_str())
+                .collect();
+            let marks = vec!["?"; columns.len()].join(", ");
+            format!(
+                "INSERT INTO {} ({}) VALUES ({marks})",
+                table.table_sql,
+                names.join(", ")
+            )
+        };
+        let handle = self.db(&table.db)?;
+        let mut stmt = handle.conn.prepare_cached(&sql).map_err(refused)?;
+        for (i, v) in values.iter().enumerate() {
+            stmt.raw_bind_parameter(i + 1, text(*v)).map_err(refused)?;
+        }
+        stmt.raw_execute().map_err(refused)?;
+        if table.has_autoincrement {
+            Ok(Some(handle.conn.last_insert_rowid() as u64))
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn update(
+        &mut self,
+        table: &TableMeta,
+        locator: &[Value],
+        columns: &[usize],
+        values: &[Option<&[u8]>],
+    ) -> Result<(), StorageError> {
+        let sets: Vec<String> = columns
+            .iter()
+            .map(|&c| format!("{} = ?", table.columns[c].name_sql))
+            .collect();
+        let sql = format!(
+            "UPDATE {} SET {} WHERE {}",
+            table.table_sql,
+            sets.join(", "),
+            locator_condition(table)
+        );
+        let handle = self.db(&table.db)?;
+        let mut stmt = handle.conn.prepare_cached(&sql).map_err(refused)?;
+        let mut i = 1;
+        for v in values {
+            stmt.raw_bind_parameter(i, text(*v)).map_err(refused)?;
+            i += 1;
+        }
+        for l in locator {
+            stmt.raw_bind_parameter(i, text(l.as_deref()))
+                .map_err(refused)?;
+            i += 1;
+        }
+        stmt.raw_execute().map_err(refused)?;
+        Ok(())
+    }
+
+    fn delete(&mut self, table: &TableMeta, locator: &[Value]) -> Result<(), StorageError> {
+        let sql = format!(
+            "DELETE FROM {} WHERE {}",
+            table.table_sql,
+            locator_condition(table)
+        );
+        let handle = self.db(&table.db)?;
+        let mut stmt = handle.conn.prepare_cached(&sql).map_err(refused)?;
+        for (i, l) in locator.iter().enumerate() {
+            stmt.raw_bind_parameter(i + 1, text(l.as_deref()))
+                .map_err(refused)?;
+        }
+        stmt.raw_execute().map_err(refused)?;
+        Ok(())
+    }
+
+    fn begin(&mut self) -> Result<(), StorageError> {
+        // Each db file gets its BEGIN lazily, on first use in the group.
+        self.in_transaction = true;
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), StorageError> {
+        self.in_transaction = false;
+        let mut first_err = None;
+        for h in self.dbs.values_mut() {
+            if h.in_transaction {
+                h.in_transaction = false;
+                if let Err(e) = h.conn.execute_batch("COMMIT") {
+                    let _ = h.conn.execute_batch("ROLLBACK");
+                    first_err.get_or_insert(refused(e));
+                }
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    fn rollback(&mut self) -> Result<(), StorageError> {
+        self.in_transaction = false;
+        for h in self.dbs.values_mut() {
+            if h.in_transaction {
+                h.in_transaction = false;
+                let _ = h.conn.execute_batch("ROLLBACK");
+            }
+        }
+        Ok(())
+    }
+}
+
+fn locator_condition(table: &TableMeta) -> String {
+    table
+        .locator_sql
+        .iter()
+        .map(|l| format!("{l} = ?"))
+        .collect::<Vec<_>>()
+        .join(" AND ")
+}
+
+/// Reads a table's columns and indexes from SQLite's catalog.
+fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableMeta, StorageError> {
+    let not_found = || StorageError::OpenTable(format!("no table {db}.{table}"));
+    let exists: bool = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+            [table],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(refused)?
+        > 0;
+    if !exists || table.starts_with("sqlite_") {
+        return Err(not_found());
+    }
+    let table_sql = quote(table);
+
+    // (name, declared type, pk ordinal)
+    let mut stmt = conn
+        .prepare_cached("SELECT name, type, pk FROM pragma_table_info(?1) ORDER BY cid")
+        .map_err(refused)?;
+    let cols: Vec<(String, String, i64)> = stmt
+        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .map_err(refused)?
+        .collect::<Result<_, _>>()
+        .map_err(refused)?;
+    let columns: Vec<ColumnMeta> = cols
+        .iter()
+        .map(|(name, ty, _)| ColumnMeta {
+            name: name.clone(),
+            name_sql: quote(name),
+            select_sql: format!("CAST({} AS TEXT)", quote(name)),
+            is_blob: ty.to_ascii_uppercase().contains("BLOB"),
+        })
+        .collect();
+
+    let has_rowid = conn
+        .prepare(&format!("SELECT rowid FROM {table_sql} LIMIT 0"))
+        .is_ok();
+    let mut pk: Vec<(i64, String)> = cols
+        .iter()
+        .filter(|(_, _, p)| *p > 0)
+        .map(|(n, _, p)| (*p, n.clone()))
+        .collect();
+    pk.sort();
+    let pk_cols: Vec<String> = pk.into_iter().map(|(_, n)| quote(&n)).collect();
+    let rowid_alias = has_rowid
+        && pk_cols.len() == 1
+        && cols.iter().any(|(n, ty, p)| {
+            *p > 0 && ty.eq_ignore_ascii_case("INTEGER") && quote(n) == pk_cols[0]
+        });
+
+    // Indexes in creation order: (name, unique, origin, partial).
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT il.name, il.origin, il.partial FROM pragma_index_list(?1) AS il \
+             LEFT JOIN sqlite_schema s ON s.type = 'index' AND s.name = il.name \
+             ORDER BY s.rowid, il.seq DESC",
+        )
+        .map_err(refused)?;
+    let index_list: Vec<(String, String, i64)> = stmt
+        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .map_err(refused)?
+        .collect::<Result<_, _>>()
+        .map_err(refused)?;
+
+    let tiebreak: Vec<String> = if has_rowid {
+        vec!["rowid".to_string()]
+    } else {
+        pk_cols.clone()
+    };
+    let mut indexes = Vec::new();
+    // PRIMARY: the rowid alias, the declared primary key, or the bare rowid.
+    let pk_index_name = index_list
+        .iter()
+        .find(|(_, origin, _)| origin == "pk")
+        .map(|(n, _, _)| n.clone());
+    if rowid_alias || !has_rowid {
+        indexes.push(IndexMeta {
+            name: "PRIMARY".into(),
+            key_sql: pk_cols.clone(),
+            tiebreak_sql: Vec::new(),
+            from_sql: table_sql.clone(),
+        });
+    } else if let (false, Some(pk_name)) = (pk_cols.is_empty(), &pk_index_name) {
+        indexes.push(IndexMeta {
+            name: "PRIMARY".into(),
+            key_sql: pk_cols.clone(),
+            tiebreak_sql: Vec::new(),
+            from_sql: format!("{table_sql} INDEXED BY {}", quote(pk_name)),
+        });
+    } else {
+        indexes.push(IndexMeta {
+            name: "PRIMARY".into(),
+            key_sql: vec!["rowid".to_string()],
+            tiebreak_sql: Vec::new(),
+            from_sql: table_sql.clone(),
+        });
+    }
+    for (name, origin, partial) in &index_list {
+        if origin == "pk" || *partial != 0 {
+            continue;
+        }
+        let mut stmt = conn
+            .prepare_cached("SELECT name FROM pragma_index_info(?1) ORDER BY seqno")
+            .map_err(refused)?;
+        let key_cols: Vec<Option<String>> = stmt
+            .query_map([name], |r| r.get(0))
+            .map_err(refused)?
+            .collect::<Result<_, _>>()
+            .map_err(refused)?;
+        // Expression indexes cannot be addressed by column; leave them out.
+        let Some(key_sql) = key_cols
+            .into_iter()
+            .map(|c| c.map(|c| quote(&c)))
+            .collect::<Option<Vec<_>>>()
+        else {
+            continue;
+        };
+        indexes.push(IndexMeta {
+            name: name.clone(),
+            key_sql,
+            tiebreak_sql: tiebreak.clone(),
+            from_sql: format!("{table_sql} INDEXED BY {}", quote(name)),
+        });
+    }
+    let locator_sql = if has_rowid {
+        vec!["rowid".to_string()]
+    } else {
+        pk_cols
+    };
+    Ok(TableMeta {
+        db: db.to_string(),
+        name: table.to_string(),
+        columns,
+        indexes,
+        locator_sql,
+        table_sql,
+        has_autoincrement: rowid_alias,
+    })
+}

@@ -1,0 +1,71 @@
+//! The `hsd` command: `serve` runs the server, `sql` runs SQL on the embedded
+//! store's files.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "hsd",
+    version,
+    about = "A HandlerSocket server for SQLite and MySQL/MariaDB tables"
+)]
+struct Cli {
+    /// More log output (-v debug, -vv trace); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server.
+    Serve(hsd::config::ServeOptions),
+    /// Run SQL on the embedded store: hsd sql [--data-dir DIR] <db> "<statement>".
+    Sql {
+        #[arg(long, env = "HSD_DATA_DIR", default_value = "hsd-data")]
+        data_dir: PathBuf,
+        db: String,
+        statement: String,
+    },
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let level = match cli.verbose {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let result = match cli.command {
+        Command::Serve(opts) => serve(opts),
+        Command::Sql {
+            data_dir,
+            db,
+            statement,
+        } => hsd::sql_command::run(&data_dir, &db, &statement),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hsd: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(opts: hsd::config::ServeOptions) -> anyhow::Result<()> {
+    let config = opts.resolve()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("hsd-net")
+        .build()?;
+    runtime.block_on(hsd::server::run(config))
+}

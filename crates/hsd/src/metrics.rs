@@ -1,0 +1,92 @@
+//! Prometheus metrics, and the tiny HTTP endpoint that serves them on
+//! `--admin-address`. The endpoint answers every request with the text
+//! exposition; it is for scrapers on a trusted network, like the admin port
+//! of most servers.
+
+use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+pub struct Metrics {
+    pub registry: Registry,
+    /// Requests by command and result (`ok` or the error reason).
+    pub requests: IntCounterVec,
+    /// Time from a request line being read to its response being ready.
+    pub latency: Histogram,
+    pub open_connections: IntGauge,
+    pub refused_connections: IntGauge,
+    /// How many writes each group commit carried.
+    pub group_commit_size: Histogram,
+}
+
+impl Metrics {
+    pub fn new() -> anyhow::Result<Arc<Metrics>> {
+        let registry = Registry::new_custom(Some("hsd".into()), None)?;
+        let requests = IntCounterVec::new(
+            Opts::new("requests_total", "Requests by command and result"),
+            &["command", "result"],
+        )?;
+        let latency = Histogram::with_opts(
+            HistogramOpts::new("request_duration_seconds", "Request latency inside hsd").buckets(
+                vec![
+                    0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01,
+                    0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+                ],
+            ),
+        )?;
+        let open_connections = IntGauge::new("open_connections", "Client connections open now")?;
+        let refused_connections = IntGauge::new(
+            "refused_connections_total",
+            "Connections refused because max_connections was reached",
+        )?;
+        let group_commit_size = Histogram::with_opts(
+            HistogramOpts::new("group_commit_writes", "Writes per group commit").buckets(vec![
+                1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
+            ]),
+        )?;
+        registry.register(Box::new(requests.clone()))?;
+        registry.register(Box::new(latency.clone()))?;
+        registry.register(Box::new(open_connections.clone()))?;
+        registry.register(Box::new(refused_connections.clone()))?;
+        registry.register(Box::new(group_commit_size.clone()))?;
+        Ok(Arc::new(Metrics {
+            registry,
+            requests,
+            latency,
+            open_connections,
+            refused_connections,
+            group_commit_size,
+        }))
+    }
+
+    pub fn render(&self) -> String {
+        TextEncoder::new()
+            .encode_to_string(&self.registry.gather())
+            .unwrap_or_default()
+    }
+}
+
+/// Serves `GET /metrics` (any path, really) until the task is dropped.
+pub async fn serve_admin(listener: TcpListener, metrics: Arc<Metrics>) {
+    loop {
+        let Ok((mut sock, _)) = listener.accept().await else {
+            continue;
+        };
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            let mut buf = [0u8; 4096];
+            // Read the request head; its content does not matter.
+            let _ =
+                tokio::time::timeout(std::time::Duration::from_secs(5), sock.read(&mut buf)).await;
+            let body = metrics.render();
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = sock.write_all(head.as_bytes()).await;
+            let _ = sock.write_all(body.as_bytes()).await;
+            let _ = sock.shutdown().await;
+        });
+    }
+}

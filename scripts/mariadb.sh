@@ -1,0 +1,357 @@
+#!/usr/bin/env bash
+# scripts/mariadb.sh: a PRIVATE MariaDB instance for hsd's tests and benchmarks.
+#
+# Never touches the system MariaDB service. Everything lives in one directory,
+# $HSD_MARIADB_DIR (default: <repo>/target/mariadb):
+#     data/          datadir, created by mariadb-install-db on first start
+#     tmp/           tmpdir
+#     my.cnf         server options (rewritten on every start)
+#     mariadbd.pid   pid file, error.log  server log
+#     port           the TCP port this instance uses (kept across stop/start)
+#     env            shell exports for callers, present while started
+#     lock           flock file serialising start/stop/restart/kill
+# The socket is <dir>/mariadbd.sock, or under /tmp when that path is too long
+# for a unix socket.
+#
+# mariadbd listens on 127.0.0.1 on a free port (picked at the first start and
+# reused afterwards while it is free; `restart` insists on it). `start` creates
+# the user hsd/hsd (@127.0.0.1 and @localhost, ALL PRIVILEGES) and database
+# hsdtest, and writes <dir>/env:
+#     export HSD_TEST_MYSQL_URL=mysql://hsd:hsd@127.0.0.1:<port>
+#     export HSD_MARIADB_PORT=<port> HSD_MARIADB_SOCKET=<sock> HSD_MARIADB_DIR=<dir>
+#
+# Usage:
+#   scripts/mariadb.sh start     start (or reuse a running instance); fails loudly
+#   scripts/mariadb.sh stop      clean shutdown; no-op when not running
+#   scripts/mariadb.sh restart   stop + start on the SAME port and data dir
+#   scripts/mariadb.sh kill      kill -9 mariadbd (crash tests); `start` recovers it
+#   scripts/mariadb.sh env       print the exports: eval "$(scripts/mariadb.sh env)"
+#   scripts/mariadb.sh status    say whether it runs; exit 0 if it answers
+#   scripts/mariadb.sh sql ...   run the mariadb client as root on the socket
+# Environment: HSD_MARIADB_DIR, HSD_MARIADB_TIMEOUT (start/stop wait, default 60 s),
+#   HSD_MARIADB_BUFFER_POOL (default 256M).
+set -euo pipefail
+
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DIR=${HSD_MARIADB_DIR:-$ROOT/target/mariadb}
+DIR=$(realpath -m "$DIR")
+DATA=$DIR/data
+TMPD=$DIR/tmp
+CNF=$DIR/my.cnf
+PIDFILE=$DIR/mariadbd.pid
+LOG=$DIR/error.log
+PORTFILE=$DIR/port
+ENVFILE=$DIR/env
+LOCK=$DIR/lock
+SOCK=$DIR/mariadbd.sock
+if (( ${#SOCK} > 100 )); then   # sun_path is 108 bytes
+    SOCK=/tmp/hsd-mariadb-$(printf '%s' "$DIR" | md5sum | cut -c1-12).sock
+fi
+TIMEOUT=${HSD_MARIADB_TIMEOUT:-60}
+BUFFER_POOL=${HSD_MARIADB_BUFFER_POOL:-256M}
+
+say() { echo "mariadb.sh: $*" >&2; }
+die() { echo "mariadb.sh: ERROR: $*" >&2; exit 1; }
+
+log_tail() {
+    if [[ -f "$LOG" ]]; then
+        echo "----- last 40 lines of $LOG -----" >&2
+        tail -n 40 "$LOG" >&2
+        echo "----- end of $LOG -----" >&2
+    fi
+}
+
+for bin in mariadbd mariadb-install-db mariadb mariadb-admin flock; do
+    command -v "$bin" >/dev/null 2>&1 || die "$bin not found; run scripts/deps.sh"
+done
+
+# Root on the private instance: root@localhost with an empty password
+# (mariadb-install-db --auth-root-authentication-method=normal, so it works for
+# any OS user); setup_users drops the TCP root accounts, so only the socket
+# in the instance directory reaches it.
+admin() { mariadb-admin --no-defaults --protocol=socket --socket="$SOCK" -uroot --connect-timeout=2 "$@"; }
+client() { mariadb --no-defaults --protocol=socket --socket="$SOCK" -uroot "$@"; }
+
+# alive PID: the process exists and is not a zombie (an orphaned mariadbd
+# killed by us may linger as a zombie until init reaps it).
+alive() {
+    kill -0 "$1" 2>/dev/null || return 1
+    local state
+    state=$(awk '{print $3}' /proc/"$1"/stat 2>/dev/null) || return 1
+    [[ -n "$state" && "$state" != Z ]]
+}
+
+pid_of_server() {
+    local pid
+    [[ -f "$PIDFILE" ]] || return 1
+    pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
+    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+    alive "$pid" || return 1
+    # make sure the pid was not recycled by some other program
+    [[ "$(cat /proc/"$pid"/comm 2>/dev/null)" == mariadbd || "$(cat /proc/"$pid"/comm 2>/dev/null)" == mysqld ]] || return 1
+    echo "$pid"
+}
+
+answers() { admin ping >/dev/null 2>&1; }
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+pick_port() {
+    local p
+    if command -v python3 >/dev/null 2>&1; then
+        p=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()' 2>/dev/null) || p=""
+        if [[ -n "$p" ]] && ! port_in_use "$p"; then echo "$p"; return; fi
+    fi
+    for _ in $(seq 1 200); do
+        p=$(( 20000 + RANDOM % 30000 ))
+        port_in_use "$p" || { echo "$p"; return; }
+    done
+    die "could not find a free port"
+}
+
+write_env() {
+    local port=$1 tmp=$ENVFILE.tmp
+    {
+        echo "# private MariaDB from scripts/mariadb.sh"
+        printf 'export HSD_TEST_MYSQL_URL=%q\n' "mysql://hsd:hsd@127.0.0.1:$port"
+        printf 'export HSD_MARIADB_PORT=%q\n' "$port"
+        printf 'export HSD_MARIADB_SOCKET=%q\n' "$SOCK"
+        printf 'export HSD_MARIADB_DIR=%q\n' "$DIR"
+    } >"$tmp"
+    mv "$tmp" "$ENVFILE"
+}
+
+write_cnf() {
+    local port=$1
+    cat >"$CNF" <<EOF
+# written by scripts/mariadb.sh; rewritten on every start
+[mariadbd]
+datadir=$DATA
+tmpdir=$TMPD
+socket=$SOCK
+pid-file=$PIDFILE
+log-error=$LOG
+port=$port
+bind-address=127.0.0.1
+skip-name-resolve
+character-set-server=utf8mb4
+collation-server=utf8mb4_general_ci
+max_connections=1000
+innodb_flush_log_at_trx_commit=1
+innodb_buffer_pool_size=$BUFFER_POOL
+skip-log-bin
+EOF
+}
+
+init_datadir() {
+    [[ -d "$DATA/mysql" ]] && return 0
+    say "initialising $DATA (mariadb-install-db)"
+    rm -rf "$DATA"
+    mkdir -p "$DATA"
+    local user_opt=()
+    [[ $(id -u) -eq 0 ]] && user_opt=(--user=root)
+    if ! mariadb-install-db --defaults-file="$CNF" "${user_opt[@]}" \
+            --auth-root-authentication-method=normal --skip-test-db \
+            >"$DIR/install-db.log" 2>&1; then
+        cat "$DIR/install-db.log" >&2
+        rm -rf "$DATA"
+        die "mariadb-install-db failed (log above, also in $DIR/install-db.log)"
+    fi
+}
+
+setup_users() {
+    local host
+    host=$(uname -n | sed "s/'//g")
+    client <<EOF || { log_tail; die "could not create user hsd / database hsdtest"; }
+DROP USER IF EXISTS 'root'@'127.0.0.1', 'root'@'::1', 'root'@'$host', ''@'localhost', ''@'$host';
+CREATE USER IF NOT EXISTS 'hsd'@'127.0.0.1' IDENTIFIED BY 'hsd';
+CREATE USER IF NOT EXISTS 'hsd'@'localhost' IDENTIFIED BY 'hsd';
+ALTER USER 'hsd'@'127.0.0.1' IDENTIFIED BY 'hsd';
+ALTER USER 'hsd'@'localhost' IDENTIFIED BY 'hsd';
+GRANT ALL PRIVILEGES ON *.* TO 'hsd'@'127.0.0.1' WITH GRANT OPTION;
+GRANT ALL PRIVILEGES ON *.* TO 'hsd'@'localhost' WITH GRANT OPTION;
+CREATE DATABASE IF NOT EXISTS hsdtest CHARACTER SET utf8mb4;
+EOF
+}
+
+# start [required-port]
+do_start() {
+    local want=${1:-} pid port attempt bgpid deadline
+    if pid=$(pid_of_server); then
+        if answers; then
+            port=$(cat "$PORTFILE")
+            say "already running (pid $pid, port $port); reusing it"
+            setup_users
+            write_env "$port"
+            return 0
+        fi
+        # running but not answering yet (someone else's start in progress, or
+        # recovering): wait for it below rather than starting a second one.
+        say "mariadbd pid $pid exists but does not answer yet; waiting"
+        deadline=$(( SECONDS + TIMEOUT ))
+        while (( SECONDS < deadline )); do
+            answers && break
+            alive "$pid" || break
+            sleep 0.2
+        done
+        if answers; then
+            port=$(cat "$PORTFILE"); setup_users; write_env "$port"; return 0
+        fi
+        log_tail
+        die "mariadbd pid $pid exists but does not answer on $SOCK; run '$0 kill' or '$0 stop' first"
+    fi
+    rm -f "$PIDFILE" "$SOCK" "$SOCK.lock"
+    mkdir -p "$TMPD"
+
+    for attempt in 1 2 3; do
+        if [[ -n "$want" ]]; then
+            port=$want
+            port_in_use "$port" && die "port $port (required for restart) is in use by another program"
+        else
+            port=""
+            if [[ -f "$PORTFILE" ]]; then
+                port=$(cat "$PORTFILE")
+                if port_in_use "$port"; then
+                    say "previous port $port is taken now; picking another"
+                    port=""
+                fi
+            fi
+            [[ -n "$port" ]] || port=$(pick_port)
+        fi
+        echo "$port" >"$PORTFILE"
+        write_cnf "$port"
+        init_datadir
+
+        local user_opt=()
+        [[ $(id -u) -eq 0 ]] && user_opt=(--user=root)
+        # max_connections=1000 wants many fds; take what the hard limit allows.
+        ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+        say "starting mariadbd on 127.0.0.1:$port (dir $DIR)"
+        : >>"$LOG"
+        local logpos
+        logpos=$(stat -c %s "$LOG")
+        # All fds redirected/closed: the daemon must not hold the caller's
+        # stdout (e.g. a $(...) or a CI pipe) nor our flock fd 9.
+        mariadbd --defaults-file="$CNF" "${user_opt[@]}" </dev/null >>"$LOG" 2>&1 9>&- &
+        bgpid=$!
+
+        deadline=$(( SECONDS + TIMEOUT ))
+        while (( SECONDS < deadline )); do
+            if answers; then
+                break
+            fi
+            if ! alive "$bgpid"; then
+                break
+            fi
+            sleep 0.2
+        done
+
+        if answers; then
+            setup_users
+            write_env "$port"
+            say "ready: mysql://hsd:hsd@127.0.0.1:$port (pid $(cat "$PIDFILE" 2>/dev/null || echo $bgpid), socket $SOCK)"
+            return 0
+        fi
+
+        if alive "$bgpid"; then
+            log_tail
+            kill -9 "$bgpid" 2>/dev/null || true
+            wait "$bgpid" 2>/dev/null || true
+            die "mariadbd did not answer within ${TIMEOUT}s (killed it)"
+        fi
+        wait "$bgpid" 2>/dev/null || true
+        # Lost a race for the port? Try another one (unless the port is required).
+        if [[ -z "$want" ]] && tail -c +"$((logpos + 1))" "$LOG" | grep -q 'Bind on TCP/IP port'; then
+            say "port $port was taken while starting (attempt $attempt); retrying"
+            rm -f "$PORTFILE"
+            continue
+        fi
+        log_tail
+        die "mariadbd exited during startup"
+    done
+    log_tail
+    die "mariadbd could not bind a port after 3 attempts"
+}
+
+do_stop() {
+    local pid deadline
+    if ! pid=$(pid_of_server); then
+        say "not running"
+        rm -f "$ENVFILE" "$PIDFILE"
+        return 0
+    fi
+    say "stopping mariadbd (pid $pid)"
+    admin shutdown >/dev/null 2>&1 || kill -TERM "$pid" 2>/dev/null || true
+    deadline=$(( SECONDS + TIMEOUT ))
+    while alive "$pid" && (( SECONDS < deadline )); do
+        sleep 0.2
+    done
+    if alive "$pid"; then
+        say "still running after ${TIMEOUT}s; SIGTERM"
+        kill -TERM "$pid" 2>/dev/null || true
+        sleep 5
+        if alive "$pid"; then
+            say "still running; SIGKILL"
+            kill -9 "$pid" 2>/dev/null || true
+            while alive "$pid"; do sleep 0.1; done
+        fi
+    fi
+    rm -f "$ENVFILE" "$PIDFILE"
+    say "stopped"
+}
+
+do_kill() {
+    local pid
+    if ! pid=$(pid_of_server); then
+        say "not running; nothing to kill"
+        return 0
+    fi
+    say "kill -9 mariadbd (pid $pid)"
+    kill -9 "$pid" 2>/dev/null || true
+    while alive "$pid"; do sleep 0.05; done
+    # pid file, socket and env file stay behind, as after a real crash; the
+    # next start (or restart) recovers the data on the same port.
+}
+
+do_restart() {
+    local port=""
+    [[ -f "$PORTFILE" ]] && port=$(cat "$PORTFILE")
+    do_stop
+    do_start "$port"
+}
+
+with_lock() {
+    mkdir -p "$DIR"
+    exec 9>"$LOCK"
+    flock -w "$((TIMEOUT + 30))" 9 || die "timed out waiting for $LOCK"
+    "$@"
+}
+
+cmd=${1:-}
+shift || true
+case "$cmd" in
+    start) with_lock do_start ;;
+    stop) with_lock do_stop ;;
+    restart) with_lock do_restart ;;
+    kill) with_lock do_kill ;;
+    env)
+        [[ -f "$ENVFILE" ]] || die "not started (no $ENVFILE); run: $0 start"
+        pid_of_server >/dev/null || say "warning: mariadbd is not running (killed?); env from last start"
+        cat "$ENVFILE"
+        ;;
+    status)
+        if pid=$(pid_of_server) && answers; then
+            echo "running: pid $pid, port $(cat "$PORTFILE"), socket $SOCK, dir $DIR"
+        else
+            echo "not running (dir $DIR)"
+            exit 1
+        fi
+        ;;
+    sql) client "$@" ;;
+    *)
+        sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
+        exit 2
+        ;;
+esac

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# scripts/test.sh: the one command that runs every hsd test (CI runs it via .ci/run).
+#
+# Steps: install missing Debian packages (scripts/deps.sh), build the whole
+# workspace, start a private MariaDB (scripts/mariadb.sh; stopped again on exit
+# unless it was already running before this script), export
+# HSD_TEST_MYSQL_URL so the MariaDB tests always run (never skipped), run
+# `cargo test --workspace`, then the compat and bench smoke steps.
+# Any failure, including MariaDB failing to start, fails the whole run.
+#
+# Usage: scripts/test.sh                run everything
+#        scripts/test.sh --setup-only   deps + MariaDB start/env only, no cargo
+#                                       (checks the machine, stops MariaDB again)
+# Environment: HSD_MARIADB_DIR (private MariaDB directory, default target/mariadb),
+#   HSD_MARIADB_TIMEOUT; see scripts/mariadb.sh.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$(pwd)
+
+setup_only=0
+case "${1:-}" in
+    --setup-only) setup_only=1 ;;
+    "") ;;
+    *) echo "usage: $0 [--setup-only]" >&2; exit 2 ;;
+esac
+
+START=$SECONDS
+section() {
+    echo
+    echo "=================================================================="
+    echo "== $* (t+$((SECONDS - START))s)"
+    echo "=================================================================="
+}
+
+section "dependencies (scripts/deps.sh)"
+bash "$ROOT/scripts/deps.sh"
+
+if [[ $setup_only -eq 0 ]]; then
+    section "build: cargo build --workspace --all-targets"
+    cargo build --workspace --all-targets
+fi
+
+section "private MariaDB (scripts/mariadb.sh start)"
+# Stop MariaDB on exit only if this script started it: a developer's running
+# instance is reused and left alone.
+stop_mariadb=1
+if bash "$ROOT/scripts/mariadb.sh" status >/dev/null 2>&1; then
+    stop_mariadb=0
+fi
+on_exit() {
+    local rc=$?
+    if [[ $stop_mariadb -eq 1 ]]; then
+        echo
+        echo "== stopping private MariaDB"
+        bash "$ROOT/scripts/mariadb.sh" stop || true
+    fi
+    if [[ $rc -eq 0 ]]; then
+        echo "== test.sh: ALL OK ($((SECONDS - START))s)"
+    else
+        echo "== test.sh: FAILED with exit code $rc ($((SECONDS - START))s)" >&2
+    fi
+    exit "$rc"
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+bash "$ROOT/scripts/mariadb.sh" start
+eval "$(bash "$ROOT/scripts/mariadb.sh" env)"
+: "${HSD_TEST_MYSQL_URL:?scripts/mariadb.sh env did not set HSD_TEST_MYSQL_URL}"
+export HSD_TEST_MYSQL_URL HSD_MARIADB_PORT HSD_MARIADB_SOCKET HSD_MARIADB_DIR
+echo "HSD_TEST_MYSQL_URL=$HSD_TEST_MYSQL_URL"
+mariadb --no-defaults -h127.0.0.1 -P"$HSD_MARIADB_PORT" -uhsd -phsd hsdtest \
+    -N -e 'select concat("connected as hsd to ", version())'
+
+if [[ $setup_only -eq 1 ]]; then
+    section "--setup-only: skipping cargo test and smoke steps"
+    exit 0
+fi
+
+section "unit and integration tests: cargo test --workspace"
+cargo test --workspace
+
+# --- compat and bench smoke (added by their owners) ---
+# Each step: a `section "..."` header, then commands that fail the run on error.
+# MariaDB is running and HSD_TEST_MYSQL_URL is exported here.
+
+# --- end of compat and bench smoke ---

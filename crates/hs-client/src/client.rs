@@ -66,6 +66,20 @@ pub struct Client {
     wbuf: Vec<u8>,
 }
 
+/// Shows the address and session state; never the secret.
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("addr", &self.addr)
+            .field("connected", &self.conn.is_some())
+            .field("authenticated", &self.auth.is_some())
+            .field("opened", &self.opened.keys().collect::<Vec<_>>())
+            .field("in_flight", &self.in_flight())
+            .field("reconnects", &self.reconnects)
+            .finish()
+    }
+}
+
 impl Client {
     /// Connects with default options. `addr` is anything printable as
     /// `host:port` (`&str`, `String`, `SocketAddr`); it is resolved again on

@@ -424,7 +424,7 @@ mod tests {
     #[test]
     fn lines_never_contain_raw_framing_bytes() {
         let nasty: Vec<u8> = (0u8..=0x1f).collect();
-        let line = Find::new(0, "=", &[nasty.clone()])
+        let line = Find::new(0, "=", std::slice::from_ref(&nasty))
             .filter('F', "=", 0, &nasty)
             .modify("U", &[&nasty])
             .to_line();

@@ -41,11 +41,7 @@ impl ResponseExt for Response {
     }
 
     fn row_count(&self) -> usize {
-        if self.ncols == 0 {
-            0
-        } else {
-            self.values.len() / self.ncols
-        }
+        self.values.len().checked_div(self.ncols).unwrap_or(0)
     }
 
     fn number(&self) -> Option<u64> {

@@ -321,9 +321,12 @@ pub fn parse_number(raw: &[u8]) -> u64 {
     n
 }
 
+/// The raw tokens of a line, split on HT.
+type TabSplit<'a> = std::slice::Split<'a, u8, fn(&u8) -> bool>;
+
 /// Cursor over the raw HT-separated tokens of a line.
 struct Tokens<'a> {
-    iter: std::iter::Peekable<std::slice::Split<'a, u8, fn(&u8) -> bool>>,
+    iter: std::iter::Peekable<TabSplit<'a>>,
 }
 
 fn is_tab(b: &u8) -> bool {

@@ -95,7 +95,11 @@ pub struct TargetArgs {
     #[arg(long, default_value = "key:")]
     pub key_prefix: String,
     /// MySQL: mysql://user:pass@host:port[/db]
-    #[arg(long, env = "HSD_TEST_MYSQL_URL", default_value = "mysql://root@127.0.0.1:3306")]
+    #[arg(
+        long,
+        env = "HSD_TEST_MYSQL_URL",
+        default_value = "mysql://root@127.0.0.1:3306"
+    )]
     pub mysql_url: String,
     /// MySQL: use prepared statements (binary protocol) instead of text queries.
     #[arg(long)]

@@ -85,7 +85,7 @@ pub fn push_created(out: &mut Vec<u8>, id: u64) {
     let (_, _, ts) = parts(id);
     let (y, m, d) = civil_from_days((ts / 86_400) as i64);
     let s = ts % 86_400;
-    let mut two = |v: u64, out: &mut Vec<u8>| {
+    let two = |v: u64, out: &mut Vec<u8>| {
         out.push(b'0' + (v / 10) as u8);
         out.push(b'0' + (v % 10) as u8);
     };
@@ -153,7 +153,10 @@ mod tests {
             let c = s(|v| push_created(v, id));
             assert_eq!(c.len(), 19, "{c}");
             let b = c.as_bytes();
-            assert_eq!((b[4], b[7], b[10], b[13], b[16]), (b'-', b'-', b' ', b':', b':'));
+            assert_eq!(
+                (b[4], b[7], b[10], b[13], b[16]),
+                (b'-', b'-', b' ', b':', b':')
+            );
             assert!(c.as_str() >= "2010-01-01 00:00:00" && c.as_str() < "2020-01-01");
             let e = s(|v| push_email(v, id));
             assert!(e.ends_with("@example.com") && e.contains(&id.to_string()));

@@ -151,7 +151,10 @@ mod tests {
         let c = counts(&KeyGen::Uniform(n), n, 200_000, 7);
         assert_eq!(c[0], 0);
         for &x in &c[1..] {
-            assert!((1500..2500).contains(&x), "uniform bucket {x} far from 2000");
+            assert!(
+                (1500..2500).contains(&x),
+                "uniform bucket {x} far from 2000"
+            );
         }
     }
 
@@ -163,7 +166,11 @@ mod tests {
         // Theoretical P(1) = 1 / H(n, 0.99).
         let h: f64 = (1..=n).map(|k| (k as f64).powf(-0.99)).sum();
         let p1 = c[1] as f64 / draws as f64;
-        assert!((p1 - 1.0 / h).abs() < 0.01, "P(1) = {p1}, expected {}", 1.0 / h);
+        assert!(
+            (p1 - 1.0 / h).abs() < 0.01,
+            "P(1) = {p1}, expected {}",
+            1.0 / h
+        );
         // Key 2 about 2^-0.99 as popular as key 1.
         let r = c[2] as f64 / c[1] as f64;
         assert!((0.44..0.56).contains(&r), "c2/c1 = {r}");
@@ -197,6 +204,9 @@ mod tests {
         let mut s = x.to_vec();
         s.sort();
         assert_eq!(s, (1..=10).collect::<Vec<_>>());
-        assert_ne!(Rng::for_stream(5, 1).next_u64(), Rng::for_stream(5, 2).next_u64());
+        assert_ne!(
+            Rng::for_stream(5, 1).next_u64(),
+            Rng::for_stream(5, 2).next_u64()
+        );
     }
 }

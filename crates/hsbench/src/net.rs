@@ -41,10 +41,7 @@ impl Conn {
     }
 
     pub async fn write_all(&mut self, buf: &[u8]) -> Result<()> {
-        self.stream
-            .write_all(buf)
-            .await
-            .context("write to server")
+        self.stream.write_all(buf).await.context("write to server")
     }
 
     /// Reads at least one more byte; an orderly close by the server is an error.

@@ -99,7 +99,7 @@ pub fn answer(line: &[u8]) -> Vec<u8> {
     let tokens: Vec<&[u8]> = line.split(|&b| b == b'\t').collect();
     match tokens.first().copied() {
         Some(b"A") | Some(b"P") => b"0\t1\n".to_vec(),
-        _ if tokens.get(1).copied() == Some(b"+") => b"0\t1\t1\n".to_vec(),
+        _ if tokens.get(1).copied() == Some(&b"+"[..]) => b"0\t1\t1\n".to_vec(),
         _ if tokens.len() >= 4 => {
             let mut out = b"0\t1\t".to_vec();
             out.extend_from_slice(tokens[3]);
@@ -115,7 +115,13 @@ pub fn ok(line: &[u8]) -> Action {
 }
 
 pub fn is_find(line: &[u8]) -> bool {
-    line.first().is_some_and(u8::is_ascii_digit) && !line.starts_with(b"0\t+")
+    let mut tokens = line.split(|&b| b == b'\t');
+    let first = tokens.next().unwrap_or(b"");
+    first.first().is_some_and(u8::is_ascii_digit) && tokens.next() != Some(&b"+"[..])
+}
+
+pub fn is_insert(line: &[u8]) -> bool {
+    line.split(|&b| b == b'\t').nth(1) == Some(&b"+"[..])
 }
 
 /// Renders lines for readable assertion failures.

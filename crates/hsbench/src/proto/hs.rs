@@ -112,6 +112,7 @@ impl HsCodec {
         })
     }
 
+    #[cfg(test)]
     pub fn new_for_test(workload: Workload) -> HsCodec {
         HsCodec {
             workload,
@@ -222,20 +223,44 @@ mod tests {
             }
         };
         let g = Workload::Get;
-        assert_eq!(check_splits(b"0\t3\tJane Roe\tj@x\t2010-02-03 11:22:33\n", parse(g)), Outcome::Ok);
+        assert_eq!(
+            check_splits(b"0\t3\tJane Roe\tj@x\t2010-02-03 11:22:33\n", parse(g)),
+            Outcome::Ok
+        );
         assert_eq!(check_splits(b"0\t3\n", parse(g)), Outcome::Miss);
         assert_eq!(check_splits(b"0\t2\ta\tb\n", parse(g)), Outcome::Miss);
         assert_eq!(check_splits(b"2\t1\tstmtnum\n", parse(g)), Outcome::Error);
         let row = "\tn\te\tc".repeat(10);
         let multi = format!("0\t3{row}\n");
-        assert_eq!(check_splits(multi.as_bytes(), parse(Workload::Multiget10)), Outcome::Ok);
+        assert_eq!(
+            check_splits(multi.as_bytes(), parse(Workload::Multiget10)),
+            Outcome::Ok
+        );
         let nine = format!("0\t3{}\n", "\tn\te\tc".repeat(9));
-        assert_eq!(check_splits(nine.as_bytes(), parse(Workload::Multiget10)), Outcome::Miss);
-        assert_eq!(check_splits(b"0\t1\n", parse(Workload::Insert)), Outcome::Ok);
-        assert_eq!(check_splits(b"0\t1\t1001\n", parse(Workload::Insert)), Outcome::Ok);
-        assert_eq!(check_splits(b"1\t1\t121\n", parse(Workload::Insert)), Outcome::Error);
-        assert_eq!(check_splits(b"0\t1\t1\n", parse(Workload::Update)), Outcome::Ok);
-        assert_eq!(check_splits(b"0\t1\t0\n", parse(Workload::Update)), Outcome::Miss);
+        assert_eq!(
+            check_splits(nine.as_bytes(), parse(Workload::Multiget10)),
+            Outcome::Miss
+        );
+        assert_eq!(
+            check_splits(b"0\t1\n", parse(Workload::Insert)),
+            Outcome::Ok
+        );
+        assert_eq!(
+            check_splits(b"0\t1\t1001\n", parse(Workload::Insert)),
+            Outcome::Ok
+        );
+        assert_eq!(
+            check_splits(b"1\t1\t121\n", parse(Workload::Insert)),
+            Outcome::Error
+        );
+        assert_eq!(
+            check_splits(b"0\t1\t1\n", parse(Workload::Update)),
+            Outcome::Ok
+        );
+        assert_eq!(
+            check_splits(b"0\t1\t0\n", parse(Workload::Update)),
+            Outcome::Miss
+        );
         // Empty values and NULL count as values.
         assert_eq!(check_splits(b"0\t3\t\t\x00\t\n", parse(g)), Outcome::Ok);
     }

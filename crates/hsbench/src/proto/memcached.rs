@@ -52,7 +52,10 @@ pub fn parse_resp(buf: &[u8]) -> Result<Option<(usize, McResp)>> {
                 .and_then(|t| std::str::from_utf8(t).ok())
                 .and_then(|t| t.parse::<usize>().ok());
             let Some(len) = len else {
-                bail!("memcached: bad VALUE line {:?}", String::from_utf8_lossy(line));
+                bail!(
+                    "memcached: bad VALUE line {:?}",
+                    String::from_utf8_lossy(line)
+                );
             };
             let data_end = end + len;
             if buf.len() < data_end + 2 {
@@ -83,7 +86,10 @@ pub fn parse_resp(buf: &[u8]) -> Result<Option<(usize, McResp)>> {
         {
             r.error = true;
         } else {
-            bail!("memcached: unexpected line {:?}", String::from_utf8_lossy(line));
+            bail!(
+                "memcached: unexpected line {:?}",
+                String::from_utf8_lossy(line)
+            );
         }
         if r.values == 0 {
             r.min_fields = 0;

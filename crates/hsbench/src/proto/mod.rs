@@ -89,7 +89,9 @@ pub fn check_splits<T: PartialEq + std::fmt::Debug>(
     bytes: &[u8],
     parse: impl Fn(&[u8]) -> Result<Option<(usize, T)>>,
 ) -> T {
-    let (n, whole) = parse(bytes).unwrap().expect("complete frame not recognised");
+    let (n, whole) = parse(bytes)
+        .unwrap()
+        .expect("complete frame not recognised");
     assert_eq!(n, bytes.len(), "frame length");
     for cut in 0..bytes.len() {
         assert!(

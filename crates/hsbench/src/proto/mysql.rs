@@ -8,8 +8,8 @@
 use anyhow::{bail, Result};
 
 use super::mysql_conn::{
-    err_packet_text, finish_packet, handshake, lenenc, packet, prepare, push_lenenc,
-    start_packet, Stmt,
+    err_packet_text, finish_packet, handshake, lenenc, packet, prepare, push_lenenc, start_packet,
+    Stmt,
 };
 use super::{Op, Outcome, READ_COLS};
 use crate::args::{Target, Workload};
@@ -253,9 +253,7 @@ impl MyCodec {
         };
         let ok = match (&r, self.workload) {
             (MyResp::Err(_), _) => return Ok(Some((n, Outcome::Error))),
-            (MyResp::Rows { cols, rows }, Workload::Get) => {
-                *cols == READ_COLS as u64 && *rows == 1
-            }
+            (MyResp::Rows { cols, rows }, Workload::Get) => *cols == READ_COLS as u64 && *rows == 1,
             (MyResp::Rows { cols, rows }, Workload::Multiget10) => {
                 *cols == READ_COLS as u64 && *rows == 10
             }
@@ -306,18 +304,33 @@ mod tests {
     #[test]
     fn framing_split_everywhere() {
         let rs = result_set(3, &[&["Jane Roe", "j@x", "2010-01-01 00:00:00"]]);
-        assert_eq!(check_splits(&rs, parse_response), MyResp::Rows { cols: 3, rows: 1 });
+        assert_eq!(
+            check_splits(&rs, parse_response),
+            MyResp::Rows { cols: 3, rows: 1 }
+        );
         let ten: Vec<&[&str]> = vec![&["a", "b", "c"]; 10];
         let rs = result_set(3, &ten);
-        assert_eq!(check_splits(&rs, parse_response), MyResp::Rows { cols: 3, rows: 10 });
+        assert_eq!(
+            check_splits(&rs, parse_response),
+            MyResp::Rows { cols: 3, rows: 10 }
+        );
         let empty = result_set(3, &[]);
-        assert_eq!(check_splits(&empty, parse_response), MyResp::Rows { cols: 3, rows: 0 });
+        assert_eq!(
+            check_splits(&empty, parse_response),
+            MyResp::Rows { cols: 3, rows: 0 }
+        );
         // A row whose first column is a NULL (0xfb) or a long string is still a row.
         let long = "x".repeat(300);
         let rs = result_set(1, &[&[long.as_str()]]);
-        assert_eq!(check_splits(&rs, parse_response), MyResp::Rows { cols: 1, rows: 1 });
+        assert_eq!(
+            check_splits(&rs, parse_response),
+            MyResp::Rows { cols: 1, rows: 1 }
+        );
         let ok = pkt(1, &[0, 1, 0, 2, 0, 0, 0]);
-        assert_eq!(check_splits(&ok, parse_response), MyResp::Ok { affected: 1 });
+        assert_eq!(
+            check_splits(&ok, parse_response),
+            MyResp::Ok { affected: 1 }
+        );
         let err = pkt(1, b"\xff\x26\x04#23000Duplicate entry");
         match check_splits(&err, parse_response) {
             MyResp::Err(e) => assert!(e.contains("1062") && e.contains("Duplicate")),
@@ -344,7 +357,10 @@ mod tests {
         let text = |w: Workload, op: Op| {
             let mut out = Vec::new();
             MyCodec::new(&t, w).encode(&op, &mut out);
-            assert_eq!(out.len() - 4, u32::from_le_bytes([out[0], out[1], out[2], 0]) as usize);
+            assert_eq!(
+                out.len() - 4,
+                u32::from_le_bytes([out[0], out[1], out[2], 0]) as usize
+            );
             String::from_utf8(out[5..].to_vec()).unwrap()
         };
         assert_eq!(

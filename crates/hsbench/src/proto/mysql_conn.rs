@@ -138,9 +138,9 @@ pub fn lenenc(b: &[u8], p: usize) -> Option<(u64, usize)> {
 }
 
 async fn read_packet(conn: &mut Conn) -> Result<(u8, Vec<u8>)> {
-    conn.read_with(|b| {
-        Ok(packet(b, 0)?.map(|(seq, end, total)| (total, (seq, b[4..end].to_vec()))))
-    })
+    conn.read_with(
+        |b| Ok(packet(b, 0)?.map(|(seq, end, total)| (total, (seq, b[4..end].to_vec())))),
+    )
     .await
 }
 
@@ -391,10 +391,16 @@ mod tests {
     #[test]
     fn urls() {
         let u = MyUrl::parse("mysql://hsd:hsd@127.0.0.1:3307").unwrap();
-        assert_eq!((u.user.as_str(), u.pass.as_str(), u.port), ("hsd", "hsd", 3307));
+        assert_eq!(
+            (u.user.as_str(), u.pass.as_str(), u.port),
+            ("hsd", "hsd", 3307)
+        );
         assert_eq!(u.db, None);
         let u = MyUrl::parse("mysql://root@localhost/test?x=1").unwrap();
-        assert_eq!((u.host.as_str(), u.port, u.db.as_deref()), ("localhost", 3306, Some("test")));
+        assert_eq!(
+            (u.host.as_str(), u.port, u.db.as_deref()),
+            ("localhost", 3306, Some("test"))
+        );
         let u = MyUrl::parse("mysql://a:p%40ss@h:1/d").unwrap();
         assert_eq!(u.pass, "p@ss");
         assert!(MyUrl::parse("http://x").is_err());
@@ -402,7 +408,16 @@ mod tests {
 
     #[test]
     fn lenenc_roundtrip() {
-        for n in [0u64, 250, 251, 65535, 65536, 0xff_ffff, 0x100_0000, u64::MAX] {
+        for n in [
+            0u64,
+            250,
+            251,
+            65535,
+            65536,
+            0xff_ffff,
+            0x100_0000,
+            u64::MAX,
+        ] {
             let mut v = vec![9];
             push_lenenc(&mut v, n);
             assert_eq!(lenenc(&v, 1), Some((n, v.len())));
@@ -419,7 +434,11 @@ mod tests {
         let mut h = Sha1::new();
         h.update(nonce);
         h.update(Sha1::digest(h1));
-        let back: Vec<u8> = out.iter().zip(h.finalize().iter()).map(|(a, b)| a ^ b).collect();
+        let back: Vec<u8> = out
+            .iter()
+            .zip(h.finalize().iter())
+            .map(|(a, b)| a ^ b)
+            .collect();
         assert_eq!(back, h1.to_vec());
         assert!(scramble_native(b"", nonce).is_empty());
     }

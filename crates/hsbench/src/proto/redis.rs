@@ -6,8 +6,8 @@ use anyhow::{bail, Result};
 use memchr::memchr;
 
 use super::{Op, Outcome, READ_COLS};
-use crate::data::{digits, push_kv_value, push_u64};
 use crate::args::{Target, Workload};
+use crate::data::{digits, push_kv_value, push_u64};
 
 pub struct RedisCodec {
     workload: Workload,

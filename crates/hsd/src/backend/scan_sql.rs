@@ -216,32 +216,40 @@ fn key_condition(scan: &Scan<'_>, key_sql: &[String], params: &mut Vec<Param>) -
         return parts.join(" AND ");
     }
     // Lexicographic: k1 op' v1 OR (k1 = v1 AND (k2 op' v2 OR (... kn op vn)))
-    // where op' is the strict form of op.
+    // where op' is the strict form of op. Parameters are pushed in text order.
     let strict = match scan.op {
         FindOp::Gt | FindOp::Ge => FindOp::Gt,
         _ => FindOp::Lt,
     };
-    let mut expr = cmp(&cols[n - 1], n - 1, scan.op, is_null(n - 1), params);
-    for i in (0..n - 1).rev() {
-        let mut outer = cmp(&cols[i], i, strict, is_null(i), params);
-        outer.push_str(" OR (");
-        outer.push_str(&eq(&cols[i], i, is_null(i), params));
-        outer.push_str(" AND (");
-        outer.push_str(&expr);
-        outer.push_str("))");
-        expr = outer;
-    }
+    let mut sql = String::new();
     if n > 1 {
         // The seek bound on the leading column (implied by the expression).
         let inclusive = match strict {
             FindOp::Gt => FindOp::Ge,
             _ => FindOp::Le,
         };
-        let lead = cmp(&cols[0], 0, inclusive, is_null(0), params);
-        format!("{lead} AND ({expr})")
-    } else {
-        expr
+        sql.push_str(&cmp(&cols[0], 0, inclusive, is_null(0), params));
+        sql.push_str(" AND ");
     }
+    sql.push_str(&lexicographic(cols, 0, scan.op, strict, &is_null, params));
+    sql
+}
+
+fn lexicographic(
+    cols: &[String],
+    i: usize,
+    op: FindOp,
+    strict: FindOp,
+    is_null: &dyn Fn(usize) -> bool,
+    params: &mut Vec<Param>,
+) -> String {
+    if i + 1 == cols.len() {
+        return format!("({})", cmp(&cols[i], i, op, is_null(i), params));
+    }
+    let head = cmp(&cols[i], i, strict, is_null(i), params);
+    let equal = eq(&cols[i], i, is_null(i), params);
+    let rest = lexicographic(cols, i + 1, op, strict, is_null, params);
+    format!("({head} OR ({equal} AND {rest}))")
 }
 
 fn eq(col: &str, i: usize, null: bool, params: &mut Vec<Param>) -> String {

@@ -1,0 +1,310 @@
+//! Test harness shared by the integration suites: spawns the real `hsd`
+//! binary on the embedded store or on the private MariaDB that
+//! `scripts/mariadb.sh` runs, runs SQL beside it, and formats responses.
+#![allow(dead_code)]
+
+use hs_client::{Client, Response};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Mysql,
+}
+
+/// The MariaDB URL the test script exports. In CI its absence is a failure:
+/// the MariaDB half of the suite is never skipped there.
+pub fn mysql_url() -> Option<String> {
+    match std::env::var("HSD_TEST_MYSQL_URL") {
+        Ok(u) if !u.is_empty() => Some(u),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "HSD_TEST_MYSQL_URL is not set: CI must run the MariaDB tests (scripts/test.sh sets it)"
+            );
+            eprintln!(
+                "HSD_TEST_MYSQL_URL not set: skipping the MariaDB half (run scripts/test.sh)"
+            );
+            None
+        }
+    }
+}
+
+pub struct TestServer {
+    pub backend: Backend,
+    /// The database (SQLite file name / MariaDB schema) this test owns.
+    pub db: String,
+    pub read_addr: String,
+    pub write_addr: String,
+    pub admin_addr: Option<String>,
+    child: Option<Child>,
+    data_dir: PathBuf,
+    _tmp: tempfile::TempDir,
+    mysql_url: Option<String>,
+    args: Vec<String>,
+}
+
+impl TestServer {
+    /// Starts hsd for `backend` with a fresh database named after the test.
+    /// Returns None when the MariaDB half is not available outside CI.
+    pub fn start(backend: Backend, db: &str, extra: &[&str]) -> Option<TestServer> {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mysql_url = match backend {
+            Backend::Sqlite => None,
+            Backend::Mysql => Some(mysql_url()?),
+        };
+        let mut s = TestServer {
+            backend,
+            db: db.to_string(),
+            read_addr: String::new(),
+            write_addr: String::new(),
+            admin_addr: None,
+            child: None,
+            data_dir: tmp.path().join("data"),
+            _tmp: tmp,
+            mysql_url,
+            args: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        match backend {
+            Backend::Sqlite => {
+                std::fs::create_dir_all(&s.data_dir).expect("data dir");
+                s.sql("SELECT 1");
+            }
+            Backend::Mysql => {
+                s.mysql_admin(&format!("DROP DATABASE IF EXISTS `{db}`"));
+                s.mysql_admin(&format!("CREATE DATABASE `{db}`"));
+            }
+        }
+        s.spawn();
+        Some(s)
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    fn spawn(&mut self) {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hsd"));
+        cmd.arg("serve")
+            .args(["--address", "127.0.0.1", "--port", "0", "--port-wr", "0"])
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .args(&self.args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if let Some(url) = &self.mysql_url {
+            cmd.args(["--backend", url]);
+        }
+        let mut child = cmd.spawn().expect("spawn hsd");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let line = lines
+            .next()
+            .expect("hsd printed nothing (did it fail to start?)")
+            .expect("read hsd stdout");
+        let field = |name: &str| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(&format!("{name}=")))
+                .map(str::to_string)
+        };
+        self.read_addr = field("read").unwrap_or_else(|| panic!("bad ready line {line:?}"));
+        self.write_addr = field("write").unwrap_or_else(|| panic!("bad ready line {line:?}"));
+        self.admin_addr = field("admin");
+        // Keep draining stdout so hsd never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        self.child = Some(child);
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    /// kill -9, then start again on the same data (new ports).
+    pub fn kill9_and_restart(&mut self) {
+        self.kill9();
+        self.spawn();
+    }
+
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM and wait; returns the exit status code.
+    pub fn terminate(&mut self) -> Option<i32> {
+        let mut c = self.child.take()?;
+        unsafe {
+            libc::kill(c.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(Some(status)) = c.try_wait() {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                let _ = c.kill();
+                panic!("hsd did not exit within 30 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub async fn reader(&self) -> Client {
+        Client::connect(&self.read_addr)
+            .await
+            .expect("connect read port")
+    }
+
+    pub async fn writer(&self) -> Client {
+        Client::connect(&self.write_addr)
+            .await
+            .expect("connect write port")
+    }
+
+    /// Runs SQL on the test's database beside hsd; returns rows as text
+    /// (NULL as None).
+    pub fn sql(&self, stmt: &str) -> Vec<Vec<Option<String>>> {
+        match self.backend {
+            Backend::Sqlite => {
+                let out = Command::new(env!("CARGO_BIN_EXE_hsd"))
+                    .arg("sql")
+                    .arg("--data-dir")
+                    .arg(&self.data_dir)
+                    .arg(&self.db)
+                    .arg(stmt)
+                    .output()
+                    .expect("run hsd sql");
+                assert!(
+                    out.status.success(),
+                    "hsd sql {stmt:?} failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .map(|l| {
+                        l.split('\t')
+                            .map(|v| (v != "NULL").then(|| v.to_string()))
+                            .collect()
+                    })
+                    .collect()
+            }
+            Backend::Mysql => self.mysql_query(&format!("USE `{}`; {stmt}", self.db)),
+        }
+    }
+
+    fn mysql_admin(&self, stmt: &str) {
+        self.mysql_query(stmt);
+    }
+
+    fn mysql_query(&self, stmt: &str) -> Vec<Vec<Option<String>>> {
+        use mysql::prelude::Queryable;
+        let url = self.mysql_url.as_ref().expect("mysql url");
+        let opts = mysql::Opts::from_url(url).expect("mysql url");
+        let mut conn = mysql::Conn::new(opts).expect("connect to MariaDB");
+        let mut rows = Vec::new();
+        let mut result = conn.query_iter(stmt).expect("mysql query");
+        while let Some(set) = result.iter() {
+            for row in set {
+                let row = row.expect("mysql row");
+                rows.push(
+                    row.unwrap()
+                        .into_iter()
+                        .map(|v| match v {
+                            mysql::Value::NULL => None,
+                            mysql::Value::Bytes(b) => {
+                                Some(String::from_utf8_lossy(&b).into_owned())
+                            }
+                            other => Some(other.as_sql(true).trim_matches('\'').to_string()),
+                        })
+                        .collect(),
+                );
+            }
+        }
+        rows
+    }
+
+    /// Column type for an auto-increment integer primary key.
+    pub fn autoinc_pk(&self) -> &'static str {
+        match self.backend {
+            Backend::Sqlite => "INTEGER PRIMARY KEY",
+            Backend::Mysql => "INTEGER NOT NULL AUTO_INCREMENT PRIMARY KEY",
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// A response as one readable line: tokens joined by TAB, NULL as `<NULL>`.
+pub fn fmt(r: &Response) -> String {
+    let mut parts = vec![r.code.to_string(), r.ncols.to_string()];
+    for v in &r.values {
+        parts.push(match v {
+            None => "<NULL>".to_string(),
+            Some(b) => String::from_utf8_lossy(b).into_owned(),
+        });
+    }
+    parts.join("\t")
+}
+
+/// Sends a request written with `|` for TAB and `~` for a NULL token, and
+/// returns the formatted response.
+pub async fn q(c: &mut Client, line: &str) -> String {
+    let raw: Vec<u8> = line
+        .bytes()
+        .map(|b| match b {
+            b'|' => b'\t',
+            b'~' => 0,
+            other => other,
+        })
+        .collect();
+    let r = c
+        .request(&raw)
+        .await
+        .unwrap_or_else(|e| panic!("request {line:?}: {e}"));
+    fmt(&r)
+}
+
+/// `0|n|...` written with `|` for TAB, for comparing with `q`.
+pub fn t(s: &str) -> String {
+    s.replace('|', "\t")
+}
+
+/// Generates one test per backend from an async fn taking `&mut TestServer`.
+#[macro_export]
+macro_rules! both_backends {
+    ($name:ident, $extra:expr) => {
+        mod $name {
+            use super::*;
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let mut s = common::TestServer::start(
+                    common::Backend::Sqlite,
+                    concat!("hst_", stringify!($name)),
+                    $extra,
+                )
+                .expect("sqlite server");
+                super::$name(&mut s).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn mysql() {
+                let Some(mut s) = common::TestServer::start(
+                    common::Backend::Mysql,
+                    concat!("hst_", stringify!($name)),
+                    $extra,
+                ) else {
+                    return;
+                };
+                super::$name(&mut s).await;
+            }
+        }
+    };
+}

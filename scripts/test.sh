@@ -86,4 +86,10 @@ cargo test --workspace
 # Each step: a `section "..."` header, then commands that fail the run on error.
 # MariaDB is running and HSD_TEST_MYSQL_URL is exported here.
 
+section "compat: third-party clients (hs4j, node-handlersocket, nc) on the embedded store"
+HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/compat/run.sh" sqlite
+
+section "compat: third-party clients (hs4j, node-handlersocket, nc) on MariaDB"
+HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/compat/run.sh" mysql
+
 # --- end of compat and bench smoke ---

@@ -98,6 +98,7 @@ pub struct TargetArgs {
     #[arg(
         long,
         env = "HSD_TEST_MYSQL_URL",
+        hide_env_values = true,
         default_value = "mysql://root@127.0.0.1:3306"
     )]
     pub mysql_url: String,

@@ -77,12 +77,18 @@ pub async fn load(a: &LoadArgs) -> Result<()> {
         }
     }
     let secs = start.elapsed().as_secs_f64();
+    let into = match t.system {
+        System::Memcached | System::Redis => {
+            format!("keys {}1..{}{}", t.key_prefix, t.key_prefix, a.rows)
+        }
+        _ => format!("{}.{}", t.db, t.table),
+    };
     println!(
-        "loaded {} rows into {:?} {}.{} in {:.2} s ({:.0} rows/s), errors {}",
+        "loaded {} rows into {:?} {into} at {}:{} in {:.2} s ({:.0} rows/s), errors {}",
         total.rows,
         t.system,
-        t.db,
-        t.table,
+        t.host,
+        t.port,
         secs,
         total.rows as f64 / secs,
         total.errors
@@ -205,7 +211,7 @@ async fn load_pipelined(t: &Target, plan: &Plan) -> Result<Tally> {
                     tally.errors += 1;
                     if tally.first_error.is_none() {
                         let raw = &conn.pending()[..used.min(200)];
-                        tally.first_error = Some(String::from_utf8_lossy(raw).into_owned());
+                        tally.first_error = Some(format!("{:?}", String::from_utf8_lossy(raw)));
                     }
                 }
                 conn.consume(used);

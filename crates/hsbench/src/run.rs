@@ -104,6 +104,9 @@ pub async fn run(a: &RunArgs) -> Result<Report> {
         seed: a.seed,
     });
     let tck = cpu::clk_tck();
+    let mut pids = a.server_pid.clone();
+    pids.sort_unstable();
+    pids.dedup();
     let mut set = JoinSet::new();
     for i in 0..a.connections {
         let (conn, codec) = proto::connect(&target, a.workload)
@@ -125,7 +128,7 @@ pub async fn run(a: &RunArgs) -> Result<Report> {
         since: Instant::now(),
     };
     w.wait(Some(Duration::from_secs_f64(a.warmup))).await?;
-    let server0 = cpu::total_ticks(&a.server_pid)?;
+    let server0 = cpu::total_ticks(&pids)?;
     let client0 = cpu::ticks("self")?;
     sh.phase.store(MEASURE, Relaxed);
     let start = Instant::now();
@@ -134,7 +137,7 @@ pub async fn run(a: &RunArgs) -> Result<Report> {
         sh.phase.store(STOP, Relaxed);
     }
     w.wait(None).await?;
-    let server1 = cpu::total_ticks(&a.server_pid)?;
+    let server1 = cpu::total_ticks(&pids)?;
     let client1 = cpu::ticks("self")?;
     let mut total = ConnStats::new();
     let mut end = start;
@@ -154,7 +157,7 @@ pub async fn run(a: &RunArgs) -> Result<Report> {
             Dist::Zipf => format!("zipf {}", a.zipf_theta),
         },
     };
-    let server = (!a.server_pid.is_empty()).then(|| server1.saturating_sub(server0));
+    let server = (!pids.is_empty()).then(|| server1.saturating_sub(server0));
     let secs = (end - start).as_secs_f64();
     Ok(Report::build(
         info,

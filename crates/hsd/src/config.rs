@@ -68,7 +68,8 @@ pub struct ServeOptions {
     /// Embedded store durability: off, normal or full [default: full].
     #[arg(long, env = "HSD_SYNCHRONOUS", value_enum)]
     pub synchronous: Option<Synchronous>,
-    /// MySQL backend: connections kept by the pool per worker kind [default: threads].
+    /// MySQL backend: read connections, one per read worker thread (replaces
+    /// --threads); writes use --threads-wr more [default: threads].
     #[arg(long, env = "HSD_MYSQL_POOL")]
     pub mysql_pool: Option<usize>,
     /// MySQL backend: seconds to wait for the server before answering an error [default: 3].

@@ -63,7 +63,10 @@ fn main() -> std::process::ExitCode {
 
 fn serve(opts: hsd::config::ServeOptions) -> anyhow::Result<()> {
     let config = opts.resolve()?;
+    // Network threads: as many as read threads, since the embedded store
+    // answers short reads on them directly.
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.threads)
         .enable_all()
         .thread_name("hsd-net")
         .build()?;

@@ -38,6 +38,17 @@ pub fn make_backend(config: &Config) -> anyhow::Result<Arc<dyn Backend>> {
     )
 }
 
+/// Read worker threads, each with its own storage connection. For MySQL
+/// they mostly wait on the network, so their number is the read connection
+/// pool's size, `--mysql-pool` (default `--threads`).
+pub fn read_threads(config: &Config) -> usize {
+    if config.backend.starts_with("mysql://") {
+        config.mysql_pool.unwrap_or(config.threads).max(1)
+    } else {
+        config.threads
+    }
+}
+
 /// A backend URL with any password replaced, for messages and logs.
 pub fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
@@ -73,7 +84,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         backend.clone(),
         catalog,
         metrics.clone(),
-        config.threads,
+        read_threads(&config),
         config.threads_wr,
     )
     .context("starting worker threads")?;
@@ -131,6 +142,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             reads: workers.reads.clone(),
             writes: workers.writes.clone(),
             metrics: metrics.clone(),
+            inline_reads: backend.reads_inline().then(|| backend.clone()),
         });
         accept_tasks.push(tokio::spawn(accept_loop(
             listener,

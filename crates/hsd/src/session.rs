@@ -4,11 +4,11 @@
 //! reads travel as one job, consecutive writes as another, so pipelined
 //! requests are grouped while each connection's order is kept.
 
-use crate::backend::OpenedIndex;
+use crate::backend::{Backend, OpenedIndex};
 use crate::exec::write::WriteOp;
 use crate::exec::{ReadTask, WriteTask};
 use crate::metrics::Metrics;
-use crate::workers::{ReadJob, WriteJob};
+use crate::workers::{self, ReadJob, WriteJob};
 use crossbeam_channel::Sender;
 use hs_proto::{
     parse_request, AuthRequest, ErrorKind, ExecRequest, IndexOperation, OpenIndexRequest, Request,
@@ -34,6 +34,8 @@ pub struct ListenerContext {
     pub reads: Sender<ReadJob>,
     pub writes: Sender<WriteJob>,
     pub metrics: Arc<Metrics>,
+    /// Set when the backend lets short reads run on the network thread.
+    pub inline_reads: Option<Arc<dyn Backend>>,
 }
 
 /// Opened indexes by id: a vector for the small ids clients use, a bounded
@@ -226,6 +228,24 @@ impl Session {
             Pending::None => {}
             Pending::Reads(tasks) => {
                 let n = tasks.len();
+                let tasks = match &self.ctx.inline_reads {
+                    Some(backend) if inline_rows(&tasks) <= workers::INLINE_MAX_ROWS => {
+                        match workers::run_reads_inline(backend, tasks) {
+                            Ok(done) => {
+                                self.collect(
+                                    "find",
+                                    n,
+                                    Some(done.into_iter().map(|t| t.out)),
+                                    out,
+                                    started,
+                                );
+                                return;
+                            }
+                            Err(tasks) => tasks,
+                        }
+                    }
+                    _ => tasks,
+                };
                 let (reply, rx) = oneshot::channel();
                 let done = match self.ctx.reads.send(ReadJob::Finds { tasks, reply }) {
                     Ok(()) => rx.await.ok(),
@@ -257,6 +277,7 @@ impl Session {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn collect(
         &self,
         command: &str,
@@ -297,4 +318,23 @@ impl Session {
             }
         }
     }
+}
+
+/// Rows a batch of finds may touch at most: what decides whether it is short
+/// enough to run inline.
+fn inline_rows(tasks: &[ReadTask]) -> u64 {
+    tasks
+        .iter()
+        .map(|t| {
+            let per_scan = u64::from(t.req.limit) + u64::from(t.req.offset);
+            let scans = t
+                .req
+                .in_clause
+                .as_ref()
+                .map_or(1, |i| i.values.len() as u64);
+            // W filters may read one row past the last taken; F filters may skip many.
+            let filtered = if t.req.filters.is_empty() { 1 } else { 8 };
+            per_scan.saturating_mul(scans).saturating_mul(filtered)
+        })
+        .fold(0u64, u64::saturating_add)
 }

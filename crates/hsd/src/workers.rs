@@ -160,6 +160,41 @@ fn read_worker(backend: Arc<dyn Backend>, catalog: Arc<Catalog>, rx: Receiver<Re
     }
 }
 
+/// Most rows a batch may ask for and still run on a network thread; bigger
+/// scans go to the read workers so they cannot stall other connections.
+pub const INLINE_MAX_ROWS: u64 = 256;
+
+thread_local! {
+    /// This thread's connection for inline reads, tagged with its backend.
+    static INLINE_CONN: std::cell::RefCell<Option<(usize, Box<dyn StorageConn>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs finds on the calling thread with a connection of its own. Returns
+/// the tasks untouched (Err) when no connection could be made.
+pub fn run_reads_inline(
+    backend: &Arc<dyn Backend>,
+    mut tasks: Vec<ReadTask>,
+) -> Result<Vec<ReadTask>, Vec<ReadTask>> {
+    let tag = Arc::as_ptr(backend) as *const () as usize;
+    INLINE_CONN.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.as_ref().map(|(t, _)| *t) != Some(tag) {
+            match backend.connect() {
+                Ok(c) => *slot = Some((tag, c)),
+                Err(_) => return Err(tasks),
+            }
+        }
+        match slot.as_mut() {
+            Some((_, conn)) => {
+                exec::run_reads(conn.as_mut(), &mut tasks);
+                Ok(tasks)
+            }
+            None => Err(tasks),
+        }
+    })
+}
+
 /// Runs queued writes in shared transactions: one commit for many writes.
 pub struct GroupCommitter {
     conn: LazyConn,

@@ -86,6 +86,9 @@ pub struct IndexMeta {
     pub tiebreak_sql: Vec<String>,
     /// FROM clause with whatever hint makes the database use this index.
     pub from_sql: String,
+    /// At most one row per full key without NULLs (PRIMARY or UNIQUE); lets
+    /// a backend merge concurrent point lookups into one statement.
+    pub unique: bool,
 }
 
 impl TableMeta {
@@ -242,4 +245,10 @@ pub trait Backend: Send + Sync {
     fn connect(&self) -> Result<Box<dyn StorageConn>, StorageError>;
     /// A short name for logs (never includes a password).
     fn describe_target(&self) -> String;
+    /// Whether short reads may run on the network threads themselves. True
+    /// for an in-process store, where a lookup costs less than handing it to
+    /// another thread and back; false when a read waits on a network.
+    fn reads_inline(&self) -> bool {
+        false
+    }
 }

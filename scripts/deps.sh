@@ -30,6 +30,7 @@ esac
 #   mariadb-client   mariadb, mariadb-admin (scripts/mariadb.sh, debugging)
 #   memcached        scripts/bench.sh side-by-side figures
 #   redis-server     scripts/bench.sh side-by-side figures
+#   gnuplot-nox      scripts/bench.sh chart (PNG, docs/bench-throughput.png)
 #   netcat-openbsd   protocol smoke tests from shell (nc -q/-N)
 #   maven            compat/java (hs4j client)
 #   default-jdk-headless  javac for compat/java (maven alone only pulls a JRE)
@@ -46,6 +47,7 @@ wanted=(
     "mariadb-client mariadb-admin"
     "memcached memcached"
     "redis-server redis-server"
+    "gnuplot-nox gnuplot"
     "netcat-openbsd -"
     "maven mvn"
     "default-jdk-headless javac"

@@ -68,6 +68,12 @@ pub struct ServeOptions {
     /// Embedded store durability: off, normal or full [default: full].
     #[arg(long, env = "HSD_SYNCHRONOUS", value_enum)]
     pub synchronous: Option<Synchronous>,
+    /// PEM certificate chain: serve both ports over TLS (with --tls-key).
+    #[arg(long, env = "HSD_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for --tls-cert.
+    #[arg(long, env = "HSD_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// MySQL backend: read connections, one per read worker thread (replaces
     /// --threads); writes use --threads-wr more [default: threads].
     #[arg(long, env = "HSD_MYSQL_POOL")]
@@ -97,6 +103,8 @@ pub struct Config {
     pub synchronous: Synchronous,
     pub mysql_pool: Option<usize>,
     pub mysql_timeout: Duration,
+    /// Certificate and key files when TLS is on.
+    pub tls: Option<(PathBuf, PathBuf)>,
 }
 
 impl ServeOptions {
@@ -121,7 +129,16 @@ impl ServeOptions {
             self.plain_secret_wr_file.or(file.plain_secret_wr_file),
         )?;
         let idle = self.idle_timeout.or(file.idle_timeout).unwrap_or(300);
+        let tls = match (
+            self.tls_cert.or(file.tls_cert),
+            self.tls_key.or(file.tls_key),
+        ) {
+            (Some(c), Some(k)) => Some((c, k)),
+            (None, None) => None,
+            _ => anyhow::bail!("TLS needs both tls-cert and tls-key"),
+        };
         Ok(Config {
+            tls,
             address: self
                 .address
                 .or(file.address)

@@ -14,4 +14,5 @@ pub mod server;
 pub mod session;
 pub mod shutdown;
 pub mod sql_command;
+pub mod tls;
 pub mod workers;

@@ -3,7 +3,9 @@
 //! exposition; it is for scrapers on a trusted network, like the admin port
 //! of most servers.
 
-use prometheus::{Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+use prometheus::{
+    Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -18,6 +20,11 @@ pub struct Metrics {
     pub refused_connections: IntGauge,
     /// How many writes each group commit carried.
     pub group_commit_size: Histogram,
+    /// Hot counters resolved once: label lookups hash strings.
+    pub find_ok: IntCounter,
+    pub find_error: IntCounter,
+    pub write_ok: IntCounter,
+    pub write_error: IntCounter,
 }
 
 impl Metrics {
@@ -51,6 +58,10 @@ impl Metrics {
         registry.register(Box::new(refused_connections.clone()))?;
         registry.register(Box::new(group_commit_size.clone()))?;
         Ok(Arc::new(Metrics {
+            find_ok: requests.with_label_values(&["find", "ok"]),
+            find_error: requests.with_label_values(&["find", "error"]),
+            write_ok: requests.with_label_values(&["write", "ok"]),
+            write_error: requests.with_label_values(&["write", "error"]),
             registry,
             requests,
             latency,

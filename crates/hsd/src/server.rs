@@ -15,6 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
+use tokio_rustls::TlsAcceptor;
+
+/// How long a client may take to complete its TLS handshake.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long shutdown waits for connections to finish what they read.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -122,6 +126,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     }
     tracing::info!(%read_local, %write_local, backend = %backend.describe_target(), "hsd ready");
 
+    let tls = match &config.tls {
+        Some((cert, key)) => Some(crate::tls::acceptor(cert, key)?),
+        None => None,
+    };
     let (trigger, shutdown) = shutdown::channel();
     // Every connection task holds a clone; recv() returns None once all are gone.
     let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
@@ -147,6 +155,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         accept_tasks.push(tokio::spawn(accept_loop(
             listener,
             ctx,
+            tls.clone(),
             limits,
             slots.clone(),
             shutdown.clone(),
@@ -179,6 +188,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 async fn accept_loop(
     listener: TcpListener,
     ctx: Arc<ListenerContext>,
+    tls: Option<TlsAcceptor>,
     limits: ConnectionLimits,
     slots: Arc<Semaphore>,
     mut shutdown: Shutdown,
@@ -205,11 +215,25 @@ async fn accept_loop(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let (ctx, shutdown, done) = (ctx.clone(), shutdown.clone(), done.clone());
+        let (ctx, shutdown, done, tls) = (ctx.clone(), shutdown.clone(), done.clone(), tls.clone());
         tokio::spawn(async move {
             ctx.metrics.open_connections.inc();
             let session = Session::new(ctx.clone());
-            let why = connection::serve(stream, session, limits, shutdown).await;
+            let why = match tls {
+                None => connection::serve(stream, session, limits, shutdown).await,
+                Some(acceptor) => {
+                    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
+                    {
+                        Ok(Ok(tls_stream)) => {
+                            connection::serve(tls_stream, session, limits, shutdown).await
+                        }
+                        _ => {
+                            tracing::debug!(%peer, "TLS handshake failed");
+                            connection::Close::Io
+                        }
+                    }
+                }
+            };
             tracing::debug!(%peer, ?why, "connection closed");
             ctx.metrics.open_connections.dec();
             drop(permit);

@@ -290,10 +290,10 @@ impl Session {
         match done {
             Some(responses) => {
                 let m = &self.ctx.metrics;
-                let (ok, err) = (
-                    m.requests.with_label_values(&[command, "ok"]),
-                    m.requests.with_label_values(&[command, "error"]),
-                );
+                let (ok, err) = match command {
+                    "find" => (&m.find_ok, &m.find_error),
+                    _ => (&m.write_ok, &m.write_error),
+                };
                 for r in responses {
                     if r.as_bytes().first() == Some(&b'0') {
                         ok.inc();

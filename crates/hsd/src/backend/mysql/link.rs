@@ -161,10 +161,6 @@ pub struct LinkSettings {
     pub timeout: Duration,
 }
 
-/// Grace on socket reads beyond the server-side timeouts, so that a slow
-/// statement reports the server's own timeout error rather than a dead socket.
-const SOCKET_GRACE: Duration = Duration::from_secs(1);
-
 pub struct Link {
     conn: Conn,
     clock: u64,
@@ -176,33 +172,41 @@ impl Link {
         let t = settings.timeout;
         let opts = OptsBuilder::from_opts(settings.opts.clone())
             .tcp_connect_timeout(Some(t))
-            .read_timeout(Some(t + SOCKET_GRACE))
-            .write_timeout(Some(t + SOCKET_GRACE))
-            // Dead peers are noticed by the timeouts above; no client-side
-            // statement cache: `Link::cache` owns every prepared statement.
+            .read_timeout(Some(t))
+            .write_timeout(Some(t))
+            // No client-side statement cache: `Link::cache` owns every
+            // prepared statement.
             .stmt_cache_size(Some(0));
         let mut conn = Conn::new(opts).map_err(|e| classify(e, "connecting"))?;
-        let secs = t.as_secs().max(1);
+        // The server's own limits end a statement a little before the socket
+        // timeout does, so a slow statement reports the server's error (1205
+        // lock wait, 1969 statement time) and keeps the connection.
+        let lock_wait = (t.as_secs().max(2) - 1).max(1);
+        let statement_time = t.saturating_sub((t / 4).min(Duration::from_millis(500)));
         // Non-strict like the original plugin; fresh reads; utf8mb4 text.
         let required = [
             "SET NAMES utf8mb4".to_string(),
-            format!("SET SESSION sql_mode = '', autocommit = 1, innodb_lock_wait_timeout = {secs}"),
+            format!(
+                "SET SESSION sql_mode = '', autocommit = 1, innodb_lock_wait_timeout = {lock_wait}"
+            ),
             "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string(),
         ];
         for q in &required {
             conn.query_drop(q)
                 .map_err(|e| classify(e, "setting up the session"))?;
         }
-        // Statement time limit: MariaDB (seconds) or MySQL (milliseconds, SELECT only).
-        let ms = t.as_millis();
+        // MariaDB takes seconds; MySQL has max_execution_time (ms, SELECT only).
         if conn
             .query_drop(format!(
-                "SET SESSION max_statement_time = {}",
-                t.as_secs_f64()
+                "SET SESSION max_statement_time = {:.3}",
+                statement_time.as_secs_f64()
             ))
             .is_err()
         {
-            let _ = conn.query_drop(format!("SET SESSION max_execution_time = {ms}"));
+            let _ = conn.query_drop(format!(
+                "SET SESSION max_execution_time = {}",
+                statement_time.as_millis()
+            ));
         }
         Ok(Link {
             conn,

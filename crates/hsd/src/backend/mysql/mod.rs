@@ -100,7 +100,9 @@ impl Shared {
                             "{} is not reachable; retrying shortly",
                             self.target
                         )),
-                        link_lost: true,
+                        // No connection was lost here (and the pause must
+                        // not be extended by the callers it turns away).
+                        link_lost: false,
                         retryable: false,
                     });
                 }
@@ -120,10 +122,13 @@ impl Shared {
             Err(f) if f.link_lost => {
                 if paused.is_none() {
                     tracing::warn!(target = %self.target, error = %f.error, "cannot connect to MySQL server");
+                } else {
+                    tracing::debug!(target = %self.target, error = %f.error, "MySQL server still not reachable");
                 }
                 *paused = Some(Instant::now() + RETRY_PAUSE);
             }
-            Err(_) => {}
+            // The server answered (e.g. refused the login): it is up.
+            Err(_) => *paused = None,
         }
         result
     }

@@ -51,11 +51,22 @@ impl TestServer {
     /// Starts hsd for `backend` with a fresh database named after the test.
     /// Returns None when the MariaDB half is not available outside CI.
     pub fn start(backend: Backend, db: &str, extra: &[&str]) -> Option<TestServer> {
-        let tmp = tempfile::tempdir().expect("tempdir");
         let mysql_url = match backend {
             Backend::Sqlite => None,
             Backend::Mysql => Some(mysql_url()?),
         };
+        Some(Self::start_at(backend, mysql_url, db, extra))
+    }
+
+    /// Like `start`, with the MariaDB URL given (for tests that run their own
+    /// MariaDB instance).
+    pub fn start_at(
+        backend: Backend,
+        mysql_url: Option<String>,
+        db: &str,
+        extra: &[&str],
+    ) -> TestServer {
+        let tmp = tempfile::tempdir().expect("tempdir");
         let mut s = TestServer {
             backend,
             db: db.to_string(),
@@ -79,7 +90,7 @@ impl TestServer {
             }
         }
         s.spawn();
-        Some(s)
+        s
     }
 
     pub fn data_dir(&self) -> &Path {

@@ -92,4 +92,10 @@ HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/compat/run.sh" sqlite
 section "compat: third-party clients (hs4j, node-handlersocket, nc) on MariaDB"
 HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/compat/run.sh" mysql
 
+section "fuzz: replay the corpora, then 20 s per target (scripts/fuzz.sh)"
+bash "$ROOT/scripts/fuzz.sh" 20
+
+section "bench smoke: scripts/bench.sh --quick (every system and workload; checks it runs, not how fast)"
+bash "$ROOT/scripts/bench.sh" --quick --profile debug --json "$ROOT/target/bench-quick.json"
+
 # --- end of compat and bench smoke ---

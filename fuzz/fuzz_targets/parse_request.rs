@@ -24,7 +24,13 @@ fn request_roundtrip(line: &[u8]) {
     };
     let again = parse_request(&encoded)
         .unwrap_or_else(|e| panic!("re-encoded {:?} fails: {e:?}", show(&encoded)));
-    assert_eq!(again, req, "line {:?} re-encoded {:?}", show(line), show(&encoded));
+    assert_eq!(
+        again,
+        req,
+        "line {:?} re-encoded {:?}",
+        show(line),
+        show(&encoded)
+    );
 }
 
 fn token_roundtrip(data: &[u8]) {

@@ -20,8 +20,8 @@ use hsd::exec::Catalog;
 use hsd::metrics::Metrics;
 use hsd::session::{ListenerContext, PortKind, Session};
 use hsd::workers::Workers;
-use hsd_fuzz::store::Store;
 use hsd_fuzz::assert_response_shape;
+use hsd_fuzz::store::Store;
 use libfuzzer_sys::fuzz_target;
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -43,12 +43,11 @@ fn world() -> &'static World {
     WORLD.get_or_init(|| {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::create(dir.path());
-        let backend: Arc<dyn Backend> =
-            Arc::new(SqliteBackend::new(dir.path(), Synchronous::Off));
+        let backend: Arc<dyn Backend> = Arc::new(SqliteBackend::new(dir.path(), Synchronous::Off));
         let metrics = Metrics::new().expect("metrics");
         let catalog = Arc::new(Catalog::default());
-        let workers = Workers::start(backend.clone(), catalog, metrics.clone(), 1, 1)
-            .expect("workers");
+        let workers =
+            Workers::start(backend.clone(), catalog, metrics.clone(), 1, 1).expect("workers");
         let contexts = [0u8, 1, 2, 3, 8, 9, 10, 11]
             .into_iter()
             .map(|flags| {
@@ -98,8 +97,8 @@ fuzz_target!(|data: &[u8]| {
 
     let wrote = store.data_version() != version_before;
     if wrote {
-        let may_write = ctx.kind == PortKind::Write
-            && (ctx.secret.is_none() || sends_secret(input));
+        let may_write =
+            ctx.kind == PortKind::Write && (ctx.secret.is_none() || sends_secret(input));
         assert!(may_write, "data changed through a port that may not write");
         store.reset();
     }

@@ -28,7 +28,11 @@ pub fn assert_response_shape(line: &[u8]) {
         }
         1..=3 => {
             assert_eq!(r.ncols, 1, "error with ncols != 1: {:?}", show(line));
-            assert!(r.values.len() <= 1, "error with extra tokens: {:?}", show(line));
+            assert!(
+                r.values.len() <= 1,
+                "error with extra tokens: {:?}",
+                show(line)
+            );
         }
         _ => panic!("unknown response code in {:?}", show(line)),
     }

@@ -23,6 +23,9 @@ use crate::net::Conn;
 use crate::proto::{self, Codec, Op};
 use crate::stats::{ConnStats, Report, RunInfo};
 
+/// Connections opened concurrently at a time (below MySQL's default accept backlog).
+const CONNECT_WAVE: usize = 32;
+
 const WARMUP: u8 = 0;
 const MEASURE: u8 = 1;
 const STOP: u8 = 2;
@@ -107,11 +110,30 @@ pub async fn run(a: &RunArgs) -> Result<Report> {
     let mut pids = a.server_pid.clone();
     pids.sort_unstable();
     pids.dedup();
+    // Every connection is made (and its index opened / statement prepared)
+    // before any starts sending, CONNECT_WAVE at a time: made one by one
+    // while the first ones already ran, the last ones would queue behind
+    // their traffic and setup would take seconds at 256 connections.
+    let mut ready = Vec::with_capacity(a.connections);
+    for wave in (0..a.connections).collect::<Vec<_>>().chunks(CONNECT_WAVE) {
+        let mut opening = JoinSet::new();
+        for &i in wave {
+            let (target, workload) = (target.clone(), a.workload);
+            opening.spawn(async move {
+                let r = proto::connect(&target, workload)
+                    .await
+                    .with_context(|| format!("connection {i} to {}:{}", target.host, target.port));
+                (i, r)
+            });
+        }
+        while let Some(r) = opening.join_next().await {
+            let (i, r) = r.context("connect task failed")?;
+            ready.push((i, r?));
+        }
+    }
+    ready.sort_by_key(|(i, _)| *i);
     let mut set = JoinSet::new();
-    for i in 0..a.connections {
-        let (conn, codec) = proto::connect(&target, a.workload)
-            .await
-            .with_context(|| format!("connection {i} to {}:{}", target.host, target.port))?;
+    for (i, (conn, codec)) in ready {
         let (cfg, sh) = (cfg.clone(), sh.clone());
         set.spawn(async move {
             conn_loop(i, conn, codec, &cfg, &sh)

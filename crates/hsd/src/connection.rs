@@ -19,6 +19,8 @@ pub struct ConnectionLimits {
 }
 
 const READ_CHUNK: usize = 64 * 1024;
+/// Answers buffered beyond this are written before more lines are handled.
+const OUT_HIGH_WATER: usize = 256 * 1024;
 
 /// Why a connection ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -71,6 +73,15 @@ where
             session.handle_line(line, &mut out).await;
             start = end + 1;
             from = start;
+            // Answers to a long pipelined chunk can be far bigger than the
+            // chunk: send them as they pile up, so a client that does not
+            // read blocks us here instead of making us buffer them all.
+            if out.len() >= OUT_HIGH_WATER {
+                if stream.write_all(&out).await.is_err() {
+                    return Close::Io;
+                }
+                out.clear();
+            }
         }
         session.flush(&mut out).await;
         inbuf.drain(..start);

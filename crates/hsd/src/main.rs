@@ -21,7 +21,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the server.
-    Serve(hsd::config::ServeOptions),
+    Serve(Box<hsd::config::ServeOptions>),
     /// Run SQL on the embedded store: hsd sql [--data-dir DIR] <db> "<statement>".
     Sql {
         #[arg(long, env = "HSD_DATA_DIR", default_value = "hsd-data")]
@@ -45,7 +45,7 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let result = match cli.command {
-        Command::Serve(opts) => serve(opts),
+        Command::Serve(opts) => serve(*opts),
         Command::Sql {
             data_dir,
             db,

@@ -86,7 +86,13 @@ pub struct Session {
     indexes: IndexTable,
     pending: Pending,
     pending_since: Option<Instant>,
+    /// Rows the pending batch may answer with (sum of its limits).
+    pending_rows: u64,
 }
+
+/// A pending batch is run once its requests may answer with this many rows,
+/// so pipelined scans cannot pile up answers far bigger than the requests.
+const MAX_PENDING_ROWS: u64 = 4096;
 
 impl Session {
     pub fn new(ctx: Arc<ListenerContext>) -> Self {
@@ -97,6 +103,7 @@ impl Session {
             indexes: IndexTable::default(),
             pending: Pending::None,
             pending_since: None,
+            pending_rows: 0,
         }
     }
 
@@ -198,9 +205,13 @@ impl Session {
                     self.flush(out).await;
                 }
                 self.pending_since.get_or_insert_with(Instant::now);
+                self.pending_rows += u64::from(find.limit);
                 match &mut self.pending {
                     Pending::Reads(tasks) => tasks.push(ReadTask::new(index, find)),
                     _ => self.pending = Pending::Reads(vec![ReadTask::new(index, find)]),
+                }
+                if self.pending_rows >= MAX_PENDING_ROWS {
+                    self.flush(out).await;
                 }
                 return;
             }
@@ -215,15 +226,23 @@ impl Session {
             self.flush(out).await;
         }
         self.pending_since.get_or_insert_with(Instant::now);
+        self.pending_rows += match &write {
+            WriteOp::Modify(find) => u64::from(find.limit),
+            WriteOp::Insert(_) => 1,
+        };
         match &mut self.pending {
             Pending::Writes(tasks) => tasks.push(WriteTask::new(index, write)),
             _ => self.pending = Pending::Writes(vec![WriteTask::new(index, write)]),
+        }
+        if self.pending_rows >= MAX_PENDING_ROWS {
+            self.flush(out).await;
         }
     }
 
     /// Runs the pending batch and appends its responses, in order.
     pub async fn flush(&mut self, out: &mut Vec<u8>) {
         let started = self.pending_since.take();
+        self.pending_rows = 0;
         match std::mem::replace(&mut self.pending, Pending::None) {
             Pending::None => {}
             Pending::Reads(tasks) => {

@@ -33,6 +33,9 @@ pub enum StorageError {
 pub const ERR_DUPLICATE_KEY: u32 = 121;
 /// Error number for a NULL written to a NOT NULL column (MySQL's ER_BAD_NULL_ERROR).
 pub const ERR_NOT_NULL: u32 = 1048;
+/// Error number for a modify on a table with no primary or unique NOT NULL
+/// key to find its rows by (MySQL's ER_REQUIRES_PRIMARY_KEY).
+pub const ERR_NO_ROW_KEY: u32 = 1173;
 /// Error number when the storage is unreachable or timed out.
 pub const ERR_UNAVAILABLE: u32 = 2013;
 
@@ -42,7 +45,8 @@ impl StorageError {
         match self {
             StorageError::Refused { code, .. } => *code,
             StorageError::Unavailable(_) => ERR_UNAVAILABLE,
-            StorageError::OpenTable(_) | StorageError::NoRowLocator(_) => 1,
+            StorageError::NoRowLocator(_) => ERR_NO_ROW_KEY,
+            StorageError::OpenTable(_) => 1,
         }
     }
 }

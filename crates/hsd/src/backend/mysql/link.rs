@@ -2,12 +2,12 @@
 //! prepared statements, and how the server's and driver's errors map to
 //! `StorageError` (above all: which ones mean "this connection is gone").
 
+use super::fxhash::FxHashMap;
 use super::values::normalize_row;
 use crate::backend::scan_sql::{ScanShape, ScanSql};
 use crate::backend::{StorageError, ERR_DUPLICATE_KEY, ERR_NOT_NULL};
 use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder, Params, Statement, Value};
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -93,11 +93,18 @@ pub fn classify(e: mysql::Error, what: &str) -> Failure {
             retryable: false,
         },
         // Out-of-sync packets and the like: the stream cannot be trusted.
-        Error::DriverError(d) => Failure {
+        Error::DriverError(
+            d @ (DriverError::PacketOutOfSync
+            | DriverError::UnexpectedPacket
+            | DriverError::PacketTooLarge
+            | DriverError::SetupError),
+        ) => Failure {
             error: StorageError::Unavailable(format!("{what}: {d}")),
             link_lost: true,
-            retryable: true,
+            retryable: false,
         },
+        // Misuse (parameter counts and the like): the connection is fine.
+        Error::DriverError(d) => Failure::refused(1, format!("{what}: {d}")),
         // Socket errors while reading packets come wrapped in a codec error.
         Error::CodecError(c) => {
             use std::error::Error as _;
@@ -164,7 +171,7 @@ pub struct LinkSettings {
 pub struct Link {
     conn: Conn,
     clock: u64,
-    cache: HashMap<StmtKey, Cached>,
+    cache: FxHashMap<StmtKey, Cached>,
 }
 
 impl Link {
@@ -211,7 +218,7 @@ impl Link {
         Ok(Link {
             conn,
             clock: 0,
-            cache: HashMap::new(),
+            cache: FxHashMap::default(),
         })
     }
 

@@ -75,6 +75,8 @@ struct RawIndex {
     unique: bool,
     /// Column names in index order; None for an expression part.
     columns: Vec<Option<String>>,
+    /// (Seq_in_index, column) as listed, while reading SHOW INDEX.
+    parts: Vec<(u32, Option<String>)>,
     has_prefix: bool,
     /// FULLTEXT/SPATIAL, or ignored/invisible: no FORCE INDEX hint.
     no_hint: bool,
@@ -217,10 +219,10 @@ fn show_index(link: &mut Link, table_sql: &str) -> Result<Vec<RawIndex>, Failure
         col("Visible"),
     );
     let get = |r: &[Value], i: Option<usize>| i.and_then(|i| text(r.get(i)));
-    let mut out: Vec<(RawIndex, Vec<(u32, Option<String>)>)> = Vec::new();
+    let mut out: Vec<RawIndex> = Vec::new();
     for r in &rows {
         let name = get(r, Some(key_name)).unwrap_or_default();
-        let pos = match out.iter().position(|(i, _)| i.name == name) {
+        let pos = match out.iter().position(|i| i.name == name) {
             Some(p) => p,
             None => {
                 let kind = get(r, index_type).unwrap_or_default().to_ascii_uppercase();
@@ -228,18 +230,16 @@ fn show_index(link: &mut Link, table_sql: &str) -> Result<Vec<RawIndex>, Failure
                     || kind == "SPATIAL"
                     || get(r, ignored).as_deref() == Some("YES")
                     || get(r, visible).as_deref() == Some("NO");
-                out.push((
-                    RawIndex {
-                        name,
-                        unique: get(r, Some(non_unique)).as_deref() == Some("0")
-                            && kind != "FULLTEXT"
-                            && kind != "SPATIAL",
-                        columns: Vec::new(),
-                        has_prefix: false,
-                        no_hint,
-                    },
-                    Vec::new(),
-                ));
+                out.push(RawIndex {
+                    name,
+                    unique: get(r, Some(non_unique)).as_deref() == Some("0")
+                        && kind != "FULLTEXT"
+                        && kind != "SPATIAL",
+                    columns: Vec::new(),
+                    parts: Vec::new(),
+                    has_prefix: false,
+                    no_hint,
+                });
                 out.len() - 1
             }
         };
@@ -247,18 +247,16 @@ fn show_index(link: &mut Link, table_sql: &str) -> Result<Vec<RawIndex>, Failure
             .and_then(|s| s.parse().ok())
             .unwrap_or(u32::MAX);
         if get(r, sub_part).is_some() {
-            out[pos].0.has_prefix = true;
+            out[pos].has_prefix = true;
         }
-        out[pos].1.push((n, get(r, Some(column))));
+        out[pos].parts.push((n, get(r, Some(column))));
     }
-    Ok(out
-        .into_iter()
-        .map(|(mut i, mut parts)| {
-            parts.sort_by_key(|(n, _)| *n);
-            i.columns = parts.into_iter().map(|(_, c)| c).collect();
-            i
-        })
-        .collect())
+    for i in &mut out {
+        let mut parts = std::mem::take(&mut i.parts);
+        parts.sort_by_key(|(n, _)| *n);
+        i.columns = parts.into_iter().map(|(_, c)| c).collect();
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@
 //! inside the group, dooms the group: its remaining writes and the commit
 //! fail, so no write is reported done that the server rolled back.
 
+mod fxhash;
 mod link;
 mod meta;
 mod scan;
@@ -256,11 +257,10 @@ impl MysqlConn {
         let key = StmtKey::Text(sql.clone());
         self.run(false, |link, _| {
             let (stmt, _) = link.prepare(&key, || (sql.clone(), Plan::Text))?;
-            link.execute(&stmt, params.clone()).map_err(|f| {
+            link.execute(&stmt, params.clone()).inspect_err(|f| {
                 if !f.link_lost && stale_statement(&f.error) {
                     link.forget(&key);
                 }
-                f
             })
         })
     }

@@ -22,6 +22,7 @@
 //! branches) so each shape has only a few statement texts to prepare.
 //! Grouped rows are buffered per scan and handed to `visit` in scan order.
 
+use super::fxhash::FxHashMap;
 use super::link::{Failure, Link, Plan, StmtKey};
 use super::values::{as_int, bind_scan, param, RowRef};
 use crate::backend::scan_sql::{self, Dialect, ScanShape};
@@ -57,7 +58,8 @@ struct Group {
 }
 
 enum Route {
-    Alone,
+    /// Runs alone; the shape when planning computed it already.
+    Alone(Option<ScanShape>),
     Group(usize),
 }
 
@@ -72,28 +74,38 @@ fn is_point_lookup(scan: &Scan<'_>) -> bool {
 }
 
 fn plan(scans: &[Scan<'_>]) -> (Vec<Route>, Vec<Group>) {
+    if scans.len() < 2 {
+        return (
+            scans.iter().map(|_| Route::Alone(None)).collect(),
+            Vec::new(),
+        );
+    }
     let mut routes = Vec::with_capacity(scans.len());
     let mut groups: Vec<Group> = Vec::new();
-    let mut by_shape: HashMap<(Kind, ScanShape), usize> = HashMap::new();
+    let mut by_shape: FxHashMap<(Kind, ScanShape), usize> = FxHashMap::default();
     for (i, scan) in scans.iter().enumerate() {
         let kind = if is_point_lookup(scan) {
             Kind::Points
         } else if !scan.with_locator && scan.fetch <= UNION_MAX_FETCH {
             Kind::Union
         } else {
-            routes.push(Route::Alone);
+            routes.push(Route::Alone(None));
             continue;
         };
-        let shape = ScanShape::of(scan);
-        let g = *by_shape.entry((kind, shape.clone())).or_insert_with(|| {
-            groups.push(Group {
-                kind,
-                shape,
-                members: Vec::new(),
-                layout: None,
-            });
-            groups.len() - 1
-        });
+        let key = (kind, ScanShape::of(scan));
+        let g = match by_shape.get(&key) {
+            Some(&g) => g,
+            None => {
+                groups.push(Group {
+                    kind,
+                    shape: key.1.clone(),
+                    members: Vec::new(),
+                    layout: None,
+                });
+                by_shape.insert(key, groups.len() - 1);
+                groups.len() - 1
+            }
+        };
         groups[g].members.push(i);
         routes.push(Route::Group(g));
     }
@@ -101,7 +113,7 @@ fn plan(scans: &[Scan<'_>]) -> (Vec<Route>, Vec<Group>) {
     for r in routes.iter_mut() {
         if let Route::Group(g) = *r {
             if groups[g].members.len() < 2 {
-                *r = Route::Alone;
+                *r = Route::Alone(Some(groups[g].shape.clone()));
             }
         }
     }
@@ -121,9 +133,9 @@ pub fn scan_many(
     if !groups.is_empty() {
         buffers.resize_with(scans.len(), Vec::new);
     }
-    for (i, scan) in scans.iter().enumerate() {
-        match routes[i] {
-            Route::Alone => run_single(link, i, scan, visit, progressed)?,
+    for (i, (scan, route)) in scans.iter().zip(routes).enumerate() {
+        match route {
+            Route::Alone(shape) => run_single(link, i, scan, shape, visit, progressed)?,
             Route::Group(g) => {
                 let group = &mut groups[g];
                 let (has_state, locator_len) = match group.layout {
@@ -169,10 +181,11 @@ fn run_single(
     link: &mut Link,
     n: usize,
     scan: &Scan<'_>,
+    shape: Option<ScanShape>,
     visit: &mut RowVisitor<'_>,
     progressed: &mut bool,
 ) -> Result<(), Failure> {
-    let key = StmtKey::Single(ScanShape::of(scan));
+    let key = StmtKey::Single(shape.unwrap_or_else(|| ScanShape::of(scan)));
     let (stmt, plan) = link.prepare(&key, || {
         let s = scan_sql::build(scan, DIALECT);
         (s.sql.clone(), Plan::Scan(s))

@@ -1,0 +1,451 @@
+#!/usr/bin/env bash
+# scripts/bench.sh: hsd side by side with memcached, Redis and MariaDB SQL.
+#
+# One load generator (crates/hsbench), one run, everything on 127.0.0.1:
+#   hsd-embedded  hsd serve on its embedded SQLite store
+#   hsd-mysql     hsd serve --backend mysql://... serving MariaDB's table
+#   memcached     memcached (Debian package), one string per row
+#   redis         redis-server (Debian package), persistence off
+#   mysql-sql     the same MariaDB table over SQL (prepared statements)
+# MariaDB is a private instance (scripts/mariadb.sh) in its own directory,
+# $HSD_BENCH_MARIADB_DIR (default target/bench-mariadb), with
+# innodb_flush_log_at_trx_commit=1. Each system gets the same data set (rows
+# 1..N of hsbench's data.rs: id, name, email, created), and every workload
+# reads or writes the same columns: get (one row by key: name, email,
+# created), multiget10 (10 keys per request: HS IN / memcached multi-key get /
+# MGET / SQL IN), insert (one row), update (one column: name; memcached and
+# Redis can only rewrite the whole value).
+#
+# Sweep: connections 1, 16, 64, 256 x depth 1, 16 (depth 1 only for
+# mysql-sql: its protocol cannot pipeline); each point RUNS times, the run with
+# the median throughput is kept. The systems take turns at each point, so
+# machine noise hits them alike. Server CPU (utime+stime from /proc, for
+# hsd-mysql hsd's plus mariadbd's) is reported per request.
+#
+# Usage: scripts/bench.sh [--quick] [--json FILE] [options]
+#   --quick           every system and workload at a few points, 100k rows,
+#                     short runs (a smoke test: scripts/test.sh runs it)
+#   --json FILE       write [{system, workload, connections, depth, rps,
+#                     p50_us, p99_us, cpu_us_per_req}, ...] (medians)
+#   --out DIR         working directory (default target/bench or target/bench-quick):
+#                     raw.jsonl (every run), results.json, results.md (tables),
+#                     throughput.png (chart), machine.txt, logs
+#   --chart FILE      also copy the chart there (e.g. docs/bench-throughput.png)
+#   --perf            after the sweep, perf-record hsd-embedded under `get`
+#                     (64 connections x depth 16) into DIR/perf-get.txt
+#   --rows N  --duration S  --warmup S  --runs N
+#   --systems LIST    comma-separated subset (default: all five)
+#   --workloads LIST  comma-separated subset of get,multiget10,insert,update
+#   --conns LIST  --depths LIST   override the sweep
+#   --profile release|debug   which cargo build to use (default release;
+#                     test.sh uses debug to spare CI a second build)
+#   --no-build        use the binaries already built
+#   --nice N          run servers and load generator at this niceness (default
+#                     -10 as root, so that other work on a shared machine
+#                     disturbs the figures less; 0 to leave priorities alone)
+#   --hsd-args "..."  extra flags for both hsd servers (e.g. "--threads 4")
+#   --hsd-mysql-args "..."  extra flags for the hsd-mysql server only
+# Everything this script starts (memcached, redis-server, hsd, and MariaDB
+# unless it was already running) it stops on exit.
+set -euo pipefail
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+T0=$SECONDS
+
+quick=0
+json_out=""
+out_dir=""
+chart_copy=""
+do_perf=0
+rows="" duration="" warmup="" runs=""
+systems="hsd-embedded,hsd-mysql,memcached,redis,mysql-sql"
+workloads="get,multiget10,update,insert"
+conns="" depths=""
+profile=release
+build=1
+nice_level=""
+hsd_args=""
+hsd_mysql_args=""
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2; }
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --quick) quick=1 ;;
+        --json) json_out=${2:?--json FILE}; shift ;;
+        --out) out_dir=${2:?}; shift ;;
+        --chart) chart_copy=${2:?}; shift ;;
+        --perf) do_perf=1 ;;
+        --rows) rows=${2:?}; shift ;;
+        --duration) duration=${2:?}; shift ;;
+        --warmup) warmup=${2:?}; shift ;;
+        --runs) runs=${2:?}; shift ;;
+        --systems) systems=${2:?}; shift ;;
+        --workloads) workloads=${2:?}; shift ;;
+        --conns) conns=${2:?}; shift ;;
+        --depths) depths=${2:?}; shift ;;
+        --profile) profile=${2:?}; shift ;;
+        --no-build) build=0 ;;
+        --nice) nice_level=${2:?}; shift ;;
+        --hsd-args) hsd_args=${2?}; shift ;;
+        --hsd-mysql-args) hsd_mysql_args=${2?}; shift ;;
+        -h|--help) usage ;;
+        *) echo "bench.sh: unknown option $1" >&2; usage ;;
+    esac
+    shift
+done
+
+if [[ $quick -eq 1 ]]; then
+    : "${rows:=100000}" "${duration:=0.4}" "${warmup:=0.1}" "${runs:=1}"
+    : "${conns:=1,32}" "${depths:=1,16}"
+    : "${out_dir:=target/bench-quick}"
+    mode=quick
+else
+    : "${rows:=1000000}" "${duration:=1.2}" "${warmup:=0.3}" "${runs:=3}"
+    : "${conns:=1,16,64,256}" "${depths:=1,16}"
+    : "${out_dir:=target/bench}"
+    mode=full
+fi
+case "$profile" in release|debug) ;; *) echo "bench.sh: --profile release|debug" >&2; exit 2 ;; esac
+BIN=$ROOT/target/$profile
+mkdir -p "$out_dir"
+OUT=$(realpath "$out_dir")
+[[ -n "$json_out" ]] && json_out=$(realpath -m "$json_out")
+[[ -n "$chart_copy" ]] && chart_copy=$(realpath -m "$chart_copy")
+IFS=, read -r -a SYSTEMS <<<"$systems"
+IFS=, read -r -a WORKLOADS <<<"$workloads"
+IFS=, read -r -a CONNS <<<"$conns"
+IFS=, read -r -a DEPTHS <<<"$depths"
+for s in "${SYSTEMS[@]}"; do
+    case "$s" in hsd-embedded|hsd-mysql|memcached|redis|mysql-sql) ;;
+        *) echo "bench.sh: unknown system $s" >&2; exit 2 ;; esac
+done
+for w in "${WORKLOADS[@]}"; do
+    case "$w" in get|multiget10|insert|update) ;;
+        *) echo "bench.sh: unknown workload $w" >&2; exit 2 ;; esac
+done
+want() { [[ ",$systems," == *",$1,"* ]]; }
+
+say() { printf 'bench.sh [%4ds]: %s\n' "$((SECONDS - T0))" "$*" >&2; }
+die() { printf 'bench.sh: ERROR: %s\n' "$*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- cleanup
+PIDS=()          # processes this script started (killed on exit)
+stop_mariadb=0
+MDB_DIR=$(realpath -m "${HSD_BENCH_MARIADB_DIR:-$ROOT/target/bench-mariadb}")
+mdb() { HSD_MARIADB_DIR=$MDB_DIR HSD_MARIADB_BUFFER_POOL=${HSD_BENCH_MARIADB_BUFFER_POOL:-1G} \
+    bash "$ROOT/scripts/mariadb.sh" "$@"; }
+
+cleanup() {
+    local rc=$? pid
+    trap - EXIT INT TERM
+    for pid in "${PIDS[@]}"; do
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    for pid in "${PIDS[@]}"; do
+        for _ in $(seq 1 50); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    if [[ $stop_mariadb -eq 1 ]]; then
+        mdb stop >/dev/null 2>&1 || mdb stop || true
+    fi
+    if [[ $rc -eq 0 ]]; then
+        say "done ($mode, $((SECONDS - T0)) s)"
+    else
+        echo "bench.sh: FAILED with exit code $rc after $((SECONDS - T0)) s" >&2
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------- helpers
+free_port() {
+    "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+wait_port() { # host port seconds pid what
+    local deadline=$(( SECONDS + $3 ))
+    while (( SECONDS < deadline )); do
+        if (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; then return 0; fi
+        kill -0 "$4" 2>/dev/null || die "$5 exited during startup (log: $OUT/$5.log)"
+        sleep 0.1
+    done
+    die "$5 did not listen on $1:$2 within $3 s (log: $OUT/$5.log)"
+}
+
+# start_hsd NAME ARGS...: starts hsd serve on free ports; sets HSD_PID,
+# HSD_RPORT, HSD_WPORT from its "hsd: listening read=... write=..." line.
+start_hsd() {
+    local name=$1; shift
+    local log=$OUT/$name.log line deadline
+    : >"$log"
+    # shellcheck disable=SC2086  # word-split the extra flags on purpose
+    "${NICE[@]}" "$BIN/hsd" serve --address 127.0.0.1 --port 0 --port-wr 0 "$@" $hsd_args \
+        >"$log" 2>&1 </dev/null &
+    HSD_PID=$!
+    PIDS+=("$HSD_PID")
+    deadline=$(( SECONDS + 30 ))
+    line=""
+    while (( SECONDS < deadline )); do
+        line=$(grep -m1 '^hsd: listening ' "$log" || true)
+        [[ -n "$line" ]] && break
+        kill -0 "$HSD_PID" 2>/dev/null || { cat "$log" >&2; die "$name (hsd) exited during startup"; }
+        sleep 0.1
+    done
+    [[ -n "$line" ]] || { cat "$log" >&2; die "$name (hsd) did not start within 30 s"; }
+    HSD_RPORT=$(sed -E 's/.* read=[^ ]*:([0-9]+) .*/\1/' <<<"$line")
+    HSD_WPORT=$(sed -E 's/.* write=[^ ]*:([0-9]+) .*/\1/' <<<"$line")
+    say "$name: pid $HSD_PID, read port $HSD_RPORT, write port $HSD_WPORT"
+}
+
+# ---------------------------------------------------------------- setup
+say "mode $mode: rows $rows, duration ${duration}s (+${warmup}s warm-up), runs $runs, connections ${conns}, depths ${depths}"
+say "systems: $systems; workloads: $workloads; output: $OUT"
+bash "$ROOT/scripts/deps.sh" >&2
+if [[ $build -eq 1 ]]; then
+    say "cargo build ($profile): hsd, hsbench"
+    if [[ $profile == release ]]; then
+        cargo build --release -p hsd -p hsbench >&2
+    else
+        cargo build -p hsd -p hsbench >&2
+    fi
+fi
+[[ -x "$BIN/hsd" && -x "$BIN/hsbench" ]] || die "$BIN/hsd or $BIN/hsbench missing (build first)"
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+if [[ -z "$nice_level" ]]; then
+    if [[ $(id -u) -eq 0 ]]; then nice_level=-10; else nice_level=0; fi
+fi
+# NICE: prefix for every process the benchmark measures or drives.
+NICE=(nice -n "$nice_level")
+# renice_all PID: every thread of PID (threads made later inherit it from
+# their creating thread).
+renice_all() {
+    local t
+    [[ "$nice_level" == 0 ]] && return 0
+    for t in /proc/"$1"/task/*; do
+        renice -n "$nice_level" -p "${t##*/}" >/dev/null 2>&1 || true
+    done
+}
+# Debian's python3 (scripts/deps.sh) when present: a version-manager shim
+# costs a quarter second per start.
+PY=python3
+[[ -x /usr/bin/python3 ]] && PY=/usr/bin/python3
+
+RAW=$OUT/raw.jsonl
+: >"$RAW"
+{
+    echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "command: scripts/bench.sh $mode rows=$rows duration=$duration warmup=$warmup runs=$runs conns=$conns depths=$depths profile=$profile"
+    echo "git: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' (with local changes)')"
+    echo "nproc: $(nproc)"
+    lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|Hypervisor|L2|L3)' || true
+    free -m | sed -n 2p | awk '{print "memory: " $2 " MiB total, " $7 " MiB available"}'
+    echo "kernel: $(uname -r)"
+    echo "memcached: $(memcached -V 2>/dev/null)"
+    echo "redis: $(redis-server --version 2>/dev/null | awk '{print $3}')"
+    echo "mariadb: $(mariadbd --version 2>/dev/null | sed 's/.*Ver //')"
+    echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+} >"$OUT/machine.txt"
+
+NCPU=$(nproc)
+KEYS=$rows
+DB=bench
+TABLE=user
+declare -A SPID RPORT WPORT   # per system: server pid(s), read port, write port
+
+# MariaDB (for mysql-sql and hsd-mysql)
+if want mysql-sql || want hsd-mysql; then
+    if mdb status >/dev/null 2>&1; then
+        say "MariaDB in $MDB_DIR already runs: reusing it (left running)"
+    else
+        stop_mariadb=1
+    fi
+    # mariadbd inherits the niceness from the script that starts it.
+    HSD_MARIADB_DIR=$MDB_DIR HSD_MARIADB_BUFFER_POOL=${HSD_BENCH_MARIADB_BUFFER_POOL:-1G} \
+        "${NICE[@]}" bash "$ROOT/scripts/mariadb.sh" start >&2
+    eval "$(mdb env)"
+    MYSQL_URL=$HSD_TEST_MYSQL_URL
+    MDB_PID=$(cat "$MDB_DIR/mariadbd.pid")
+    say "MariaDB: pid $MDB_PID, $MYSQL_URL"
+    mdb sql -e "DROP DATABASE IF EXISTS $DB" >&2
+    say "loading $rows rows into MariaDB $DB.$TABLE (InnoDB)"
+    "$BIN/hsbench" load --system mysql --mysql-url "$MYSQL_URL" --db "$DB" --table "$TABLE" \
+        --rows "$rows" --connections 4 >&2
+    mdb sql -e "ANALYZE TABLE $DB.$TABLE" >/dev/null
+    SPID[mysql-sql]=$MDB_PID
+    renice_all "$MDB_PID"
+fi
+
+if want memcached; then
+    port=$(free_port)
+    as_user=()
+    [[ $(id -u) -eq 0 ]] && as_user=(-u root)
+    # -t: one worker thread per core, as hsd's default. -m: room for every row.
+    "${NICE[@]}" memcached "${as_user[@]}" -l 127.0.0.1 -p "$port" -U 0 -t "$NCPU" -c 4096 -m 2048 \
+        >"$OUT/memcached.log" 2>&1 </dev/null &
+    SPID[memcached]=$!
+    PIDS+=("${SPID[memcached]}")
+    wait_port 127.0.0.1 "$port" 15 "${SPID[memcached]}" memcached
+    RPORT[memcached]=$port WPORT[memcached]=$port
+    say "memcached: pid ${SPID[memcached]}, port $port; loading $rows rows"
+    "$BIN/hsbench" load --system memcached --port "$port" --rows "$rows" >&2
+fi
+
+if want redis; then
+    port=$(free_port)
+    mkdir -p "$OUT/redis"
+    # Persistence off (no RDB snapshots, no AOF): the fastest Redis can be;
+    # its write figures are not durable, unlike hsd's and MariaDB's.
+    "${NICE[@]}" redis-server --bind 127.0.0.1 --port "$port" --save "" --appendonly no \
+        --maxclients 4096 --dir "$OUT/redis" --daemonize no --logfile "$OUT/redis.log" \
+        </dev/null >/dev/null 2>&1 &
+    SPID[redis]=$!
+    PIDS+=("${SPID[redis]}")
+    wait_port 127.0.0.1 "$port" 15 "${SPID[redis]}" redis
+    RPORT[redis]=$port WPORT[redis]=$port
+    say "redis: pid ${SPID[redis]}, port $port; loading $rows rows"
+    "$BIN/hsbench" load --system redis --port "$port" --rows "$rows" >&2
+fi
+
+if want hsd-embedded; then
+    data=$OUT/hsd-data
+    rm -rf "$data"
+    "$BIN/hsd" sql --data-dir "$data" "$DB" \
+        "CREATE TABLE $TABLE (id INTEGER PRIMARY KEY, name TEXT, email TEXT, created TEXT)"
+    start_hsd hsd-embedded --data-dir "$data"
+    SPID[hsd-embedded]=$HSD_PID RPORT[hsd-embedded]=$HSD_RPORT WPORT[hsd-embedded]=$HSD_WPORT
+    say "loading $rows rows into hsd-embedded over HandlerSocket inserts"
+    "$BIN/hsbench" load --system hs --port "$HSD_WPORT" --db "$DB" --table "$TABLE" --rows "$rows" >&2
+fi
+
+if want hsd-mysql; then
+    # Failing here fails the run: a missing hsd-mysql is never skipped quietly.
+    # shellcheck disable=SC2086
+    start_hsd hsd-mysql --backend "$MYSQL_URL" --data-dir "$OUT/hsd-mysql-data" $hsd_mysql_args
+    SPID[hsd-mysql]=$HSD_PID,$MDB_PID RPORT[hsd-mysql]=$HSD_RPORT WPORT[hsd-mysql]=$HSD_WPORT
+fi
+
+# Same data everywhere: a few rows must read back identically from every system.
+check_args=(--keys "1,2,$((rows / 2)),$((rows - 1)),$rows")
+for s in "${SYSTEMS[@]}"; do
+    case "$s" in
+        hsd-*|memcached|redis) check_args+=(--system "$s=${RPORT[$s]}") ;;
+        mysql-sql) check_args+=(--system "$s=$HSD_MARIADB_PORT") ;;
+    esac
+done
+"$PY" "$ROOT/scripts/bench_report.py" check --db "$DB" --table "$TABLE" "${check_args[@]}" >&2 \
+    || die "the systems do not hold the same data"
+say "data check: every system returns the same rows"
+echo "load average after loading: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
+
+# ---------------------------------------------------------------- sweep
+# run_point SYSTEM WORKLOAD CONNS DEPTH RUN
+run_point() {
+    local sys=$1 wl=$2 c=$3 d=$4 run=$5 port args out rc load t_start wall
+    args=(--workload "$wl" -c "$c" -d "$d" --duration "$duration" --warmup "$warmup"
+          --keys "$KEYS" --server-pid "${SPID[$sys]}" --json --timeout 20)
+    case "$sys" in
+        hsd-*)
+            if [[ $wl == insert || $wl == update ]]; then port=${WPORT[$sys]}; else port=${RPORT[$sys]}; fi
+            args+=(--system hs --port "$port" --db "$DB" --table "$TABLE") ;;
+        memcached|redis) args+=(--system "$sys" --port "${RPORT[$sys]}") ;;
+        mysql-sql) args+=(--system mysql --mysql-url "$MYSQL_URL" --db "$DB" --table "$TABLE" --mysql-prepared) ;;
+    esac
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    t_start=$EPOCHREALTIME
+    rc=0
+    out=$("${NICE[@]}" "$BIN/hsbench" run "${args[@]}" 2>"$OUT/hsbench.err") || rc=$?
+    if [[ $rc -ne 0 ]]; then
+        cat "$OUT/hsbench.err" >&2
+        echo "$out" >&2
+        die "hsbench failed (exit $rc) for $sys $wl c=$c d=$d"
+    fi
+    wall=$(awk -v a="$t_start" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.3f", b - a}')
+    printf '{"label":"%s","run":%d,"load1":%s,"wall_s":%s,"result":%s}\n' "$sys" "$run" "$load" "$wall" "$out" >>"$RAW"
+    field() { sed -E "s/.*\"$1\":([^,}]*).*/\1/" <<<"$out"; }
+    printf '%-13s %-10s c=%-3s d=%-2s %9.0f req/s  p50 %8.1f us  p99 %8.1f us  cpu %6.2f us/req\n' \
+        "$sys" "$wl" "$c" "$d" "$(field rps)" "$(field p50_us)" "$(field p99_us)" "$(field cpu_us_per_req)" >&2
+}
+
+npoints=0
+for wl in "${WORKLOADS[@]}"; do for c in "${CONNS[@]}"; do for d in "${DEPTHS[@]}"; do
+    for s in "${SYSTEMS[@]}"; do
+        [[ $s == mysql-sql && $d != 1 ]] && continue
+        npoints=$((npoints + 1))
+    done
+done; done; done
+say "sweep: $npoints points x $runs runs"
+t_sweep=$SECONDS
+# Runs outermost: a point's runs lie minutes apart, so a burst of other work
+# on the machine spoils at most one of them and the median drops it. Within a
+# point the systems take turns back to back.
+for run in $(seq 1 "$runs"); do
+    for wl in "${WORKLOADS[@]}"; do
+        for c in "${CONNS[@]}"; do
+            for d in "${DEPTHS[@]}"; do
+                for s in "${SYSTEMS[@]}"; do
+                    [[ $s == mysql-sql && $d != 1 ]] && continue
+                    run_point "$s" "$wl" "$c" "$d" "$run"
+                done
+            done
+        done
+    done
+    say "run $run of $runs done"
+done
+say "sweep took $((SECONDS - t_sweep)) s"
+echo "load average at end of sweep: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
+
+# ---------------------------------------------------------------- profile
+# perf_get NAME CONNS DEPTH: perf-record hsd-embedded while hsbench runs `get`.
+perf_get() {
+    local name=$1 c=$2 d=$3 data=$OUT/perf-$1.data perf_pid
+    say "perf: hsd-embedded under get, $c connections x depth $d, 5 s"
+    perf record -F 999 -g -o "$data" -p "${SPID[hsd-embedded]}" -- sleep 5.5 >"$OUT/perf-$name.log" 2>&1 &
+    perf_pid=$!
+    sleep 0.3
+    "${NICE[@]}" "$BIN/hsbench" run --system hs --port "${RPORT[hsd-embedded]}" --db "$DB" --table "$TABLE" \
+        --workload get -c "$c" -d "$d" --duration 5 --warmup 0 --keys "$KEYS" --json >"$OUT/perf-$name-run.json"
+    wait "$perf_pid" || true
+    perf report -i "$data" --no-children --stdio --sort dso,symbol -g none 2>/dev/null \
+        | grep -v '^#' | grep -v '^$' >"$OUT/perf-$name-flat.txt"
+    {
+        echo "## hsd-embedded, get, $c connections x depth $d (perf record -F 999 -g)"
+        echo
+        echo "load generator result: $(cat "$OUT/perf-$name-run.json")"
+        echo
+        "$PY" "$ROOT/scripts/bench_report.py" perfsum "$OUT/perf-$name-flat.txt"
+        echo
+        echo "top symbols (self time):"
+        echo '```'
+        head -25 "$OUT/perf-$name-flat.txt" | sed -E 's/ +- +- *$//; s/ +$//'
+        echo '```'
+        echo
+    } >>"$OUT/perf-get.md"
+}
+if [[ $do_perf -eq 1 ]] && want hsd-embedded; then
+    command -v perf >/dev/null || die "--perf needs perf (Debian: linux-perf)"
+    : >"$OUT/perf-get.md"
+    perf_get pipelined 64 16
+    perf_get depth1 16 1
+    say "perf summary: $OUT/perf-get.md"
+fi
+
+# ---------------------------------------------------------------- report
+report_args=(report --raw "$RAW" --out "$OUT" --machine "$OUT/machine.txt")
+[[ -n "$json_out" ]] && report_args+=(--json "$json_out")
+"$PY" "$ROOT/scripts/bench_report.py" "${report_args[@]}"
+if command -v gnuplot >/dev/null 2>&1; then
+    gnuplot "$OUT/throughput.gp" 2>"$OUT/gnuplot.err" || { cat "$OUT/gnuplot.err" >&2; die "gnuplot failed"; }
+    [[ -s "$OUT/throughput.png" ]] || die "no chart written"
+    [[ -n "$chart_copy" ]] && cp "$OUT/throughput.png" "$chart_copy"
+else
+    die "gnuplot missing (scripts/deps.sh installs gnuplot-nox)"
+fi
+say "results: $OUT/results.md, $OUT/results.json, chart $OUT/throughput.png${json_out:+, $json_out}"

@@ -18,9 +18,11 @@
 #
 # Sweep: connections 1, 16, 64, 256 x depth 1, 16 (depth 1 only for
 # mysql-sql: its protocol cannot pipeline); each point RUNS times, the run with
-# the median throughput is kept. The systems take turns at each point, so
-# machine noise hits them alike. Server CPU (utime+stime from /proc, for
-# hsd-mysql hsd's plus mariadbd's) is reported per request.
+# the median throughput is kept. The whole sweep is repeated RUNS times (so a
+# point's runs lie minutes apart) and within a point the systems take turns,
+# so machine noise hits them alike. Server CPU (utime+stime from /proc, for
+# hsd-mysql hsd's plus mariadbd's) is reported per request. A full run takes
+# about 15 minutes on 2 cores (plus the build), --quick about one.
 #
 # Usage: scripts/bench.sh [--quick] [--json FILE] [options]
 #   --quick           every system and workload at a few points, 100k rows,
@@ -32,7 +34,7 @@
 #                     throughput.png (chart), machine.txt, logs
 #   --chart FILE      also copy the chart there (e.g. docs/bench-throughput.png)
 #   --perf            after the sweep, perf-record hsd-embedded under `get`
-#                     (64 connections x depth 16) into DIR/perf-get.txt
+#                     (64 x depth 16, then 16 x depth 1) into DIR/perf-get.md
 #   --rows N  --duration S  --warmup S  --runs N
 #   --systems LIST    comma-separated subset (default: all five)
 #   --workloads LIST  comma-separated subset of get,multiget10,insert,update
@@ -102,7 +104,7 @@ if [[ $quick -eq 1 ]]; then
     : "${out_dir:=target/bench-quick}"
     mode=quick
 else
-    : "${rows:=1000000}" "${duration:=1.2}" "${warmup:=0.3}" "${runs:=3}"
+    : "${rows:=1000000}" "${duration:=1.5}" "${warmup:=0.3}" "${runs:=3}"
     : "${conns:=1,16,64,256}" "${depths:=1,16}"
     : "${out_dir:=target/bench}"
     mode=full

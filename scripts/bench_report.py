@@ -286,6 +286,21 @@ def cmd_report(a):
             md.append("| %s | %d | %s |" % (w, c, " | ".join(cells)))
     md.append("")
 
+    if 16 in depths or len(depths) > 1:
+        dp = max(depths)
+        others = [s for s in systems if s not in ("memcached", "mysql-sql")]
+        md.append("### Ratios at equal footing: depth %d (pipelined), same connections, ÷ memcached\n" % dp)
+        md.append("| workload | conns | " + " | ".join("%s ÷ memcached" % s for s in others) + " |")
+        md.append("| --- | ---: |" + " ---: |" * len(others))
+        for w in workloads:
+            for c in conns:
+                cells = []
+                for s in others:
+                    a_, b_ = med.get((s, w, c, dp)), med.get(("memcached", w, c, dp))
+                    cells.append(fmt_ratio(a_["rps"] / b_["rps"]) if a_ and b_ and b_["rps"] else "-")
+                md.append("| %s | %d | %s |" % (w, c, " | ".join(cells)))
+        md.append("")
+
     goals = [
         ("get", "hsd-embedded", "mysql-sql", 7.5),
         ("get", "hsd-embedded", "memcached", 1.8),

@@ -51,6 +51,7 @@ for t in "${targets[@]}"; do
     "${fuzz[@]}" "$t" "$corpus" -- -runs=0 -timeout=30
     echo "== fuzz $t: ${seconds}s"
     "${fuzz[@]}" "$t" "$scratch/$t" "$corpus" -- \
-        -max_total_time="$seconds" -timeout=30 -print_final_stats=1
+        -max_total_time="$seconds" -timeout=30 -print_final_stats=1 \
+        -dict="$ROOT/fuzz/hs.dict"
 done
 echo "== fuzz: OK (${targets[*]})"

@@ -77,8 +77,8 @@ where
             // chunk: send them as they pile up, so a client that does not
             // read blocks us here instead of making us buffer them all.
             if out.len() >= OUT_HIGH_WATER {
-                if stream.write_all(&out).await.is_err() {
-                    return Close::Io;
+                if let Err(why) = write_out(&mut stream, &out, limits.idle_timeout).await {
+                    return why;
                 }
                 out.clear();
             }
@@ -91,12 +91,12 @@ where
                 len = inbuf.len(),
                 "request line over the size limit; closing"
             );
-            let _ = stream.write_all(&out).await;
+            let _ = write_out(&mut stream, &out, limits.idle_timeout).await;
             return Close::LineTooLong;
         }
         if !out.is_empty() {
-            if stream.write_all(&out).await.is_err() {
-                return Close::Io;
+            if let Err(why) = write_out(&mut stream, &out, limits.idle_timeout).await {
+                return why;
             }
             out.clear();
             // Do not keep a huge buffer around after one huge response.
@@ -104,6 +104,24 @@ where
                 out = Vec::with_capacity(READ_CHUNK);
             }
         }
+    }
+}
+
+/// Writes responses; a client that reads nothing for the idle timeout is
+/// closed like an idle one, so it cannot hold its connection slot forever.
+async fn write_out<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    out: &[u8],
+    idle: Option<Duration>,
+) -> Result<(), Close> {
+    let write = stream.write_all(out);
+    match idle {
+        Some(t) => match tokio::time::timeout(t, write).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) => Err(Close::Io),
+            Err(_) => Err(Close::Idle),
+        },
+        None => write.await.map_err(|_| Close::Io),
     }
 }
 

@@ -63,6 +63,7 @@ fn main() -> std::process::ExitCode {
 
 fn serve(opts: hsd::config::ServeOptions) -> anyhow::Result<()> {
     let config = opts.resolve()?;
+    raise_open_file_limit(config.max_connections);
     // Network threads: as many as read threads, since the embedded store
     // answers short reads on them directly.
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -71,4 +72,36 @@ fn serve(opts: hsd::config::ServeOptions) -> anyhow::Result<()> {
         .thread_name("hsd-net")
         .build()?;
     runtime.block_on(hsd::server::run(config))
+}
+
+/// Each connection is a file descriptor: raise the soft limit towards the hard
+/// one so `--max-connections` can be reached, and say so when it cannot.
+fn raise_open_file_limit(max_connections: usize) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim = raised;
+            }
+        }
+    }
+    let needed = max_connections as u64 + 64;
+    if lim.rlim_cur < needed {
+        tracing::warn!(
+            open_files = lim.rlim_cur,
+            max_connections,
+            "the open-file limit is below --max-connections; accepts will fail before it is reached"
+        );
+    }
 }

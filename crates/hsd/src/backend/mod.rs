@@ -8,6 +8,7 @@
 pub mod mysql;
 pub mod scan_sql;
 pub mod sqlite;
+pub mod write_sql;
 
 use hs_proto::{FilterKind, FilterOp, FindOp, Value};
 use std::sync::Arc;

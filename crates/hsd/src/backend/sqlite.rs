@@ -3,6 +3,7 @@
 //! and other SQLite tools can use the same files while hsd runs.
 
 use super::scan_sql::{self, Dialect, Param, ScanShape, ScanSql};
+use super::write_sql;
 use super::{
     Backend, ColumnMeta, IndexMeta, RowView, RowVisitor, Scan, ScanStep, StorageConn, StorageError,
     TableMeta, ERR_DUPLICATE_KEY, ERR_NOT_NULL,
@@ -367,16 +368,7 @@ impl StorageConn for SqliteConn {
         columns: &[usize],
         values: &[Option<&[u8]>],
     ) -> Result<(), StorageError> {
-        let sets: Vec<String> = columns
-            .iter()
-            .map(|&c| format!("{} = ?", table.columns[c].name_sql))
-            .collect();
-        let sql = format!(
-            "UPDATE {} SET {} WHERE {}",
-            table.table_sql,
-            sets.join(", "),
-            locator_condition(table)
-        );
+        let sql = write_sql::update(table, columns);
         let handle = self.db(&table.db)?;
         let mut stmt = handle.conn.prepare_cached(&sql).map_err(refused)?;
         let mut i = 1;
@@ -394,11 +386,7 @@ impl StorageConn for SqliteConn {
     }
 
     fn delete(&mut self, table: &TableMeta, locator: &[Value]) -> Result<(), StorageError> {
-        let sql = format!(
-            "DELETE FROM {} WHERE {}",
-            table.table_sql,
-            locator_condition(table)
-        );
+        let sql = write_sql::delete(table);
         let handle = self.db(&table.db)?;
         let mut stmt = handle.conn.prepare_cached(&sql).map_err(refused)?;
         for (i, l) in locator.iter().enumerate() {
@@ -440,15 +428,6 @@ impl StorageConn for SqliteConn {
         }
         Ok(())
     }
-}
-
-fn locator_condition(table: &TableMeta) -> String {
-    table
-        .locator_sql
-        .iter()
-        .map(|l| format!("{l} = ?"))
-        .collect::<Vec<_>>()
-        .join(" AND ")
 }
 
 /// Reads a table's columns and indexes from SQLite's catalog.

@@ -32,7 +32,7 @@ mod values;
 
 use self::link::{Failure, Link, LinkSettings, Plan, StmtKey};
 use self::values::param;
-use super::{Backend, RowVisitor, Scan, StorageConn, StorageError, TableMeta};
+use super::{write_sql, Backend, RowVisitor, Scan, StorageConn, StorageError, TableMeta};
 use crate::config::Config;
 use hs_proto::Value as HsValue;
 use std::sync::{Arc, Mutex};
@@ -289,15 +289,6 @@ fn stale_statement(e: &StorageError) -> bool {
             || *code == u32::from(link::codes::ER_BAD_DB_ERROR))
 }
 
-fn locator_condition(table: &TableMeta) -> String {
-    table
-        .locator_sql
-        .iter()
-        .map(|l| format!("{l} = ?"))
-        .collect::<Vec<_>>()
-        .join(" AND ")
-}
-
 impl StorageConn for MysqlConn {
     fn describe(&mut self, db: &str, table: &str) -> Result<TableMeta, StorageError> {
         self.run(true, |link, _| meta::describe(link, db, table))
@@ -344,16 +335,7 @@ impl StorageConn for MysqlConn {
         if columns.is_empty() {
             return Ok(());
         }
-        let sets: Vec<String> = columns
-            .iter()
-            .map(|&c| format!("{} = ?", table.columns[c].name_sql))
-            .collect();
-        let sql = format!(
-            "UPDATE {} SET {} WHERE {}",
-            table.table_sql,
-            sets.join(", "),
-            locator_condition(table)
-        );
+        let sql = write_sql::update(table, columns);
         let params = values
             .iter()
             .map(|v| param(*v))
@@ -363,11 +345,7 @@ impl StorageConn for MysqlConn {
     }
 
     fn delete(&mut self, table: &TableMeta, locator: &[HsValue]) -> Result<(), StorageError> {
-        let sql = format!(
-            "DELETE FROM {} WHERE {}",
-            table.table_sql,
-            locator_condition(table)
-        );
+        let sql = write_sql::delete(table);
         let params = locator.iter().map(|l| param(l.as_deref())).collect();
         self.write(sql, params).map(|_| ())
     }

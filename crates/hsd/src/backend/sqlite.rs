@@ -337,16 +337,7 @@ impl StorageConn for SqliteConn {
         let sql = if columns.is_empty() {
             format!("INSERT INTO {} DEFAULT VALUES", table.table_sql)
         } else {
-            let names: Vec<&str> = columns
-                .iter()
-                .map(|&c| table.columns[c].name_sql.as_str())
-                .collect();
-            let marks = vec!["?"; columns.len()].join(", ");
-            format!(
-                "INSERT INTO {} ({}) VALUES ({marks})",
-                table.table_sql,
-                names.join(", ")
-            )
+            write_sql::insert(table, columns)
         };
         let handle = self.db(&table.db)?;
         let mut stmt = handle.conn.prepare_cached(&sql).map_err(refused)?;

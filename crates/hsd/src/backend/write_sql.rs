@@ -1,8 +1,24 @@
-//! The UPDATE and DELETE statements a modify runs, shared by every SQL
+//! The INSERT, UPDATE and DELETE statements writes run, shared by every SQL
 //! backend: rows are addressed by the table's locator (rowid, primary key or
 //! a unique NOT NULL key), values bound as parameters, new values first.
 
 use super::TableMeta;
+
+/// `INSERT INTO t (c1, ...) VALUES (?, ...)`; with no columns the
+/// `() VALUES ()` form, which SQLite spells `DEFAULT VALUES` (its caller
+/// handles that case).
+pub fn insert(table: &TableMeta, columns: &[usize]) -> String {
+    let names: Vec<&str> = columns
+        .iter()
+        .map(|&c| table.columns[c].name_sql.as_str())
+        .collect();
+    let marks = vec!["?"; columns.len()].join(", ");
+    format!(
+        "INSERT INTO {} ({}) VALUES ({marks})",
+        table.table_sql,
+        names.join(", ")
+    )
+}
 
 /// `UPDATE t SET c1 = ?, ... WHERE l1 = ? AND ...`
 pub fn update(table: &TableMeta, columns: &[usize]) -> String {

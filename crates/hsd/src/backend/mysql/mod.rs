@@ -310,16 +310,7 @@ impl StorageConn for MysqlConn {
         columns: &[usize],
         values: &[Option<&[u8]>],
     ) -> Result<Option<u64>, StorageError> {
-        let names: Vec<&str> = columns
-            .iter()
-            .map(|&c| table.columns[c].name_sql.as_str())
-            .collect();
-        let marks = vec!["?"; columns.len()].join(", ");
-        let sql = format!(
-            "INSERT INTO {} ({}) VALUES ({marks})",
-            table.table_sql,
-            names.join(", ")
-        );
+        let sql = write_sql::insert(table, columns);
         let params = values.iter().map(|v| param(*v)).collect();
         let id = self.write(sql, params)?;
         Ok(table.has_autoincrement.then_some(id))

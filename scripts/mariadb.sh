@@ -8,17 +8,21 @@
 #     my.cnf         server options (rewritten on every start)
 #     mariadbd.pid   pid file, error.log  server log
 #     port           the TCP port this instance uses (kept across stop/start)
+#     hs-ports       the original HandlerSocket plugin's read and write ports
 #     env            shell exports for callers, present while started
 #     lock           flock file serialising start/stop/restart/kill
 # The socket is <dir>/mariadbd.sock, or under /tmp when that path is too long
 # for a unix socket.
 #
 # mariadbd listens on 127.0.0.1 on a free port (picked at the first start and
-# reused afterwards while it is free; `restart` insists on it). `start` creates
-# the user hsd/hsd (@127.0.0.1 and @localhost, ALL PRIVILEGES) and database
-# hsdtest, and writes <dir>/env:
+# reused afterwards while it is free; `restart` insists on it). It loads the
+# original HandlerSocket plugin (Debian ships it as handlersocket.so), which
+# the conformance suite and the benchmark use as the reference, on two more
+# free ports with no secrets. `start` creates the user hsd/hsd (@127.0.0.1 and
+# @localhost, ALL PRIVILEGES) and database hsdtest, and writes <dir>/env:
 #     export HSD_TEST_MYSQL_URL=mysql://hsd:hsd@127.0.0.1:<port>
 #     export HSD_MARIADB_PORT=<port> HSD_MARIADB_SOCKET=<sock> HSD_MARIADB_DIR=<dir>
+#     export HSD_HS_ORIGINAL_PORT=<plugin read port> HSD_HS_ORIGINAL_PORT_WR=<plugin write port>
 #
 # Usage:
 #   scripts/mariadb.sh start     start (or reuse a running instance); fails loudly
@@ -43,6 +47,7 @@ CNF=$DIR/my.cnf
 PIDFILE=$DIR/mariadbd.pid
 LOG=$DIR/error.log
 PORTFILE=$DIR/port
+HSPORTFILE=$DIR/hs-ports
 ENVFILE=$DIR/env
 LOCK=$DIR/lock
 SOCK=$DIR/mariadbd.sock
@@ -51,6 +56,9 @@ if (( ${#SOCK} > 100 )); then   # sun_path is 108 bytes
 fi
 TIMEOUT=${HSD_MARIADB_TIMEOUT:-60}
 BUFFER_POOL=${HSD_MARIADB_BUFFER_POOL:-256M}
+# The plugin's worker threads for its read port (the write port has one): the
+# original's default is 16; two cores gain nothing from more than two.
+HS_THREADS=${HSD_MARIADB_HS_THREADS:-2}
 
 say() { echo "mariadb.sh: $*" >&2; }
 die() { echo "mariadb.sh: ERROR: $*" >&2; exit 1; }
@@ -112,19 +120,39 @@ pick_port() {
 }
 
 write_env() {
-    local port=$1 tmp=$ENVFILE.tmp
+    local port=$1 tmp=$ENVFILE.tmp hs_read hs_write
+    read -r hs_read hs_write <"$HSPORTFILE"
     {
         echo "# private MariaDB from scripts/mariadb.sh"
         printf 'export HSD_TEST_MYSQL_URL=%q\n' "mysql://hsd:hsd@127.0.0.1:$port"
         printf 'export HSD_MARIADB_PORT=%q\n' "$port"
         printf 'export HSD_MARIADB_SOCKET=%q\n' "$SOCK"
         printf 'export HSD_MARIADB_DIR=%q\n' "$DIR"
+        printf 'export HSD_HS_ORIGINAL_PORT=%q\n' "$hs_read"
+        printf 'export HSD_HS_ORIGINAL_PORT_WR=%q\n' "$hs_write"
     } >"$tmp"
     mv "$tmp" "$ENVFILE"
 }
 
+# The plugin's two ports, kept across restarts while they are free.
+pick_hs_ports() {
+    local server_port=$1 hs_read="" hs_write=""
+    if [[ -f "$HSPORTFILE" ]]; then
+        read -r hs_read hs_write <"$HSPORTFILE" || true
+        if [[ -z "$hs_read" || -z "$hs_write" ]] || port_in_use "$hs_read" || port_in_use "$hs_write"; then
+            hs_read="" hs_write=""
+        fi
+    fi
+    while [[ -z "$hs_read" || "$hs_write" == "$hs_read" || "$hs_read" == "$server_port" || "$hs_write" == "$server_port" ]]; do
+        hs_read=$(pick_port)
+        hs_write=$(pick_port)
+    done
+    echo "$hs_read $hs_write" >"$HSPORTFILE"
+}
+
 write_cnf() {
-    local port=$1
+    local port=$1 hs_read hs_write
+    read -r hs_read hs_write <"$HSPORTFILE"
     cat >"$CNF" <<EOF
 # written by scripts/mariadb.sh; rewritten on every start
 [mariadbd]
@@ -142,6 +170,18 @@ max_connections=1000
 innodb_flush_log_at_trx_commit=1
 innodb_buffer_pool_size=$BUFFER_POOL
 skip-log-bin
+# The original HandlerSocket plugin: rated beta, so MariaDB wants the
+# maturity lowered; both secrets set (empty) explicitly, since 10.11 fills
+# unset ones with random bytes and then every request answers 3 1 unauth.
+plugin-maturity=beta
+plugin-load-add=handlersocket.so
+loose-handlersocket-address=127.0.0.1
+loose-handlersocket-port=$hs_read
+loose-handlersocket-port-wr=$hs_write
+loose-handlersocket-threads=$HS_THREADS
+loose-handlersocket-threads-wr=1
+loose-handlersocket-plain-secret=
+loose-handlersocket-plain-secret-wr=
 EOF
 }
 
@@ -221,6 +261,7 @@ do_start() {
             [[ -n "$port" ]] || port=$(pick_port)
         fi
         echo "$port" >"$PORTFILE"
+        pick_hs_ports "$port"
         write_cnf "$port"
         init_datadir
 

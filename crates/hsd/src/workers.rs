@@ -250,13 +250,21 @@ impl GroupCommitter {
         for task in jobs.iter_mut().flat_map(|j| j.tasks.iter_mut()) {
             exec::run_write(conn.as_mut(), task);
         }
-        if let Err(e) = conn.commit() {
-            tracing::warn!(error = %e, "group commit failed; every write of the group is reported failed");
+        if let Err(failure) = conn.commit() {
+            tracing::warn!(error = %failure.error, dbs = ?failure.dbs, "group commit failed; the writes it rolled back are answered with the error");
             let _ = conn.rollback();
-            fail_all(jobs, e.client_code());
-            // A broken connection is rebuilt on the next group.
-            self.conn.conn = None;
-            std::thread::sleep(Duration::from_millis(10));
+            let code = failure.error.client_code();
+            for t in jobs.iter_mut().flat_map(|j| j.tasks.iter_mut()) {
+                if failure.lost(&t.index.table.db) {
+                    t.out.clear();
+                    t.out.error(ErrorKind::Storage(code));
+                }
+            }
+            if failure.dbs.is_none() {
+                // A broken connection is rebuilt on the next group.
+                self.conn.conn = None;
+                std::thread::sleep(Duration::from_millis(10));
+            }
         }
     }
 }

@@ -14,7 +14,7 @@ use hs_proto::{FilterKind, FilterOp, FindOp, Value};
 use std::sync::Arc;
 
 /// What a backend could not do.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StorageError {
     /// The db or table does not exist or may not be opened.
     #[error("cannot open table: {0}")]
@@ -240,9 +240,34 @@ pub trait StorageConn: Send {
 
     /// Starts the transaction a group of writes shares.
     fn begin(&mut self) -> Result<(), StorageError>;
-    /// Makes the group's writes durable to the configured level.
-    fn commit(&mut self) -> Result<(), StorageError>;
+    /// Makes the group's writes durable to the configured level. A failure
+    /// names the dbs whose writes were not committed, so that exactly those
+    /// writes are answered with an error.
+    fn commit(&mut self) -> Result<(), CommitFailure>;
     fn rollback(&mut self) -> Result<(), StorageError>;
+}
+
+/// A group commit that did not commit everything.
+#[derive(Debug)]
+pub struct CommitFailure {
+    pub error: StorageError,
+    /// The dbs whose writes were rolled back; `None` when all of them were
+    /// (one transaction spans the whole group).
+    pub dbs: Option<Vec<String>>,
+}
+
+impl CommitFailure {
+    /// Everything the group wrote was rolled back.
+    pub fn all(error: StorageError) -> CommitFailure {
+        CommitFailure { error, dbs: None }
+    }
+
+    /// Whether a write to `db` was rolled back.
+    pub fn lost(&self, db: &str) -> bool {
+        self.dbs
+            .as_ref()
+            .is_none_or(|dbs| dbs.iter().any(|d| d == db))
+    }
 }
 
 /// A kind of storage: makes connections for the worker threads.

@@ -5,8 +5,8 @@
 use super::scan_sql::{self, Dialect, Param, ScanShape, ScanSql};
 use super::write_sql;
 use super::{
-    Backend, ColumnMeta, IndexMeta, RowView, RowVisitor, Scan, ScanStep, StorageConn, StorageError,
-    TableMeta, ERR_DUPLICATE_KEY, ERR_NOT_NULL,
+    Backend, ColumnMeta, CommitFailure, IndexMeta, RowView, RowVisitor, Scan, ScanStep,
+    StorageConn, StorageError, TableMeta, ERR_DUPLICATE_KEY, ERR_NOT_NULL,
 };
 use hs_proto::Value;
 use rusqlite::types::{ToSqlOutput, ValueRef};
@@ -63,7 +63,7 @@ impl Backend for SqliteBackend {
             synchronous: self.synchronous,
             dbs: HashMap::new(),
             statements: HashMap::new(),
-            in_transaction: false,
+            in_write_group: false,
         }))
     }
 
@@ -124,10 +124,25 @@ pub fn open_db(
     Ok(conn)
 }
 
+/// One db file's connection and where its part of a write group stands.
 struct DbHandle {
     conn: Connection,
-    /// Inside the group's write transaction.
-    in_transaction: bool,
+    group: DbGroup,
+}
+
+/// A db file's transaction within the current write group. Each file
+/// commits on its own (SQLite cannot commit WAL files atomically together),
+/// so each file's writes are answered by its own outcome.
+enum DbGroup {
+    /// Not written in this group (yet).
+    Idle,
+    /// `BEGIN IMMEDIATE` done; the group's writes to this file are pending.
+    Open,
+    /// The transaction is gone (SQLite rolled it back after an I/O error, a
+    /// full disk, ...) or could not start: the file's writes in this group
+    /// are lost or refused, and its later ones fail at once instead of
+    /// running, and committing, on their own.
+    Doomed(StorageError),
 }
 
 pub struct SqliteConn {
@@ -135,7 +150,8 @@ pub struct SqliteConn {
     synchronous: Synchronous,
     dbs: HashMap<String, DbHandle>,
     statements: HashMap<ScanShape, Arc<ScanSql>>,
-    in_transaction: bool,
+    /// Between `begin` and `commit`: statements join their file's transaction.
+    in_write_group: bool,
 }
 
 /// Bound on cached statement texts; shapes are few in practice.
@@ -168,6 +184,8 @@ fn quote(name: &str) -> String {
 }
 
 impl SqliteConn {
+    /// The db file's connection; inside a write group, with its transaction
+    /// begun.
     fn db(&mut self, db: &str) -> Result<&mut DbHandle, StorageError> {
         if !self.dbs.contains_key(db) {
             let conn = open_db(&self.data_dir, db, false, self.synchronous)?;
@@ -175,23 +193,49 @@ impl SqliteConn {
                 db.to_string(),
                 DbHandle {
                     conn,
-                    in_transaction: false,
+                    group: DbGroup::Idle,
                 },
             );
         }
-        let in_txn = self.in_transaction;
+        let in_write_group = self.in_write_group;
         let handle = self
             .dbs
             .get_mut(db)
             .ok_or_else(|| StorageError::OpenTable(db.to_string()))?;
-        if in_txn && !handle.in_transaction {
-            handle
-                .conn
-                .execute_batch("BEGIN IMMEDIATE")
-                .map_err(refused)?;
-            handle.in_transaction = true;
+        if in_write_group {
+            match &handle.group {
+                DbGroup::Open => {}
+                DbGroup::Doomed(e) => return Err(e.clone()),
+                DbGroup::Idle => match handle.conn.execute_batch("BEGIN IMMEDIATE") {
+                    Ok(()) => handle.group = DbGroup::Open,
+                    Err(e) => {
+                        let e = refused(e);
+                        handle.group = DbGroup::Doomed(e.clone());
+                        return Err(e);
+                    }
+                },
+            }
         }
         Ok(handle)
+    }
+
+    /// Runs one write statement in its file's group transaction. When SQLite
+    /// answers an error by rolling back the whole transaction (it does for
+    /// a full disk or an I/O error), the file's group is doomed.
+    fn write_statement(
+        &mut self,
+        db: &str,
+        run: impl FnOnce(&Connection) -> Result<(), StorageError>,
+    ) -> Result<(), StorageError> {
+        let in_write_group = self.in_write_group;
+        let handle = self.db(db)?;
+        let result = run(&handle.conn);
+        if let Err(e) = &result {
+            if in_write_group && handle.conn.is_autocommit() {
+                handle.group = DbGroup::Doomed(e.clone());
+            }
+        }
+        result
     }
 }
 
@@ -306,7 +350,7 @@ impl StorageConn for SqliteConn {
         // transaction: one snapshot and one round of WAL locking per batch
         // instead of one per statement.
         let batch_db = match scans {
-            [first, _, ..] if !self.in_transaction => Some(first.index.table.db.as_str()),
+            [first, _, ..] if !self.in_write_group => Some(first.index.table.db.as_str()),
             _ => None,
         };
         if let Some(db) = batch_db {
@@ -339,17 +383,19 @@ impl StorageConn for SqliteConn {
         } else {
             write_sql::insert(table, columns)
         };
-        let handle = self.db(&table.db)?;
-        let mut stmt = handle.conn.prepare_cached(&sql).map_err(refused)?;
-        for (i, v) in values.iter().enumerate() {
-            stmt.raw_bind_parameter(i + 1, text(*v)).map_err(refused)?;
-        }
-        stmt.raw_execute().map_err(refused)?;
-        if table.has_autoincrement {
-            Ok(Some(handle.conn.last_insert_rowid() as u64))
-        } else {
-            Ok(None)
-        }
+        let mut id = None;
+        self.write_statement(&table.db, |conn| {
+            let mut stmt = conn.prepare_cached(&sql).map_err(refused)?;
+            for (i, v) in values.iter().enumerate() {
+                stmt.raw_bind_parameter(i + 1, text(*v)).map_err(refused)?;
+            }
+            stmt.raw_execute().map_err(refused)?;
+            if table.has_autoincrement {
+                id = Some(conn.last_insert_rowid() as u64);
+            }
+            Ok(())
+        })?;
+        Ok(id)
     }
 
     fn update(
@@ -360,66 +406,83 @@ impl StorageConn for SqliteConn {
         values: &[Option<&[u8]>],
     ) -> Result<(), StorageError> {
         let sql = write_sql::update(table, columns);
-        let handle = self.db(&table.db)?;
-        let mut stmt = handle.conn.prepare_cached(&sql).map_err(refused)?;
-        let mut i = 1;
-        for v in values {
-            stmt.raw_bind_parameter(i, text(*v)).map_err(refused)?;
-            i += 1;
-        }
-        for l in locator {
-            stmt.raw_bind_parameter(i, text(l.as_deref()))
-                .map_err(refused)?;
-            i += 1;
-        }
-        stmt.raw_execute().map_err(refused)?;
-        Ok(())
+        self.write_statement(&table.db, |conn| {
+            let mut stmt = conn.prepare_cached(&sql).map_err(refused)?;
+            let params = values
+                .iter()
+                .copied()
+                .chain(locator.iter().map(|l| l.as_deref()));
+            for (i, v) in params.enumerate() {
+                stmt.raw_bind_parameter(i + 1, text(v)).map_err(refused)?;
+            }
+            stmt.raw_execute().map_err(refused)?;
+            Ok(())
+        })
     }
 
     fn delete(&mut self, table: &TableMeta, locator: &[Value]) -> Result<(), StorageError> {
         let sql = write_sql::delete(table);
-        let handle = self.db(&table.db)?;
-        let mut stmt = handle.conn.prepare_cached(&sql).map_err(refused)?;
-        for (i, l) in locator.iter().enumerate() {
-            stmt.raw_bind_parameter(i + 1, text(l.as_deref()))
-                .map_err(refused)?;
-        }
-        stmt.raw_execute().map_err(refused)?;
-        Ok(())
+        self.write_statement(&table.db, |conn| {
+            let mut stmt = conn.prepare_cached(&sql).map_err(refused)?;
+            for (i, l) in locator.iter().enumerate() {
+                stmt.raw_bind_parameter(i + 1, text(l.as_deref()))
+                    .map_err(refused)?;
+            }
+            stmt.raw_execute().map_err(refused)?;
+            Ok(())
+        })
     }
 
     fn begin(&mut self) -> Result<(), StorageError> {
         // Each db file gets its BEGIN lazily, on first use in the group.
-        self.in_transaction = true;
+        self.in_write_group = true;
         Ok(())
     }
 
-    fn commit(&mut self) -> Result<(), StorageError> {
-        self.in_transaction = false;
-        let mut first_err = None;
-        for h in self.dbs.values_mut() {
-            if h.in_transaction {
-                h.in_transaction = false;
-                if let Err(e) = h.conn.execute_batch("COMMIT") {
+    fn commit(&mut self) -> Result<(), CommitFailure> {
+        self.in_write_group = false;
+        let mut lost = Vec::new();
+        let mut first_error = None;
+        for (name, h) in self.dbs.iter_mut() {
+            let outcome = match std::mem::replace(&mut h.group, DbGroup::Idle) {
+                DbGroup::Idle => continue,
+                DbGroup::Open => h.conn.execute_batch("COMMIT").map_err(refused),
+                DbGroup::Doomed(e) => Err(e),
+            };
+            if let Err(e) = outcome {
+                if !h.conn.is_autocommit() {
                     let _ = h.conn.execute_batch("ROLLBACK");
-                    first_err.get_or_insert(refused(e));
                 }
+                lost.push(name.clone());
+                first_error.get_or_insert(e);
             }
         }
-        first_err.map_or(Ok(()), Err)
+        match first_error {
+            None => Ok(()),
+            Some(error) => Err(CommitFailure {
+                error,
+                dbs: Some(lost),
+            }),
+        }
     }
 
     fn rollback(&mut self) -> Result<(), StorageError> {
-        self.in_transaction = false;
+        self.in_write_group = false;
         for h in self.dbs.values_mut() {
-            if h.in_transaction {
-                h.in_transaction = false;
+            if !matches!(
+                std::mem::replace(&mut h.group, DbGroup::Idle),
+                DbGroup::Idle
+            ) && !h.conn.is_autocommit()
+            {
                 let _ = h.conn.execute_batch("ROLLBACK");
             }
         }
         Ok(())
     }
 }
+
+/// SQLite's names for the rowid, in the order hsd tries them.
+const ROWID_ALIASES: [&str; 3] = ["rowid", "_rowid_", "oid"];
 
 /// Reads a table's columns and indexes from SQLite's catalog.
 fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableMeta, StorageError> {
@@ -456,9 +519,24 @@ fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableMeta,
         })
         .collect();
 
-    let has_rowid = conn
-        .prepare(&format!("SELECT rowid FROM {table_sql} LIMIT 0"))
-        .is_ok();
+    let without_rowid: bool = conn
+        .query_row(
+            "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
+            [table],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(refused)?
+        != 0;
+    // The name that reaches the rowid: a user column called `rowid` shadows
+    // that alias (and would make every row look alike), so take the first of
+    // SQLite's three aliases no column uses. None when all three are taken.
+    let rowid_name: Option<&str> = if without_rowid {
+        None
+    } else {
+        ROWID_ALIASES
+            .into_iter()
+            .find(|alias| !cols.iter().any(|(n, _, _)| n.eq_ignore_ascii_case(alias)))
+    };
     let mut pk: Vec<(i64, String)> = cols
         .iter()
         .filter(|(_, _, p)| *p > 0)
@@ -466,7 +544,7 @@ fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableMeta,
         .collect();
     pk.sort();
     let pk_cols: Vec<String> = pk.into_iter().map(|(_, n)| quote(&n)).collect();
-    let rowid_alias = has_rowid
+    let rowid_alias = !without_rowid
         && pk_cols.len() == 1
         && cols.iter().any(|(n, ty, p)| {
             *p > 0 && ty.eq_ignore_ascii_case("INTEGER") && quote(n) == pk_cols[0]
@@ -486,10 +564,12 @@ fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableMeta,
         .collect::<Result<_, _>>()
         .map_err(refused)?;
 
-    let tiebreak: Vec<String> = if has_rowid {
-        vec!["rowid".to_string()]
-    } else {
-        pk_cols.clone()
+    // What orders equal keys of a secondary index: the rowid, or the primary
+    // key of a WITHOUT ROWID table (a shadowed rowid leaves the index order).
+    let tiebreak: Vec<String> = match rowid_name {
+        Some(r) => vec![r.to_string()],
+        None if without_rowid => pk_cols.clone(),
+        None => Vec::new(),
     };
     let mut indexes = Vec::new();
     // PRIMARY: the rowid alias, the declared primary key, or the bare rowid.
@@ -497,7 +577,7 @@ fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableMeta,
         .iter()
         .find(|(_, origin, _)| origin == "pk")
         .map(|(n, _, _)| n.clone());
-    if rowid_alias || !has_rowid {
+    if rowid_alias || without_rowid {
         indexes.push(IndexMeta {
             name: "PRIMARY".into(),
             key_sql: pk_cols.clone(),
@@ -513,10 +593,10 @@ fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableMeta,
             from_sql: format!("{table_sql} INDEXED BY {}", quote(pk_name)),
             unique: true,
         });
-    } else {
+    } else if let Some(r) = rowid_name {
         indexes.push(IndexMeta {
             name: "PRIMARY".into(),
-            key_sql: vec!["rowid".to_string()],
+            key_sql: vec![r.to_string()],
             tiebreak_sql: Vec::new(),
             from_sql: table_sql.clone(),
             unique: true,
@@ -551,10 +631,12 @@ fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableMeta,
             unique: false,
         });
     }
-    let locator_sql = if has_rowid {
-        vec!["rowid".to_string()]
-    } else {
-        pk_cols
+    // How an UPDATE/DELETE finds the row a scan chose: the rowid when it can
+    // be named, else the declared primary key; with neither, modify answers
+    // an error rather than guess.
+    let locator_sql = match rowid_name {
+        Some(r) => vec![r.to_string()],
+        None => pk_cols,
     };
     Ok(TableMeta {
         db: db.to_string(),

@@ -139,6 +139,13 @@ impl TestServer {
         self.spawn();
     }
 
+    /// kill -9, then start again serving another data directory.
+    pub fn restart_with_data_dir(&mut self, dir: &Path) {
+        self.kill9();
+        self.data_dir = dir.to_path_buf();
+        self.spawn();
+    }
+
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();

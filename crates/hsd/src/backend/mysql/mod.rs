@@ -32,7 +32,9 @@ mod values;
 
 use self::link::{Failure, Link, LinkSettings, Plan, StmtKey};
 use self::values::param;
-use super::{write_sql, Backend, RowVisitor, Scan, StorageConn, StorageError, TableMeta};
+use super::{
+    write_sql, Backend, CommitFailure, RowVisitor, Scan, StorageConn, StorageError, TableMeta,
+};
 use crate::config::Config;
 use hs_proto::Value as HsValue;
 use std::sync::{Arc, Mutex};
@@ -350,7 +352,27 @@ impl StorageConn for MysqlConn {
         Ok(())
     }
 
-    fn commit(&mut self) -> Result<(), StorageError> {
+    fn commit(&mut self) -> Result<(), CommitFailure> {
+        self.commit_group().map_err(CommitFailure::all)
+    }
+
+    fn rollback(&mut self) -> Result<(), StorageError> {
+        let was_open = matches!(self.txn, Txn::Open | Txn::Doomed { .. });
+        self.txn = Txn::Off;
+        if was_open {
+            if let Some(link) = self.link.as_mut() {
+                if link.simple("ROLLBACK").is_err() {
+                    self.link = None;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl MysqlConn {
+    /// COMMIT of the group's one transaction (all or nothing).
+    fn commit_group(&mut self) -> Result<(), StorageError> {
         match std::mem::replace(&mut self.txn, Txn::Off) {
             Txn::Off | Txn::Wanted => Ok(()),
             Txn::Open => {
@@ -375,18 +397,5 @@ impl StorageConn for MysqlConn {
                 Err(doomed_error(code, &message))
             }
         }
-    }
-
-    fn rollback(&mut self) -> Result<(), StorageError> {
-        let was_open = matches!(self.txn, Txn::Open | Txn::Doomed { .. });
-        self.txn = Txn::Off;
-        if was_open {
-            if let Some(link) = self.link.as_mut() {
-                if link.simple("ROLLBACK").is_err() {
-                    self.link = None;
-                }
-            }
-        }
-        Ok(())
     }
 }

@@ -1,0 +1,226 @@
+//! The embedded store's own hazards: a user column that shadows SQLite's
+//! rowid names, and a write group spread over several db files when one of
+//! them fails (a full disk). Each checks the rows left behind, not only the
+//! answers.
+
+mod common;
+
+use common::{q, t, Backend, TestServer};
+use hs_client::insert_line;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+async fn sqlite_server(db: &str) -> TestServer {
+    TestServer::start(Backend::Sqlite, db, &[]).expect("sqlite server")
+}
+
+/// A modify through a secondary index changes exactly the rows the scan
+/// chose, whatever user columns are called (`rowid`, `oid`, `_rowid_` are
+/// also SQLite's names for the row id).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn columns_named_like_the_rowid_do_not_redirect_writes() {
+    let s = sqlite_server("hst_rowid_names").await;
+    let tables = [
+        (
+            "t_rowid",
+            "rowid TEXT, owner TEXT, balance INTEGER",
+            "rowid",
+        ),
+        ("t_oid", "oid TEXT, owner TEXT, balance INTEGER", "oid"),
+        (
+            "t_under",
+            "_rowid_ TEXT, owner TEXT, balance INTEGER",
+            "_rowid_",
+        ),
+        (
+            "t_two",
+            "rowid TEXT, _rowid_ TEXT, owner TEXT, balance INTEGER",
+            "rowid",
+        ),
+    ];
+    for (table, columns, shadow) in tables {
+        s.sql(&format!("CREATE TABLE {table} ({columns})"));
+        s.sql(&format!("CREATE INDEX {table}_owner ON {table} (owner)"));
+        s.sql(&format!(
+            "INSERT INTO {table} ({shadow}, owner, balance) VALUES ('same','alice',10),('same','bob',20),('same','carol',30)"
+        ));
+        let mut c = s.writer().await;
+        let db = &s.db;
+        assert_eq!(
+            q(
+                &mut c,
+                &format!("P|1|{db}|{table}|{table}_owner|owner,balance")
+            )
+            .await,
+            t("0|1")
+        );
+        assert_eq!(q(&mut c, "1|=|1|alice|1|0|U|alice|0").await, t("0|1|1"));
+        assert_eq!(q(&mut c, "1|=|1|bob|1|0|+|~|5").await, t("0|1|1"));
+        assert_eq!(q(&mut c, "1|=|1|carol|1|0|D").await, t("0|1|1"));
+        let rows = s.sql(&format!(
+            "SELECT owner, balance FROM {table} ORDER BY owner"
+        ));
+        assert_eq!(
+            rows,
+            vec![
+                vec![Some("alice".into()), Some("0".into())],
+                vec![Some("bob".into()), Some("25".into())],
+            ],
+            "table {table}: only the chosen rows may change"
+        );
+        // Reads through PRIMARY still reach the row id.
+        assert_eq!(
+            q(&mut c, &format!("P|2|{db}|{table}|PRIMARY|owner")).await,
+            t("0|1")
+        );
+        assert_eq!(q(&mut c, "2|>=|1|0|5|0").await, t("0|1|alice|bob"));
+    }
+}
+
+/// All three rowid names taken and no primary key: there is no way to name
+/// one row, so a modify is refused instead of guessing, and nothing changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_whose_rowid_cannot_be_named_refuses_modify() {
+    let s = sqlite_server("hst_rowid_hidden").await;
+    s.sql("CREATE TABLE hidden (rowid TEXT, oid TEXT, _rowid_ TEXT, owner TEXT)");
+    s.sql("CREATE INDEX hidden_owner ON hidden (owner)");
+    s.sql("INSERT INTO hidden VALUES ('a','a','a','alice'),('a','a','a','bob')");
+    let mut c = s.writer().await;
+    let db = &s.db;
+    assert_eq!(
+        q(&mut c, &format!("P|1|{db}|hidden|hidden_owner|owner")).await,
+        t("0|1")
+    );
+    assert_eq!(q(&mut c, "1|=|1|alice").await, t("0|1|alice"));
+    assert_eq!(q(&mut c, "1|=|1|alice|1|0|U|zed").await, t("1|1|1173"));
+    assert_eq!(q(&mut c, "1|=|1|bob|1|0|D").await, t("1|1|1173"));
+    assert_eq!(
+        s.sql("SELECT owner FROM hidden ORDER BY owner"),
+        vec![vec![Some("alice".into())], vec![Some("bob".into())]]
+    );
+}
+
+/// A size-limited tmpfs for the data directory, unmounted on drop.
+struct SmallDisk {
+    dir: PathBuf,
+}
+
+impl SmallDisk {
+    fn mount(dir: &Path, bytes: u64) -> SmallDisk {
+        std::fs::create_dir_all(dir).expect("mount point");
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .expect("run mount");
+        assert!(
+            status.success(),
+            "mounting a small tmpfs failed: this test needs root (scripts/test.sh runs as root in CI)"
+        );
+        SmallDisk {
+            dir: dir.to_path_buf(),
+        }
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
+    }
+}
+
+/// Writes to two db files go through one group committer. Only `b` lives on
+/// a disk that fills up (its file is a symlink into a small tmpfs), so once
+/// it is full, groups commit in `a` and fail in `b`: every write must be
+/// answered OK exactly when its row was committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_fails_exactly_the_writes_it_lost() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let disk = SmallDisk::mount(&tmp.path().join("small"), 512 << 10);
+    let data = tmp.path().join("data");
+    std::fs::create_dir_all(&data).expect("data dir");
+    let hsd = env!("CARGO_BIN_EXE_hsd");
+    let sql = |dir: &Path, db: &str, stmt: &str| {
+        let out = Command::new(hsd)
+            .args(["sql", "--data-dir"])
+            .arg(dir)
+            .args([db, stmt])
+            .output()
+            .expect("hsd sql");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let schema = "CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)";
+    sql(&data, "a", schema);
+    sql(&disk.dir, "b", schema);
+    std::os::unix::fs::symlink(disk.dir.join("b.sqlite"), data.join("b.sqlite"))
+        .expect("symlink b");
+
+    let mut server = TestServer::start(Backend::Sqlite, "unused", &[]).expect("server");
+    server.restart_with_data_dir(&data);
+    // One writer per db file, pipelining rounds of inserts at the same time,
+    // so most groups carry writes to both files.
+    let mut tasks = Vec::new();
+    for (n, db) in ["a", "b"].into_iter().enumerate() {
+        let mut c = server.writer().await;
+        assert_eq!(q(&mut c, &format!("P|1|{db}|kv||k,v")).await, t("0|1"));
+        tasks.push(tokio::spawn(async move {
+            let value = "x".repeat(2000);
+            let mut answered: Vec<(&str, u64, bool)> = Vec::new();
+            let mut next_key = 1 + n as u64 * 1_000_000;
+            for _round in 0..60 {
+                let lines: Vec<Vec<u8>> = (0..16)
+                    .map(|i| insert_line(1, &[(next_key + i).to_string(), value.clone()]))
+                    .collect();
+                let responses = c.pipeline(&lines).await.expect("pipeline");
+                for (i, r) in responses.iter().enumerate() {
+                    answered.push((db, next_key + i as u64, r.is_ok()));
+                }
+                next_key += 16;
+            }
+            answered
+        }));
+    }
+    let mut answered = Vec::new();
+    for task in tasks {
+        answered.extend(task.await.expect("writer task"));
+    }
+    let count = |db: &str, ok: bool| {
+        answered
+            .iter()
+            .filter(|(d, _, o)| *d == db && *o == ok)
+            .count()
+    };
+    eprintln!(
+        "a: {} ok, {} failed; b: {} ok, {} failed",
+        count("a", true),
+        count("a", false),
+        count("b", true),
+        count("b", false)
+    );
+    assert!(
+        count("b", false) > 0,
+        "b never failed: its disk did not fill"
+    );
+    assert!(count("a", true) > 0, "a never committed");
+
+    server.kill9();
+    for (db, dir) in [("a", &data), ("b", &disk.dir)] {
+        let stored: BTreeSet<u64> = sql(dir, db, "SELECT k FROM kv")
+            .lines()
+            .map(|l| l.trim().parse().expect("key"))
+            .collect();
+        let acknowledged: BTreeSet<u64> = answered
+            .iter()
+            .filter(|(d, _, ok)| *d == db && *ok)
+            .map(|(_, k, _)| *k)
+            .collect();
+        let lost: Vec<_> = acknowledged.difference(&stored).collect();
+        let unacknowledged: Vec<_> = stored.difference(&acknowledged).collect();
+        assert!(
+            lost.is_empty() && unacknowledged.is_empty(),
+            "db {db}: answered OK but not stored: {lost:?}; stored but answered with an error: {unacknowledged:?}"
+        );
+    }
+}

@@ -4,6 +4,7 @@
 //! reads its responses stops being read from (TCP pushes back) instead of
 //! making hsd buffer without bound.
 
+use crate::backend::Backend;
 use crate::session::Session;
 use crate::shutdown::Shutdown;
 use std::time::Duration;
@@ -32,14 +33,15 @@ pub enum Close {
     Io,
 }
 
-pub async fn serve<S>(
+pub async fn serve<S, B>(
     mut stream: S,
-    mut session: Session,
+    mut session: Session<B>,
     limits: ConnectionLimits,
     mut shutdown: Shutdown,
 ) -> Close
 where
     S: AsyncRead + AsyncWrite + Unpin,
+    B: Backend,
 {
     let mut inbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);

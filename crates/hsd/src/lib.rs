@@ -1,18 +1,23 @@
 //! hsd: a HandlerSocket server for SQLite files and MySQL/MariaDB tables.
 //!
-//! A request's way through: `connection` (line framing) -> `session` (auth,
-//! opened indexes, batching) -> `workers` (threads, group commit) -> `exec`
+//! A request's way through, all on the event loop that owns its connection
+//! (`event_loop`; the thread map is in `dispatch`): `connection` (line
+//! framing) -> `session` (auth, opened indexes, batching) -> `dispatch`
+//! (where it runs: inline, the read batcher, the group committer) -> `exec`
 //! (HandlerSocket semantics) -> `backend` (SQL for one database) and back.
 
 pub mod backend;
 pub mod config;
 pub mod connection;
 pub mod demo;
+pub mod dispatch;
+pub mod event_loop;
 pub mod exec;
+pub mod group_commit;
 pub mod metrics;
+pub mod read_batch;
 pub mod server;
 pub mod session;
 pub mod shutdown;
 pub mod sql_command;
 pub mod tls;
-pub mod workers;

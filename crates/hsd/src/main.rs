@@ -64,12 +64,10 @@ fn main() -> std::process::ExitCode {
 fn serve(opts: hsd::config::ServeOptions) -> anyhow::Result<()> {
     let config = opts.resolve()?;
     raise_open_file_limit(config.max_connections);
-    // Network threads: as many as read threads, since the embedded store
-    // answers short reads on them directly.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.threads)
+    // The main thread accepts and starts the event loops, which run every
+    // connection on threads of their own (see hsd::dispatch).
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .thread_name("hsd-net")
         .build()?;
     runtime.block_on(hsd::server::run(config))
 }

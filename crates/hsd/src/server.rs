@@ -1,57 +1,30 @@
-//! Starts everything `hsd serve` runs: storage workers, the read and write
-//! listeners, the admin endpoint; and stops it all in order on a signal.
+//! Starts everything `hsd serve` runs: the storage backend, the event loops
+//! of both ports, the listeners, the admin endpoint; and stops it all in
+//! order on a signal. Runs on the main thread, which only accepts (see the
+//! thread map in `dispatch`).
 
+use crate::backend::mysql::{MysqlBackend, MysqlSettings};
 use crate::backend::sqlite::SqliteBackend;
 use crate::backend::Backend;
 use crate::config::Config;
-use crate::connection::{self, ConnectionLimits};
+use crate::connection::ConnectionLimits;
+use crate::dispatch::{PortKind, Shared};
+use crate::event_loop::{EventLoop, Incoming, PortSettings};
 use crate::exec::Catalog;
 use crate::metrics::{self, Metrics};
-use crate::session::{ListenerContext, PortKind, Session};
 use crate::shutdown::{self, Shutdown};
-use crate::workers::Workers;
 use anyhow::Context;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, Semaphore};
-use tokio_rustls::TlsAcceptor;
-
-/// How long a client may take to complete its TLS handshake.
-const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+use tokio::sync::Semaphore;
 
 /// How long shutdown waits for connections to finish what they read.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub fn make_backend(config: &Config) -> anyhow::Result<Arc<dyn Backend>> {
-    if config.backend == "sqlite" || config.backend.starts_with("sqlite:") {
-        std::fs::create_dir_all(&config.data_dir)
-            .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
-        return Ok(Arc::new(SqliteBackend::new(
-            &config.data_dir,
-            config.synchronous,
-        )));
-    }
-    if config.backend.starts_with("mysql://") {
-        return crate::backend::mysql::MysqlBackend::from_config(config)
-            .map(|b| Arc::new(b) as Arc<dyn Backend>);
-    }
-    anyhow::bail!(
-        "unknown backend {:?}: use sqlite or mysql://user:password@host:port",
-        redact(&config.backend)
-    )
-}
-
-/// Read worker threads, each with its own storage connection. For MySQL
-/// they mostly wait on the network, so their number is the read connection
-/// pool's size, `--mysql-pool` (default `--threads`).
-pub fn read_threads(config: &Config) -> usize {
-    if config.backend.starts_with("mysql://") {
-        config.mysql_pool.unwrap_or(config.threads).max(1)
-    } else {
-        config.threads
-    }
-}
+/// MySQL connections each event loop reads through, unless --mysql-pool
+/// says otherwise.
+const DEFAULT_MYSQL_LINKS: usize = 2;
 
 /// A backend URL with any password replaced, for messages and logs.
 pub fn redact(url: &str) -> String {
@@ -67,31 +40,55 @@ pub fn redact(url: &str) -> String {
     }
 }
 
+/// Runs the server until a signal, then stops it.
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    let backend = make_backend(&config)?;
-    if config.demo {
-        if !config.backend.starts_with("sqlite") {
+    if config.backend == "sqlite" || config.backend.starts_with("sqlite:") {
+        std::fs::create_dir_all(&config.data_dir)
+            .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
+        if config.demo {
+            let dir = config.data_dir.clone();
+            let created =
+                tokio::task::spawn_blocking(move || crate::demo::ensure_demo(&dir)).await??;
+            if created {
+                tracing::info!(
+                    "created demo table test.user with {} rows",
+                    crate::demo::DEMO_ROWS
+                );
+            }
+        }
+        let backend = SqliteBackend::new(&config.data_dir, config.synchronous);
+        return serve(config, backend).await;
+    }
+    if config.backend.starts_with("mysql://") {
+        if config.demo {
             anyhow::bail!("--demo works with the embedded store only");
         }
-        let dir = config.data_dir.clone();
-        let created = tokio::task::spawn_blocking(move || crate::demo::ensure_demo(&dir)).await??;
-        if created {
-            tracing::info!(
-                "created demo table test.user with {} rows",
-                crate::demo::DEMO_ROWS
-            );
-        }
+        let target = redact(&config.backend);
+        let url = mysql_wire::MysqlUrl::parse(&config.backend)
+            .map_err(|e| anyhow::anyhow!("invalid MySQL URL {target}: {e}"))?;
+        let backend = MysqlBackend::start(MysqlSettings {
+            url,
+            target,
+            timeout: config.mysql_timeout,
+            links_per_loop: config.mysql_pool.unwrap_or(DEFAULT_MYSQL_LINKS),
+        })
+        .await?;
+        return serve(config, backend).await;
     }
-    let metrics = Metrics::new()?;
-    let catalog = Arc::new(Catalog::default());
-    let workers = Workers::start(
-        backend.clone(),
-        catalog,
-        metrics.clone(),
-        read_threads(&config),
-        config.threads_wr,
+    anyhow::bail!(
+        "unknown backend {:?}: use sqlite or mysql://user:password@host:port",
+        redact(&config.backend)
     )
-    .context("starting worker threads")?;
+}
+
+async fn serve<B: Backend>(config: Config, backend: B) -> anyhow::Result<()> {
+    let metrics = Metrics::new()?;
+    let shared = Shared {
+        backend: Arc::new(backend),
+        catalog: Arc::new(Catalog::default()),
+        metrics: metrics.clone(),
+    };
+    let target = shared.backend.describe_target();
 
     let read_addr = format!("{}:{}", config.address, config.port);
     let write_addr = format!("{}:{}", config.address, config.port_wr);
@@ -109,57 +106,83 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let read_local = read_listener.local_addr()?;
-    let write_local = write_listener.local_addr()?;
+    let tls = match &config.tls {
+        Some((cert, key)) => Some(crate::tls::acceptor(cert, key)?),
+        None => None,
+    };
+
+    let (trigger, shutdown) = shutdown::channel();
+    let limits = ConnectionLimits {
+        max_line: config.max_line_size,
+        idle_timeout: config.idle_timeout,
+    };
+    let mut ports = Vec::new();
+    for (listener, kind, secret, loops, name) in [
+        (
+            read_listener,
+            PortKind::Read,
+            config.secret.clone(),
+            config.threads,
+            "hsd-read",
+        ),
+        (
+            write_listener,
+            PortKind::Write,
+            config.secret_wr.clone(),
+            config.threads_wr,
+            "hsd-write",
+        ),
+    ] {
+        let settings = PortSettings {
+            kind,
+            secret,
+            limits,
+            tls: tls.clone(),
+            drain: DRAIN_TIMEOUT,
+        };
+        let mut event_loops = Vec::new();
+        for i in 0..loops.max(1) {
+            event_loops.push(
+                EventLoop::spawn(
+                    format!("{name}-{i}"),
+                    settings.clone(),
+                    shared.clone(),
+                    shutdown.clone(),
+                )
+                .context("starting an event loop thread")?,
+            );
+        }
+        ports.push((listener, event_loops));
+    }
+
+    let read_local = ports[0].0.local_addr()?;
+    let write_local = ports[1].0.local_addr()?;
     // One machine-readable line on stdout: tests and scripts wait for it.
     println!(
-        "hsd: listening read={read_local} write={write_local}{} backend={}",
+        "hsd: listening read={read_local} write={write_local}{} backend={target}",
         admin
             .as_ref()
             .and_then(|a| a.local_addr().ok())
             .map(|a| format!(" admin={a}"))
             .unwrap_or_default(),
-        backend.describe_target()
     );
     if config.demo {
         println!("{}", crate::demo::usage_lines(read_local.port()));
     }
-    tracing::info!(%read_local, %write_local, backend = %backend.describe_target(), "hsd ready");
+    tracing::info!(%read_local, %write_local, backend = %target, "hsd ready");
 
-    let tls = match &config.tls {
-        Some((cert, key)) => Some(crate::tls::acceptor(cert, key)?),
-        None => None,
-    };
-    let (trigger, shutdown) = shutdown::channel();
-    // Every connection task holds a clone; recv() returns None once all are gone.
-    let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
     let slots = Arc::new(Semaphore::new(config.max_connections));
-    let limits = ConnectionLimits {
-        max_line: config.max_line_size,
-        idle_timeout: config.idle_timeout,
-    };
-    let contexts = [
-        (read_listener, PortKind::Read, config.secret.clone()),
-        (write_listener, PortKind::Write, config.secret_wr.clone()),
-    ];
-    let mut accept_tasks = Vec::new();
-    for (listener, kind, secret) in contexts {
-        let ctx = Arc::new(ListenerContext {
-            kind,
-            secret,
-            reads: workers.reads.clone(),
-            writes: workers.writes.clone(),
-            metrics: metrics.clone(),
-            inline_reads: backend.reads_inline().then(|| backend.clone()),
-        });
-        accept_tasks.push(tokio::spawn(accept_loop(
+    let mut accepting = Vec::new();
+    let mut all_loops = Vec::new();
+    for (listener, event_loops) in ports {
+        let event_loops = Arc::new(event_loops);
+        all_loops.push(event_loops.clone());
+        accepting.push(tokio::spawn(accept_loop(
             listener,
-            ctx,
-            tls.clone(),
-            limits,
+            event_loops,
             slots.clone(),
+            metrics.clone(),
             shutdown.clone(),
-            done_tx.clone(),
         )));
     }
     let admin_task = admin.map(|l| tokio::spawn(metrics::serve_admin(l, metrics.clone())));
@@ -167,32 +190,41 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     shutdown::signal().await;
     tracing::info!("shutting down: no new connections; finishing requests in flight");
     trigger.trigger();
-    for t in accept_tasks {
+    for t in accepting {
         let _ = t.await;
-    }
-    drop(done_tx);
-    if tokio::time::timeout(DRAIN_TIMEOUT, done_rx.recv())
-        .await
-        .is_err()
-    {
-        tracing::warn!("connections still busy after {DRAIN_TIMEOUT:?}; closing anyway");
     }
     if let Some(t) = admin_task {
         t.abort();
     }
-    tokio::task::spawn_blocking(move || workers.shutdown()).await?;
-    tracing::info!("shutdown complete");
+    // The loops drain (bounded by the drain timeout) and commit; a second
+    // signal ends the process at once.
+    let joined = tokio::task::spawn_blocking(move || {
+        for loops in all_loops {
+            if let Ok(loops) = Arc::try_unwrap(loops) {
+                for l in loops {
+                    l.join();
+                }
+            }
+        }
+    });
+    tokio::select! {
+        _ = joined => tracing::info!("shutdown complete"),
+        _ = shutdown::signal() => {
+            tracing::warn!("second signal: exiting at once");
+            std::process::exit(1);
+        }
+    }
     Ok(())
 }
 
+/// Accepts connections of one port and hands each to the event loop with
+/// the fewest connections.
 async fn accept_loop(
     listener: TcpListener,
-    ctx: Arc<ListenerContext>,
-    tls: Option<TlsAcceptor>,
-    limits: ConnectionLimits,
+    event_loops: Arc<Vec<EventLoop>>,
     slots: Arc<Semaphore>,
+    metrics: Arc<Metrics>,
     mut shutdown: Shutdown,
-    done: mpsc::Sender<()>,
 ) {
     loop {
         let accepted = tokio::select! {
@@ -209,35 +241,26 @@ async fn accept_loop(
             }
         };
         let Ok(permit) = slots.clone().try_acquire_owned() else {
-            ctx.metrics.refused_connections.inc();
+            metrics.refused_connections.inc();
             tracing::debug!(%peer, "max connections reached; refusing");
             drop(stream);
             continue;
         };
-        let _ = stream.set_nodelay(true);
-        let (ctx, shutdown, done, tls) = (ctx.clone(), shutdown.clone(), done.clone(), tls.clone());
-        tokio::spawn(async move {
-            ctx.metrics.open_connections.inc();
-            let session = Session::new(ctx.clone());
-            let why = match tls {
-                None => connection::serve(stream, session, limits, shutdown).await,
-                Some(acceptor) => {
-                    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
-                    {
-                        Ok(Ok(tls_stream)) => {
-                            connection::serve(tls_stream, session, limits, shutdown).await
-                        }
-                        _ => {
-                            tracing::debug!(%peer, "TLS handshake failed");
-                            connection::Close::Io
-                        }
-                    }
-                }
-            };
-            tracing::debug!(%peer, ?why, "connection closed");
-            ctx.metrics.open_connections.dec();
-            drop(permit);
-            drop(done);
-        });
+        let Ok(stream) = stream.into_std() else {
+            continue;
+        };
+        let Some(target) = event_loops.iter().min_by_key(|l| l.connections()) else {
+            continue;
+        };
+        if target
+            .hand(Incoming {
+                stream,
+                peer,
+                permit,
+            })
+            .is_err()
+        {
+            tracing::debug!(%peer, "event loop gone; dropping connection");
+        }
     }
 }

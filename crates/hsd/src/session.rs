@@ -1,41 +1,30 @@
 //! One client connection's protocol state: which port it came in on, whether
-//! it authenticated, which indexes it opened. Turns request lines into
-//! responses, handing finds and writes to the workers in batches: consecutive
-//! reads travel as one job, consecutive writes as another, so pipelined
-//! requests are grouped while each connection's order is kept.
+//! it authenticated, which indexes it opened, and the requests it sent that
+//! wait to run. Consecutive finds travel to storage as one batch,
+//! consecutive writes as another, so pipelined requests are grouped while
+//! the connection's order is kept. Where a batch runs is the dispatcher's
+//! business (`dispatch`).
 
 use crate::backend::{Backend, OpenedIndex};
+use crate::dispatch::{Dispatcher, PortKind};
 use crate::exec::write::WriteOp;
 use crate::exec::{ReadTask, WriteTask};
 use crate::metrics::Metrics;
-use crate::workers::{self, ReadJob, WriteJob};
-use crossbeam_channel::Sender;
 use hs_proto::{
     parse_request, AuthRequest, ErrorKind, ExecRequest, IndexOperation, OpenIndexRequest, Request,
     ResponseWriter,
 };
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 use subtle::ConstantTimeEq;
-use tokio::sync::oneshot;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PortKind {
-    /// Finds only; writes answer `readonly`.
-    Read,
-    Write,
-}
-
-/// What every connection of one listener shares.
-pub struct ListenerContext {
+/// What every connection of one port shares.
+pub struct PortContext {
     pub kind: PortKind,
     pub secret: Option<Vec<u8>>,
-    pub reads: Sender<ReadJob>,
-    pub writes: Sender<WriteJob>,
     pub metrics: Arc<Metrics>,
-    /// Set when the backend lets short reads run on the network thread.
-    pub inline_reads: Option<Arc<dyn Backend>>,
 }
 
 /// Opened indexes by id: a vector for the small ids clients use, a bounded
@@ -74,14 +63,16 @@ impl IndexTable {
     }
 }
 
+/// Requests read but not run yet: all finds or all writes.
 enum Pending {
     None,
     Reads(Vec<ReadTask>),
     Writes(Vec<WriteTask>),
 }
 
-pub struct Session {
-    ctx: Arc<ListenerContext>,
+pub struct Session<B: Backend> {
+    port: Rc<PortContext>,
+    dispatcher: Rc<Dispatcher<B>>,
     authenticated: bool,
     indexes: IndexTable,
     pending: Pending,
@@ -90,15 +81,19 @@ pub struct Session {
     pending_rows: u64,
 }
 
-/// A pending batch is run once its requests may answer with this many rows,
+/// A pending batch runs once its requests may answer with this many rows,
 /// so pipelined scans cannot pile up answers far bigger than the requests.
 const MAX_PENDING_ROWS: u64 = 4096;
+/// A pending batch runs once it holds this many requests, so one client's
+/// long pipeline goes to storage in pieces and others' requests get turns.
+const MAX_PENDING_REQUESTS: usize = 128;
 
-impl Session {
-    pub fn new(ctx: Arc<ListenerContext>) -> Self {
-        let authenticated = ctx.secret.is_none();
+impl<B: Backend> Session<B> {
+    pub fn new(port: Rc<PortContext>, dispatcher: Rc<Dispatcher<B>>) -> Self {
+        let authenticated = port.secret.is_none();
         Session {
-            ctx,
+            port,
+            dispatcher,
             authenticated,
             indexes: IndexTable::default(),
             pending: Pending::None,
@@ -131,7 +126,7 @@ impl Session {
         let mut w = ResponseWriter::new();
         w.error(kind);
         out.extend_from_slice(w.as_bytes());
-        self.ctx
+        self.port
             .metrics
             .requests
             .with_label_values(&[command, kind.label()])
@@ -142,14 +137,14 @@ impl Session {
         if req.auth_type != b"1" {
             return self.answer_error("auth", ErrorKind::AuthType, out);
         }
-        let ok = match &self.ctx.secret {
+        let ok = match &self.port.secret {
             Some(secret) => bool::from(secret.as_slice().ct_eq(req.secret.as_slice())),
             None => true,
         };
         self.authenticated = ok;
         if ok {
             out.extend_from_slice(b"0\t1\n");
-            self.ctx
+            self.port
                 .metrics
                 .requests
                 .with_label_values(&["auth", "ok"])
@@ -164,16 +159,11 @@ impl Session {
             return self.answer_error("open_index", ErrorKind::Unauth, out);
         }
         let id = req.index_id;
-        let (reply, rx) = oneshot::channel();
-        let result = if self.ctx.reads.send(ReadJob::Open { req, reply }).is_err() {
-            Err(ErrorKind::OpenTable)
-        } else {
-            rx.await.unwrap_or(Err(ErrorKind::OpenTable))
-        };
+        let result = self.dispatcher.open(req).await;
         match result.and_then(|index| self.indexes.set(id, index)) {
             Ok(()) => {
                 out.extend_from_slice(b"0\t1\n");
-                self.ctx
+                self.port
                     .metrics
                     .requests
                     .with_label_values(&["open_index", "ok"])
@@ -206,11 +196,18 @@ impl Session {
                 }
                 self.pending_since.get_or_insert_with(Instant::now);
                 self.pending_rows += u64::from(find.limit);
-                match &mut self.pending {
-                    Pending::Reads(tasks) => tasks.push(ReadTask::new(index, find)),
-                    _ => self.pending = Pending::Reads(vec![ReadTask::new(index, find)]),
-                }
-                if self.pending_rows >= MAX_PENDING_ROWS {
+                let task = ReadTask::new(index, find);
+                let count = match &mut self.pending {
+                    Pending::Reads(tasks) => {
+                        tasks.push(task);
+                        tasks.len()
+                    }
+                    _ => {
+                        self.pending = Pending::Reads(vec![task]);
+                        1
+                    }
+                };
+                if self.pending_rows >= MAX_PENDING_ROWS || count >= MAX_PENDING_REQUESTS {
                     self.flush(out).await;
                 }
                 return;
@@ -218,7 +215,7 @@ impl Session {
             IndexOperation::Find(find) => WriteOp::Modify(find),
             IndexOperation::Insert(ins) => WriteOp::Insert(ins),
         };
-        if self.ctx.kind == PortKind::Read {
+        if self.port.kind == PortKind::Read {
             self.flush(out).await;
             return self.answer_error("write", ErrorKind::ReadOnly, out);
         }
@@ -230,11 +227,18 @@ impl Session {
             WriteOp::Modify(find) => u64::from(find.limit),
             WriteOp::Insert(_) => 1,
         };
-        match &mut self.pending {
-            Pending::Writes(tasks) => tasks.push(WriteTask::new(index, write)),
-            _ => self.pending = Pending::Writes(vec![WriteTask::new(index, write)]),
-        }
-        if self.pending_rows >= MAX_PENDING_ROWS {
+        let task = WriteTask::new(index, write);
+        let count = match &mut self.pending {
+            Pending::Writes(tasks) => {
+                tasks.push(task);
+                tasks.len()
+            }
+            _ => {
+                self.pending = Pending::Writes(vec![task]);
+                1
+            }
+        };
+        if self.pending_rows >= MAX_PENDING_ROWS || count >= MAX_PENDING_REQUESTS {
             self.flush(out).await;
         }
     }
@@ -246,114 +250,46 @@ impl Session {
         match std::mem::replace(&mut self.pending, Pending::None) {
             Pending::None => {}
             Pending::Reads(tasks) => {
-                let n = tasks.len();
-                let tasks = match &self.ctx.inline_reads {
-                    Some(backend) if inline_rows(&tasks) <= workers::INLINE_MAX_ROWS => {
-                        match workers::run_reads_inline(backend, tasks) {
-                            Ok(done) => {
-                                self.collect(
-                                    "find",
-                                    n,
-                                    Some(done.into_iter().map(|t| t.out)),
-                                    out,
-                                    started,
-                                );
-                                return;
-                            }
-                            Err(tasks) => tasks,
-                        }
-                    }
-                    _ => tasks,
-                };
-                let (reply, rx) = oneshot::channel();
-                let done = match self.ctx.reads.send(ReadJob::Finds { tasks, reply }) {
-                    Ok(()) => rx.await.ok(),
-                    Err(_) => None,
-                };
-                self.collect(
-                    "find",
-                    n,
-                    done.map(|t| t.into_iter().map(|t| t.out)),
-                    out,
-                    started,
-                );
+                let answers = self.dispatcher.reads(tasks).await;
+                self.collect(true, &answers, out, started);
             }
             Pending::Writes(tasks) => {
                 let n = tasks.len();
-                let (reply, rx) = oneshot::channel();
-                let done = match self.ctx.writes.send(WriteJob { tasks, reply }) {
-                    Ok(()) => rx.await.ok(),
-                    Err(_) => None,
-                };
-                self.collect(
-                    "write",
-                    n,
-                    done.map(|t| t.into_iter().map(|t| t.out)),
-                    out,
-                    started,
-                );
+                match self.dispatcher.writes(tasks).await {
+                    Some(answers) => self.collect(false, &answers, out, started),
+                    // Writes only reach a write loop; this cannot happen.
+                    None => {
+                        (0..n).for_each(|_| self.answer_error("write", ErrorKind::ReadOnly, out))
+                    }
+                }
             }
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn collect(
         &self,
-        command: &str,
-        n: usize,
-        done: Option<impl Iterator<Item = ResponseWriter>>,
+        find: bool,
+        answers: &[ResponseWriter],
         out: &mut Vec<u8>,
         started: Option<Instant>,
     ) {
         let elapsed = started.map(|s| s.elapsed().as_secs_f64());
-        match done {
-            Some(responses) => {
-                let m = &self.ctx.metrics;
-                let (ok, err) = match command {
-                    "find" => (&m.find_ok, &m.find_error),
-                    _ => (&m.write_ok, &m.write_error),
-                };
-                for r in responses {
-                    if r.as_bytes().first() == Some(&b'0') {
-                        ok.inc();
-                    } else {
-                        err.inc();
-                    }
-                    if let Some(e) = elapsed {
-                        m.latency.observe(e);
-                    }
-                    out.extend_from_slice(r.as_bytes());
-                }
+        let m = &self.port.metrics;
+        let (ok, err) = if find {
+            (&m.find_ok, &m.find_error)
+        } else {
+            (&m.write_ok, &m.write_error)
+        };
+        for r in answers {
+            if r.as_bytes().first() == Some(&b'0') {
+                ok.inc();
+            } else {
+                err.inc();
             }
-            None => {
-                // The workers are gone (shutting down): answer every request.
-                for _ in 0..n {
-                    self.answer_error(
-                        command,
-                        ErrorKind::Storage(crate::backend::ERR_UNAVAILABLE),
-                        out,
-                    );
-                }
+            if let Some(e) = elapsed {
+                m.latency.observe(e);
             }
+            out.extend_from_slice(r.as_bytes());
         }
     }
-}
-
-/// Rows a batch of finds may touch at most: what decides whether it is short
-/// enough to run inline.
-fn inline_rows(tasks: &[ReadTask]) -> u64 {
-    tasks
-        .iter()
-        .map(|t| {
-            let per_scan = u64::from(t.req.limit) + u64::from(t.req.offset);
-            let scans = t
-                .req
-                .in_clause
-                .as_ref()
-                .map_or(1, |i| i.values.len() as u64);
-            // W filters may read one row past the last taken; F filters may skip many.
-            let filtered = if t.req.filters.is_empty() { 1 } else { 8 };
-            per_scan.saturating_mul(scans).saturating_mul(filtered)
-        })
-        .fold(0u64, u64::saturating_add)
 }

@@ -28,6 +28,10 @@ pub enum StorageError {
     /// A modify was asked of a table without a primary or unique key.
     #[error("table {0} has no primary or unique key to modify rows by")]
     NoRowLocator(String),
+    /// Another writer holds the db's lock; nothing was done, so the write
+    /// may be run again later.
+    #[error("busy: {0}")]
+    Busy(String),
 }
 
 /// Error number for a duplicate key, as MySQL-era clients saw it (HA_ERR_FOUND_DUPP_KEY).
@@ -39,6 +43,8 @@ pub const ERR_NOT_NULL: u32 = 1048;
 pub const ERR_NO_ROW_KEY: u32 = 1173;
 /// Error number when the storage is unreachable or timed out.
 pub const ERR_UNAVAILABLE: u32 = 2013;
+/// Error number when a db file stayed locked by another writer (SQLITE_BUSY).
+pub const ERR_BUSY: u32 = 5;
 
 impl StorageError {
     /// The number a client sees in `1 1 <number>`.
@@ -48,6 +54,7 @@ impl StorageError {
             StorageError::Unavailable(_) => ERR_UNAVAILABLE,
             StorageError::NoRowLocator(_) => ERR_NO_ROW_KEY,
             StorageError::OpenTable(_) => 1,
+            StorageError::Busy(_) => ERR_BUSY,
         }
     }
 }
@@ -79,6 +86,27 @@ pub struct ColumnMeta {
     pub select_sql: String,
     /// BLOB/TEXT-like columns cannot be filtered on (`filterblob`).
     pub is_blob: bool,
+    /// What kind of values the column holds, as far as building SQL needs.
+    pub kind: ColumnKind,
+}
+
+/// A column's type family: enough to write a literal the database compares
+/// in the column's own terms, and to tell whether a key is written exactly
+/// as the database would store it (only such keys can be grouped, see
+/// `mysql::scan`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColumnKind {
+    /// An integer type with its range.
+    Integer { min: i128, max: i128 },
+    /// Character data in a character set (`utf8mb4`, `latin1`, ...) with a
+    /// length limit in characters.
+    Text { charset: String, max_chars: u64 },
+    /// Bytes (BINARY, VARBINARY, BLOB): `fixed` pads to `max_len`.
+    Bytes { max_len: u64, fixed: bool },
+    /// Anything else (decimal, float, temporal, enum, ...), with the SQL type
+    /// a value is CAST to so that it becomes what storing it would make
+    /// (`None`: compared as text).
+    Other { cast: Option<String> },
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -87,6 +115,9 @@ pub struct IndexMeta {
     pub name: String,
     /// The key columns as SQL expressions, in index order.
     pub key_sql: Vec<String>,
+    /// The key columns' positions in the table (`None` for a part that is
+    /// not a column, like SQLite's rowid).
+    pub key_columns: Vec<Option<usize>>,
     /// Expressions appended to ORDER BY so equal keys come back in index order.
     pub tiebreak_sql: Vec<String>,
     /// FROM clause with whatever hint makes the database use this index.
@@ -94,6 +125,9 @@ pub struct IndexMeta {
     /// At most one row per full key without NULLs (PRIMARY or UNIQUE); lets
     /// a backend merge concurrent point lookups into one statement.
     pub unique: bool,
+    /// Readable in key order by a handler-level read (not FULLTEXT, SPATIAL,
+    /// HASH, or hidden from the optimizer).
+    pub ordered: bool,
 }
 
 impl TableMeta {
@@ -205,22 +239,28 @@ pub enum ScanStep {
 /// The visitor `scan_many` calls with each row: (scan number, row).
 pub type RowVisitor<'v> = dyn FnMut(usize, &dyn RowView) -> ScanStep + 'v;
 
-/// One connection to a database, used by one worker thread at a time.
-pub trait StorageConn: Send {
+/// One connection to a database, owned by one event-loop thread.
+///
+/// The methods are `async` because a network database answers later; the
+/// embedded store answers at once and never suspends. Callers are generic
+/// over the connection type, so no call goes through a vtable and no future
+/// is boxed; futures need not be `Send` (they never leave their thread).
+#[allow(async_fn_in_trait)]
+pub trait StorageConn {
     /// Reads a table's metadata.
-    fn describe(&mut self, db: &str, table: &str) -> Result<TableMeta, StorageError>;
+    async fn describe(&mut self, db: &str, table: &str) -> Result<TableMeta, StorageError>;
 
     /// Runs scans in order, calling `visit(scan_number, row)` for every row.
     /// A backend may run them as one statement; rows of scan `i` all come
     /// before rows of scan `i + 1`.
-    fn scan_many(
+    async fn scan_many(
         &mut self,
         scans: &[Scan<'_>],
         visit: &mut RowVisitor<'_>,
     ) -> Result<(), StorageError>;
 
     /// Inserts one row; returns the auto-increment id when the table has one.
-    fn insert(
+    async fn insert(
         &mut self,
         table: &TableMeta,
         columns: &[usize],
@@ -228,7 +268,7 @@ pub trait StorageConn: Send {
     ) -> Result<Option<u64>, StorageError>;
 
     /// Sets `columns` to `values` on the row with this locator.
-    fn update(
+    async fn update(
         &mut self,
         table: &TableMeta,
         locator: &[Value],
@@ -236,15 +276,25 @@ pub trait StorageConn: Send {
         values: &[Option<&[u8]>],
     ) -> Result<(), StorageError>;
 
-    fn delete(&mut self, table: &TableMeta, locator: &[Value]) -> Result<(), StorageError>;
+    async fn delete(&mut self, table: &TableMeta, locator: &[Value]) -> Result<(), StorageError>;
 
     /// Starts the transaction a group of writes shares.
-    fn begin(&mut self) -> Result<(), StorageError>;
+    async fn begin(&mut self) -> Result<(), StorageError>;
     /// Makes the group's writes durable to the configured level. A failure
     /// names the dbs whose writes were not committed, so that exactly those
     /// writes are answered with an error.
-    fn commit(&mut self) -> Result<(), CommitFailure>;
-    fn rollback(&mut self) -> Result<(), StorageError>;
+    async fn commit(&mut self) -> Result<(), CommitFailure>;
+    async fn rollback(&mut self);
+
+    /// When this connection holds something it must give back if it stays
+    /// idle (MySQL: HANDLER table handles, which block DDL while open).
+    fn idle_deadline(&self) -> Option<std::time::Instant> {
+        None
+    }
+
+    /// Gives back what must not be held idle; called at `idle_deadline`
+    /// when no work came.
+    async fn release_idle(&mut self) {}
 }
 
 /// A group commit that did not commit everything.
@@ -270,15 +320,26 @@ impl CommitFailure {
     }
 }
 
-/// A kind of storage: makes connections for the worker threads.
-pub trait Backend: Send + Sync {
-    fn connect(&self) -> Result<Box<dyn StorageConn>, StorageError>;
+/// A kind of storage: one value shared by every event loop, which makes the
+/// connections each loop owns.
+#[allow(async_fn_in_trait)]
+pub trait Backend: Send + Sync + 'static {
+    type Conn: StorageConn;
+    /// Opens a connection for the calling event loop.
+    async fn connect(&self) -> Result<Self::Conn, StorageError>;
     /// A short name for logs (never includes a password).
     fn describe_target(&self) -> String;
-    /// Whether short reads may run on the network threads themselves. True
-    /// for an in-process store, where a lookup costs less than handing it to
-    /// another thread and back; false when a read waits on a network.
-    fn reads_inline(&self) -> bool {
-        false
-    }
+    /// How an event loop runs reads on this storage (see `dispatch`).
+    fn read_placement(&self) -> ReadPlacement;
+}
+
+/// How reads reach the storage on an event loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadPlacement {
+    /// In the connection's own task, at once: the storage is in-process and
+    /// a lookup costs less than any hand-off.
+    Inline,
+    /// Through the loop's read batcher, which runs everything queued by all
+    /// of the loop's client connections together on `links` connections.
+    Batched { links: usize },
 }

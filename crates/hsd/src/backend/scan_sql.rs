@@ -1,23 +1,25 @@
 //! Turns a `Scan` into one SELECT statement, shared by every SQL backend.
 //!
-//! The statement's text depends only on the scan's shape (index, op, key
-//! count, which keys and filter values are NULL, filters, mode), never on the
-//! values, which are bound as parameters in the order `params` gives. Backends
-//! cache statements by `ScanShape`, so the text is built once per shape.
+//! Where a value goes, the builder asks a `ValueSink`: the embedded store
+//! writes a `?` and binds the value later (its statements are prepared once
+//! per shape), the MySQL backend writes the value itself as a literal (it
+//! speaks the text protocol). Everything else in the text depends only on
+//! the scan's shape (index, op, key count, which keys and filter values are
+//! NULL, filters, mode).
 //!
 //! NULL sorts lowest, as in an index: each comparison below is written so
 //! that a NULL column or key behaves that way instead of yielding SQL NULL.
 
-use super::{FilterMode, ResolvedFilter, Scan};
+use super::{FilterMode, ResolvedFilter, Scan, TableMeta};
 use hs_proto::{FilterKind, FilterOp, FindOp};
-use std::fmt::Write;
 
-/// Everything that changes the text of a scan's statement.
+/// Everything that changes the text of a scan's statement (given a sink
+/// that writes placeholders).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ScanShape {
     pub opened_index: u64,
     pub op: FindOp,
-    /// One bit per key value: set when the value is NULL. Index keys are short.
+    /// One flag per key value: set when the value is NULL.
     pub key_nulls: Vec<bool>,
     pub filters: Vec<(FilterKind, FilterOp, usize, bool)>,
     pub filter_mode: FilterMode,
@@ -41,20 +43,41 @@ impl ScanShape {
     }
 }
 
-/// Where a statement parameter's value comes from.
+/// Which value of the scan goes at a place in the statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Param {
+    /// Key value `i`, compared with key column `i`.
     Key(usize),
+    /// Filter `i`'s value, compared with that filter's column.
     Filter(usize),
+    /// The row limit.
     Limit,
 }
 
-#[derive(Debug, Clone)]
-pub struct ScanSql {
-    pub sql: String,
+/// Writes values into statement text.
+pub trait ValueSink {
+    fn value(&mut self, sql: &mut Vec<u8>, param: Param);
+}
+
+/// A sink that writes `?` and remembers which value each stands for.
+#[derive(Debug, Default)]
+pub struct Placeholders {
     pub params: Vec<Param>,
-    /// Result layout: opened columns, then the state column if any, then locator.
+}
+
+impl ValueSink for Placeholders {
+    fn value(&mut self, sql: &mut Vec<u8>, param: Param) {
+        sql.push(b'?');
+        self.params.push(param);
+    }
+}
+
+/// What a built statement returns, column by column.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanLayout {
+    /// Opened columns first; then the filter state column if any.
     pub has_state: bool,
+    /// Then this many locator columns.
     pub locator_len: usize,
 }
 
@@ -65,27 +88,31 @@ pub struct Dialect {
     pub lock_suffix: &'static str,
 }
 
-pub fn build(scan: &Scan<'_>, dialect: Dialect) -> ScanSql {
+/// Appends the SELECT for `scan` to `sql`.
+pub fn build(
+    scan: &Scan<'_>,
+    dialect: Dialect,
+    sink: &mut impl ValueSink,
+    sql: &mut Vec<u8>,
+) -> ScanLayout {
     let index = scan.index.index_meta();
     let table = &scan.index.table;
-    let mut params = Vec::new();
-    let mut sql = String::with_capacity(256);
-    sql.push_str("SELECT ");
+    sql.extend_from_slice(b"SELECT ");
     let mut first = true;
-    for &c in &scan.index.columns {
+    let mut sep = |sql: &mut Vec<u8>| {
         if !first {
-            sql.push_str(", ");
+            sql.extend_from_slice(b", ");
         }
         first = false;
-        sql.push_str(&table.columns[c].select_sql);
+    };
+    for &c in &scan.index.columns {
+        sep(sql);
+        sql.extend_from_slice(table.columns[c].select_sql.as_bytes());
     }
     let has_state = matches!(scan.filter_mode, FilterMode::StateColumn { .. });
     if has_state {
-        if !first {
-            sql.push_str(", ");
-        }
-        first = false;
-        sql.push_str(&state_expr(scan.filters, table, &mut params));
+        sep(sql);
+        state_expr(scan.filters, table, sink, sql);
     }
     let locator_len = if scan.with_locator {
         table.locator_sql.len()
@@ -94,56 +121,58 @@ pub fn build(scan: &Scan<'_>, dialect: Dialect) -> ScanSql {
     };
     if scan.with_locator {
         for l in &table.locator_sql {
-            if !first {
-                sql.push_str(", ");
-            }
-            first = false;
-            sql.push_str(l);
+            sep(sql);
+            sql.extend_from_slice(l.as_bytes());
         }
     }
     if first {
         // Nothing opened: still one row per match.
-        sql.push('1');
+        sql.push(b'1');
     }
-    let _ = write!(sql, " FROM {} WHERE ", index.from_sql);
-    sql.push_str(&key_condition(scan, &index.key_sql, &mut params));
+    sql.extend_from_slice(b" FROM ");
+    sql.extend_from_slice(index.from_sql.as_bytes());
+    sql.extend_from_slice(b" WHERE ");
+    key_condition(scan, &index.key_sql, sink, sql);
     match scan.filter_mode {
         FilterMode::InWhere => {
             for (i, f) in scan.filters.iter().enumerate() {
-                sql.push_str(" AND ");
-                sql.push_str(&filter_condition(f, i, table, &mut params));
+                sql.extend_from_slice(b" AND ");
+                filter_condition(f, i, table, sink, sql);
             }
         }
         FilterMode::StateColumn {
             exclude_skipped: true,
         } => {
-            let mut excluded = String::new();
-            excluded.push_str(" AND ");
-            excluded.push_str(&state_expr(scan.filters, table, &mut params));
-            excluded.push_str(" <> 1");
-            sql.push_str(&excluded);
+            sql.extend_from_slice(b" AND ");
+            state_expr(scan.filters, table, sink, sql);
+            sql.extend_from_slice(b" <> 1");
         }
         _ => {}
     }
-    let dir = if scan.op.is_descending() { " DESC" } else { "" };
-    sql.push_str(" ORDER BY ");
-    let mut first = true;
-    for k in index.key_sql.iter().chain(index.tiebreak_sql.iter()) {
-        if !first {
-            sql.push_str(", ");
+    let dir: &[u8] = if scan.op.is_descending() {
+        b" DESC"
+    } else {
+        b""
+    };
+    sql.extend_from_slice(b" ORDER BY ");
+    for (n, k) in index
+        .key_sql
+        .iter()
+        .chain(index.tiebreak_sql.iter())
+        .enumerate()
+    {
+        if n > 0 {
+            sql.extend_from_slice(b", ");
         }
-        first = false;
-        sql.push_str(k);
-        sql.push_str(dir);
+        sql.extend_from_slice(k.as_bytes());
+        sql.extend_from_slice(dir);
     }
-    sql.push_str(" LIMIT ?");
-    params.push(Param::Limit);
+    sql.extend_from_slice(b" LIMIT ");
+    sink.value(sql, Param::Limit);
     if scan.with_locator {
-        sql.push_str(dialect.lock_suffix);
+        sql.extend_from_slice(dialect.lock_suffix.as_bytes());
     }
-    ScanSql {
-        sql,
-        params,
+    ScanLayout {
         has_state,
         locator_len,
     }
@@ -152,87 +181,99 @@ pub fn build(scan: &Scan<'_>, dialect: Dialect) -> ScanSql {
 /// `CASE WHEN NOT f1 THEN k1 ... ELSE 0 END`: the first false filter decides.
 fn state_expr(
     filters: &[ResolvedFilter],
-    table: &super::TableMeta,
-    params: &mut Vec<Param>,
-) -> String {
-    let mut s = String::from("(CASE");
+    table: &TableMeta,
+    sink: &mut impl ValueSink,
+    sql: &mut Vec<u8>,
+) {
+    sql.extend_from_slice(b"(CASE");
     for (i, f) in filters.iter().enumerate() {
-        let code = match f.kind {
-            FilterKind::Skip => 1,
-            FilterKind::While => 2,
+        let code: &[u8] = match f.kind {
+            FilterKind::Skip => b" THEN 1",
+            FilterKind::While => b" THEN 2",
         };
-        let _ = write!(
-            s,
-            " WHEN NOT {} THEN {code}",
-            filter_condition(f, i, table, params)
-        );
+        sql.extend_from_slice(b" WHEN NOT ");
+        filter_condition(f, i, table, sink, sql);
+        sql.extend_from_slice(code);
     }
-    s.push_str(" ELSE 0 END)");
-    s
+    sql.extend_from_slice(b" ELSE 0 END)");
 }
 
 /// A filter as a condition that is never NULL. NULL is equal to NULL and
 /// lower than any value; an unknown operator is always false.
-fn filter_condition(
+pub fn filter_condition(
     f: &ResolvedFilter,
     i: usize,
-    table: &super::TableMeta,
-    params: &mut Vec<Param>,
-) -> String {
-    let c = &table.columns[f.column].name_sql;
+    table: &TableMeta,
+    sink: &mut impl ValueSink,
+    sql: &mut Vec<u8>,
+) {
+    let c = table.columns[f.column].name_sql.as_bytes();
+    let mut put = |parts: &[&[u8]]| {
+        for p in parts {
+            sql.extend_from_slice(p);
+        }
+    };
     if f.value.is_none() {
         return match f.op {
-            FilterOp::Eq | FilterOp::Le => format!("({c} IS NULL)"),
-            FilterOp::Ne | FilterOp::Gt => format!("({c} IS NOT NULL)"),
-            FilterOp::Ge => "(1=1)".to_string(),
-            FilterOp::Lt | FilterOp::Never => "(1=0)".to_string(),
+            FilterOp::Eq | FilterOp::Le => put(&[b"(", c, b" IS NULL)"]),
+            FilterOp::Ne | FilterOp::Gt => put(&[b"(", c, b" IS NOT NULL)"]),
+            FilterOp::Ge => put(&[b"(1=1)"]),
+            FilterOp::Lt | FilterOp::Never => put(&[b"(1=0)"]),
         };
     }
-    let (sql_op, null_col_result) = match f.op {
-        FilterOp::Eq => ("=", 0),
-        FilterOp::Ne => ("<>", 1),
-        FilterOp::Gt => (">", 0),
-        FilterOp::Ge => (">=", 0),
-        FilterOp::Lt => ("<", 1),
-        FilterOp::Le => ("<=", 1),
-        FilterOp::Never => return "(1=0)".to_string(),
+    let (sql_op, null_col_result): (&[u8], &[u8]) = match f.op {
+        FilterOp::Eq => (b" = ", b"0"),
+        FilterOp::Ne => (b" <> ", b"1"),
+        FilterOp::Gt => (b" > ", b"0"),
+        FilterOp::Ge => (b" >= ", b"0"),
+        FilterOp::Lt => (b" < ", b"1"),
+        FilterOp::Le => (b" <= ", b"1"),
+        FilterOp::Never => return put(&[b"(1=0)"]),
     };
-    params.push(Param::Filter(i));
-    format!("(COALESCE({c} {sql_op} ?, {null_col_result}) <> 0)")
+    put(&[b"(COALESCE(", c, sql_op]);
+    sink.value(sql, Param::Filter(i));
+    sql.extend_from_slice(b", ");
+    sql.extend_from_slice(null_col_result);
+    sql.extend_from_slice(b") <> 0)");
 }
 
 /// The key condition over the first `n` index columns, lexicographic, with
 /// NULL lowest. For range ops the first column's bound is also stated on its
 /// own, so the planner can seek to it.
-fn key_condition(scan: &Scan<'_>, key_sql: &[String], params: &mut Vec<Param>) -> String {
+fn key_condition(
+    scan: &Scan<'_>,
+    key_sql: &[String],
+    sink: &mut impl ValueSink,
+    sql: &mut Vec<u8>,
+) {
     let n = scan.keys.len().min(key_sql.len());
     let cols = &key_sql[..n];
     let is_null = |i: usize| scan.keys[i].is_none();
     if scan.op == FindOp::Eq {
-        let mut parts = Vec::with_capacity(n);
         for (i, c) in cols.iter().enumerate() {
-            parts.push(eq(c, i, is_null(i), params));
+            if i > 0 {
+                sql.extend_from_slice(b" AND ");
+            }
+            eq(c, i, is_null(i), sink, sql);
         }
-        return parts.join(" AND ");
+        return;
     }
     // Lexicographic: k1 op' v1 OR (k1 = v1 AND (k2 op' v2 OR (... kn op vn)))
-    // where op' is the strict form of op. Parameters are pushed in text order.
+    // where op' is the strict form of op.
     let strict = match scan.op {
         FindOp::Gt | FindOp::Ge => FindOp::Gt,
         _ => FindOp::Lt,
     };
-    let mut sql = String::new();
     if n > 1 {
         // The seek bound on the leading column (implied by the expression).
         let inclusive = match strict {
             FindOp::Gt => FindOp::Ge,
             _ => FindOp::Le,
         };
-        sql.push_str(&cmp(&cols[0], 0, inclusive, is_null(0), params));
-        sql.push_str(" AND ");
+        cmp(&cols[0], 0, inclusive, is_null(0), sink, sql);
+        sql.extend_from_slice(b" AND ");
     }
-    sql.push_str(&lexicographic(cols, 0, scan.op, strict, &is_null, params));
-    sql
+    lexicographic(cols, 0, scan.op, strict, &is_null, sink, sql);
 }
 
 fn lexicographic(
@@ -241,48 +282,59 @@ fn lexicographic(
     op: FindOp,
     strict: FindOp,
     is_null: &dyn Fn(usize) -> bool,
-    params: &mut Vec<Param>,
-) -> String {
+    sink: &mut impl ValueSink,
+    sql: &mut Vec<u8>,
+) {
     if i + 1 == cols.len() {
-        return format!("({})", cmp(&cols[i], i, op, is_null(i), params));
+        sql.push(b'(');
+        cmp(&cols[i], i, op, is_null(i), sink, sql);
+        sql.push(b')');
+        return;
     }
-    let head = cmp(&cols[i], i, strict, is_null(i), params);
-    let equal = eq(&cols[i], i, is_null(i), params);
-    let rest = lexicographic(cols, i + 1, op, strict, is_null, params);
-    format!("({head} OR ({equal} AND {rest}))")
+    sql.push(b'(');
+    cmp(&cols[i], i, strict, is_null(i), sink, sql);
+    sql.extend_from_slice(b" OR (");
+    eq(&cols[i], i, is_null(i), sink, sql);
+    sql.extend_from_slice(b" AND ");
+    lexicographic(cols, i + 1, op, strict, is_null, sink, sql);
+    sql.extend_from_slice(b"))");
 }
 
-fn eq(col: &str, i: usize, null: bool, params: &mut Vec<Param>) -> String {
+fn eq(col: &str, i: usize, null: bool, sink: &mut impl ValueSink, sql: &mut Vec<u8>) {
+    sql.extend_from_slice(col.as_bytes());
     if null {
-        format!("{col} IS NULL")
+        sql.extend_from_slice(b" IS NULL");
     } else {
-        params.push(Param::Key(i));
-        format!("{col} = ?")
+        sql.extend_from_slice(b" = ");
+        sink.value(sql, Param::Key(i));
     }
 }
 
-fn cmp(col: &str, i: usize, op: FindOp, null: bool, params: &mut Vec<Param>) -> String {
-    match (op, null) {
-        (FindOp::Eq, _) => eq(col, i, null, params),
-        (FindOp::Gt, true) => format!("{col} IS NOT NULL"),
-        (FindOp::Ge, true) => "1=1".to_string(),
-        (FindOp::Lt, true) => "1=0".to_string(),
-        (FindOp::Le, true) => format!("{col} IS NULL"),
-        (FindOp::Gt, false) => {
-            params.push(Param::Key(i));
-            format!("{col} > ?")
-        }
-        (FindOp::Ge, false) => {
-            params.push(Param::Key(i));
-            format!("{col} >= ?")
-        }
-        (FindOp::Lt, false) => {
-            params.push(Param::Key(i));
-            format!("({col} < ? OR {col} IS NULL)")
-        }
-        (FindOp::Le, false) => {
-            params.push(Param::Key(i));
-            format!("({col} <= ? OR {col} IS NULL)")
-        }
+fn cmp(col: &str, i: usize, op: FindOp, null: bool, sink: &mut impl ValueSink, sql: &mut Vec<u8>) {
+    let c = col.as_bytes();
+    let (pre, post): (&[u8], &[u8]) = match (op, null) {
+        (FindOp::Eq, _) => return eq(col, i, null, sink, sql),
+        (FindOp::Gt, true) => return extend(sql, &[c, b" IS NOT NULL"]),
+        (FindOp::Ge, true) => return extend(sql, &[b"1=1"]),
+        (FindOp::Lt, true) => return extend(sql, &[b"1=0"]),
+        (FindOp::Le, true) => return extend(sql, &[c, b" IS NULL"]),
+        (FindOp::Gt, false) => (b" > ", b""),
+        (FindOp::Ge, false) => (b" >= ", b""),
+        (FindOp::Lt, false) => (b" < ", b" OR "),
+        (FindOp::Le, false) => (b" <= ", b" OR "),
+    };
+    if post.is_empty() {
+        extend(sql, &[c, pre]);
+        sink.value(sql, Param::Key(i));
+    } else {
+        extend(sql, &[b"(", c, pre]);
+        sink.value(sql, Param::Key(i));
+        extend(sql, &[post, c, b" IS NULL)"]);
+    }
+}
+
+fn extend(sql: &mut Vec<u8>, parts: &[&[u8]]) {
+    for p in parts {
+        sql.extend_from_slice(p);
     }
 }

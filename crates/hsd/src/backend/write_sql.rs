@@ -1,53 +1,89 @@
 //! The INSERT, UPDATE and DELETE statements writes run, shared by every SQL
 //! backend: rows are addressed by the table's locator (rowid, primary key or
-//! a unique NOT NULL key), values bound as parameters, new values first.
+//! a unique NOT NULL key), new values first. Values go through a
+//! `ValueSink` as in `scan_sql`: `?` for the embedded store, literals for
+//! MySQL.
 
 use super::TableMeta;
 
-/// `INSERT INTO t (c1, ...) VALUES (?, ...)`; with no columns the
+/// Which value goes at a place in a write statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteParam {
+    /// The `i`-th new value (of the `columns` given).
+    Value(usize),
+    /// The `i`-th locator value.
+    Locator(usize),
+}
+
+/// Writes values into write statements.
+pub trait WriteSink {
+    fn value(&mut self, sql: &mut Vec<u8>, param: WriteParam);
+}
+
+/// A sink that writes `?`; values bind in the order they appear.
+#[derive(Debug, Default)]
+pub struct WritePlaceholders;
+
+impl WriteSink for WritePlaceholders {
+    fn value(&mut self, sql: &mut Vec<u8>, _param: WriteParam) {
+        sql.push(b'?');
+    }
+}
+
+/// `INSERT INTO t (c1, ...) VALUES (v1, ...)`. With no columns the
 /// `() VALUES ()` form, which SQLite spells `DEFAULT VALUES` (its caller
 /// handles that case).
-pub fn insert(table: &TableMeta, columns: &[usize]) -> String {
-    let names: Vec<&str> = columns
-        .iter()
-        .map(|&c| table.columns[c].name_sql.as_str())
-        .collect();
-    let marks = vec!["?"; columns.len()].join(", ");
-    format!(
-        "INSERT INTO {} ({}) VALUES ({marks})",
-        table.table_sql,
-        names.join(", ")
-    )
+pub fn insert(table: &TableMeta, columns: &[usize], sink: &mut impl WriteSink, sql: &mut Vec<u8>) {
+    sql.extend_from_slice(b"INSERT INTO ");
+    sql.extend_from_slice(table.table_sql.as_bytes());
+    sql.extend_from_slice(b" (");
+    for (n, &c) in columns.iter().enumerate() {
+        if n > 0 {
+            sql.extend_from_slice(b", ");
+        }
+        sql.extend_from_slice(table.columns[c].name_sql.as_bytes());
+    }
+    sql.extend_from_slice(b") VALUES (");
+    for n in 0..columns.len() {
+        if n > 0 {
+            sql.extend_from_slice(b", ");
+        }
+        sink.value(sql, WriteParam::Value(n));
+    }
+    sql.push(b')');
 }
 
-/// `UPDATE t SET c1 = ?, ... WHERE l1 = ? AND ...`
-pub fn update(table: &TableMeta, columns: &[usize]) -> String {
-    let sets: Vec<String> = columns
-        .iter()
-        .map(|&c| format!("{} = ?", table.columns[c].name_sql))
-        .collect();
-    format!(
-        "UPDATE {} SET {} WHERE {}",
-        table.table_sql,
-        sets.join(", "),
-        locator_condition(table)
-    )
+/// `UPDATE t SET c1 = v1, ... WHERE l1 = x1 AND ...`
+pub fn update(table: &TableMeta, columns: &[usize], sink: &mut impl WriteSink, sql: &mut Vec<u8>) {
+    sql.extend_from_slice(b"UPDATE ");
+    sql.extend_from_slice(table.table_sql.as_bytes());
+    sql.extend_from_slice(b" SET ");
+    for (n, &c) in columns.iter().enumerate() {
+        if n > 0 {
+            sql.extend_from_slice(b", ");
+        }
+        sql.extend_from_slice(table.columns[c].name_sql.as_bytes());
+        sql.extend_from_slice(b" = ");
+        sink.value(sql, WriteParam::Value(n));
+    }
+    locator_condition(table, sink, sql);
 }
 
-/// `DELETE FROM t WHERE l1 = ? AND ...`
-pub fn delete(table: &TableMeta) -> String {
-    format!(
-        "DELETE FROM {} WHERE {}",
-        table.table_sql,
-        locator_condition(table)
-    )
+/// `DELETE FROM t WHERE l1 = x1 AND ...`
+pub fn delete(table: &TableMeta, sink: &mut impl WriteSink, sql: &mut Vec<u8>) {
+    sql.extend_from_slice(b"DELETE FROM ");
+    sql.extend_from_slice(table.table_sql.as_bytes());
+    locator_condition(table, sink, sql);
 }
 
-fn locator_condition(table: &TableMeta) -> String {
-    table
-        .locator_sql
-        .iter()
-        .map(|l| format!("{l} = ?"))
-        .collect::<Vec<_>>()
-        .join(" AND ")
+fn locator_condition(table: &TableMeta, sink: &mut impl WriteSink, sql: &mut Vec<u8>) {
+    sql.extend_from_slice(b" WHERE ");
+    for (n, l) in table.locator_sql.iter().enumerate() {
+        if n > 0 {
+            sql.extend_from_slice(b" AND ");
+        }
+        sql.extend_from_slice(l.as_bytes());
+        sql.extend_from_slice(b" = ");
+        sink.value(sql, WriteParam::Locator(n));
+    }
 }

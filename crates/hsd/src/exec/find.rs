@@ -26,17 +26,17 @@ impl ReadTask {
 
 /// Runs a batch of finds. If the grouped statement fails, each task is run on
 /// its own so one bad request cannot fail its neighbours.
-pub fn run_reads(conn: &mut dyn StorageConn, tasks: &mut [ReadTask]) {
-    if tasks.len() > 1 && run_grouped(conn, tasks).is_ok() {
+pub async fn run_reads<C: StorageConn>(conn: &mut C, tasks: &mut [ReadTask]) {
+    if tasks.len() > 1 && run_grouped(conn, tasks).await.is_ok() {
         return;
     }
     for task in tasks.iter_mut() {
         task.out.clear();
-        let _ = run_grouped(conn, std::slice::from_mut(task));
+        let _ = run_grouped(conn, std::slice::from_mut(task)).await;
     }
 }
 
-fn run_grouped(conn: &mut dyn StorageConn, tasks: &mut [ReadTask]) -> Result<(), ()> {
+async fn run_grouped<C: StorageConn>(conn: &mut C, tasks: &mut [ReadTask]) -> Result<(), ()> {
     // Check every task first; a failed check answers at once and adds no scan.
     let mut prepared: Vec<Option<PreparedFind<'_>>> = Vec::with_capacity(tasks.len());
     let mut errors: Vec<Option<ErrorKind>> = Vec::with_capacity(tasks.len());
@@ -72,7 +72,7 @@ fn run_grouped(conn: &mut dyn StorageConn, tasks: &mut [ReadTask]) -> Result<(),
         .collect();
     let mut counters: Vec<RowCounter> = tasks.iter().map(|t| RowCounter::new(&t.req)).collect();
     let ncols: Vec<usize> = tasks.iter().map(|t| t.index.columns.len()).collect();
-    let result = conn.scan_many(&scans, &mut |scan_no, row: &dyn RowView| {
+    let mut visit = |scan_no: usize, row: &dyn RowView| {
         let t = owner[scan_no];
         match counters[t].decide(row.filter_state()) {
             RowDecision::Take => {
@@ -88,7 +88,8 @@ fn run_grouped(conn: &mut dyn StorageConn, tasks: &mut [ReadTask]) -> Result<(),
             RowDecision::Skip => ScanStep::Continue,
             RowDecision::End => ScanStep::Stop,
         }
-    });
+    };
+    let result = conn.scan_many(&scans, &mut visit).await;
     match result {
         Ok(()) => {
             for ((task, mut out), err) in tasks.iter_mut().zip(outputs).zip(errors) {

@@ -3,8 +3,9 @@
 //! `open` resolves a `P` against a table's metadata; `find` runs find
 //! requests, grouping every scan of a batch into one `scan_many` call so a
 //! backend can answer many lookups with one statement; `write` runs inserts and
-//! find-and-modify inside the transaction its caller opened. All of it is
-//! synchronous code that runs on a backend worker thread.
+//! find-and-modify inside the transaction its caller opened. It is generic
+//! over the storage connection and runs on the event loop that owns it:
+//! on the embedded store it never suspends, on MySQL it awaits the server.
 
 pub mod find;
 pub mod open;
@@ -12,7 +13,7 @@ pub mod write;
 
 pub use find::{run_reads, ReadTask};
 pub use open::{open_index, Catalog};
-pub use write::{run_write, WriteTask};
+pub use write::{run_write, WriteOutcome, WriteTask};
 
 use crate::backend::{FilterMode, OpenedIndex, ResolvedFilter, Scan, StorageError};
 use hs_proto::{ErrorKind, FilterKind, FindRequest};

@@ -23,8 +23,8 @@ pub struct Catalog {
 /// (connections keep their own `Arc`s, so nothing in use is lost).
 const MAX_REMEMBERED: usize = 10_000;
 
-pub fn open_index(
-    conn: &mut dyn StorageConn,
+pub async fn open_index<C: StorageConn>(
+    conn: &mut C,
     catalog: &Catalog,
     req: &OpenIndexRequest,
 ) -> Result<Arc<OpenedIndex>, ErrorKind> {
@@ -34,7 +34,7 @@ pub fn open_index(
     ) else {
         return Err(ErrorKind::OpenTable);
     };
-    let meta = conn.describe(db, table).map_err(|e| {
+    let meta = conn.describe(db, table).await.map_err(|e| {
         tracing::debug!(db, table, error = %e, "open_index failed");
         match storage_error_kind(&e) {
             ErrorKind::Storage(_) => ErrorKind::OpenTable,

@@ -29,29 +29,73 @@ impl WriteTask {
     }
 }
 
-pub fn run_write(conn: &mut dyn StorageConn, task: &mut WriteTask) {
-    let result = match &task.op {
-        WriteOp::Insert(ins) => insert(conn, &task.index, ins, &mut task.out),
-        WriteOp::Modify(req) => modify(conn, &task.index, req, &mut task.out),
-    };
-    if let Err(kind) = result {
-        task.out.clear();
-        task.out.error(kind);
+/// How a write went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// Answered (done, or refused with an error line).
+    Answered,
+    /// Its db was locked by another writer and nothing was done: run it
+    /// again later.
+    Busy,
+}
+
+/// Why a write did not complete.
+enum WriteFailure {
+    Answer(ErrorKind),
+    Busy,
+}
+
+impl From<ErrorKind> for WriteFailure {
+    fn from(kind: ErrorKind) -> Self {
+        WriteFailure::Answer(kind)
     }
 }
 
-fn insert(
-    conn: &mut dyn StorageConn,
+impl From<StorageError> for WriteFailure {
+    fn from(e: StorageError) -> Self {
+        match e {
+            StorageError::Busy(_) => WriteFailure::Busy,
+            other => WriteFailure::Answer(storage_error_kind(&other)),
+        }
+    }
+}
+
+/// Runs one write inside the group's transaction; its answer goes to
+/// `task.out` unless it must run again.
+pub async fn run_write<C: StorageConn>(conn: &mut C, task: &mut WriteTask) -> WriteOutcome {
+    task.out.clear();
+    let result = match &task.op {
+        WriteOp::Insert(ins) => insert(conn, &task.index, ins, &mut task.out).await,
+        WriteOp::Modify(req) => modify(conn, &task.index, req, &mut task.out).await,
+    };
+    match result {
+        Ok(()) => WriteOutcome::Answered,
+        Err(WriteFailure::Busy) => {
+            task.out.clear();
+            WriteOutcome::Busy
+        }
+        Err(WriteFailure::Answer(kind)) => {
+            task.out.clear();
+            task.out.error(kind);
+            WriteOutcome::Answered
+        }
+    }
+}
+
+async fn insert<C: StorageConn>(
+    conn: &mut C,
     index: &OpenedIndex,
     req: &InsertRequest,
     out: &mut ResponseWriter,
-) -> Result<(), ErrorKind> {
+) -> Result<(), WriteFailure> {
     let n = req.values.len().min(index.columns.len());
     let values: Vec<Option<&[u8]>> = req.values[..n].iter().map(|v| v.as_deref()).collect();
-    match conn.insert(&index.table, &index.columns[..n], &values) {
-        Ok(Some(id)) => out.ok_number(id),
-        Ok(None) => out.ok(),
-        Err(e) => return Err(storage_error_kind(&e)),
+    match conn
+        .insert(&index.table, &index.columns[..n], &values)
+        .await?
+    {
+        Some(id) => out.ok_number(id),
+        None => out.ok(),
     }
     Ok(())
 }
@@ -62,46 +106,41 @@ struct Target {
     before: Vec<Value>,
 }
 
-fn modify(
-    conn: &mut dyn StorageConn,
+async fn modify<C: StorageConn>(
+    conn: &mut C,
     index: &OpenedIndex,
     req: &FindRequest,
     out: &mut ResponseWriter,
-) -> Result<(), ErrorKind> {
+) -> Result<(), WriteFailure> {
     let Some(spec) = &req.modify else {
-        return Err(ErrorKind::ModOp);
+        return Err(ErrorKind::ModOp.into());
     };
     let prepared = prepare_find(index, req)?;
     if index.table.locator_sql.is_empty() {
-        return Err(storage_error_kind(&StorageError::NoRowLocator(
-            index.table.name.clone(),
-        )));
+        return Err(StorageError::NoRowLocator(index.table.name.clone()).into());
     }
     let scans = prepared.scans(true);
     let ncols = index.columns.len();
     let mut counter = RowCounter::new(req);
     let mut targets: Vec<Target> = Vec::new();
-    conn.scan_many(
-        &scans,
-        &mut |_, row: &dyn RowView| match counter.decide(row.filter_state()) {
-            RowDecision::Take => {
-                targets.push(Target {
-                    locator: row.locator(),
-                    before: (0..ncols)
-                        .map(|c| row.column(c).map(<[u8]>::to_vec))
-                        .collect(),
-                });
-                if counter.done {
-                    ScanStep::Stop
-                } else {
-                    ScanStep::Continue
-                }
+    let mut visit = |_: usize, row: &dyn RowView| match counter.decide(row.filter_state()) {
+        RowDecision::Take => {
+            targets.push(Target {
+                locator: row.locator(),
+                before: (0..ncols)
+                    .map(|c| row.column(c).map(<[u8]>::to_vec))
+                    .collect(),
+            });
+            if counter.done {
+                ScanStep::Stop
+            } else {
+                ScanStep::Continue
             }
-            RowDecision::Skip => ScanStep::Continue,
-            RowDecision::End => ScanStep::Stop,
-        },
-    )
-    .map_err(|e| storage_error_kind(&e))?;
+        }
+        RowDecision::Skip => ScanStep::Continue,
+        RowDecision::End => ScanStep::Stop,
+    };
+    conn.scan_many(&scans, &mut visit).await?;
 
     // Exactly one value per opened column; missing ones are empty strings.
     let given: Vec<Option<&[u8]>> = (0..ncols)
@@ -115,12 +154,11 @@ fn modify(
         let changed = match spec.op {
             ModifyOp::Update => {
                 conn.update(&index.table, &t.locator, &index.columns, &given)
-                    .map_err(|e| storage_error_kind(&e))?;
+                    .await?;
                 true
             }
             ModifyOp::Delete => {
-                conn.delete(&index.table, &t.locator)
-                    .map_err(|e| storage_error_kind(&e))?;
+                conn.delete(&index.table, &t.locator).await?;
                 true
             }
             ModifyOp::Increment | ModifyOp::Decrement => {
@@ -130,8 +168,7 @@ fn modify(
                         let vals: Vec<Option<&[u8]>> =
                             vals.iter().map(|v| Some(v.as_slice())).collect();
                         if !cols.is_empty() {
-                            conn.update(&index.table, &t.locator, &cols, &vals)
-                                .map_err(|e| storage_error_kind(&e))?;
+                            conn.update(&index.table, &t.locator, &cols, &vals).await?;
                         }
                         true
                     }

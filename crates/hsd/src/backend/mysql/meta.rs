@@ -1,24 +1,65 @@
 //! `describe` for MySQL/MariaDB: a table's columns from
 //! information_schema.COLUMNS and its indexes from SHOW INDEX, turned into the
-//! SQL fragments the shared scan builder and the writes use.
+//! SQL fragments the scans and writes use.
 //!
 //! Indexes are listed in the server's own key order (what SHOW INDEX shows:
 //! PRIMARY first, then unique keys, then the others), so a numeric index in
 //! `P` means what it meant to the original plugin.
 
-use super::link::{Failure, Link};
-use crate::backend::{ColumnMeta, IndexMeta, StorageError, TableMeta};
-use mysql::Value;
+use super::link::{Answer, Failure, Link, ResultSink};
+use crate::backend::{ColumnKind, ColumnMeta, IndexMeta, StorageError, TableMeta};
+use mysql_wire::literal::{push_binary, push_identifier};
+use mysql_wire::TextRow;
 
 /// An identifier in backticks.
 pub fn quote(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
+    let mut out = Vec::with_capacity(name.len() + 2);
+    push_identifier(&mut out, name.as_bytes());
+    String::from_utf8_lossy(&out).into_owned()
 }
 
-fn text(v: Option<&Value>) -> Option<String> {
-    match v {
-        Some(Value::Bytes(b)) => Some(String::from_utf8_lossy(b).into_owned()),
-        _ => None,
+/// A result set kept whole, for metadata queries.
+#[derive(Default)]
+struct Table {
+    names: Vec<String>,
+    rows: Vec<Vec<Option<String>>>,
+}
+
+impl ResultSink for Table {
+    fn column(&mut self, _i: usize, name: &[u8]) {
+        self.names.push(String::from_utf8_lossy(name).into_owned());
+    }
+
+    fn row(&mut self, payload: &[u8], row: &TextRow) -> bool {
+        self.rows.push(
+            (0..row.len())
+                .map(|i| {
+                    row.get(payload, i)
+                        .map(|v| String::from_utf8_lossy(v).into_owned())
+                })
+                .collect(),
+        );
+        true
+    }
+}
+
+impl Table {
+    fn column(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|c| c.eq_ignore_ascii_case(name))
+    }
+}
+
+/// Runs one metadata query and keeps its rows.
+async fn rows(link: &mut Link, sql: &[u8]) -> Result<Table, Failure> {
+    link.queue(|out| out.extend_from_slice(sql));
+    let mut table = Table::default();
+    match link.answer(&mut table).await? {
+        Answer::Done(_) => Ok(table),
+        Answer::Refused(e) => Err(Failure {
+            error: super::refused_error(&e),
+            link_lost: false,
+            retryable: false,
+        }),
     }
 }
 
@@ -27,20 +68,6 @@ fn open_table(db: &str, table: &str, why: &str) -> Failure {
         error: StorageError::OpenTable(format!("{db}.{table}: {why}")),
         link_lost: false,
         retryable: false,
-    }
-}
-
-/// How a column is selected so that it arrives as the server's own text.
-/// Strings and binary columns come as they are; integers arrive binary and
-/// are printed exactly in `values::to_text`; FLOAT/DOUBLE/DECIMAL, temporal
-/// types and YEAR are cast by the server, which formats them exactly as
-/// `SELECT col` in the mysql client shows them.
-pub fn select_sql(name_sql: &str, data_type: &str) -> String {
-    match data_type {
-        "float" | "double" | "decimal" | "date" | "datetime" | "timestamp" | "time" | "year" => {
-            format!("CAST({name_sql} AS CHAR)")
-        }
-        _ => name_sql.to_string(),
     }
 }
 
@@ -62,11 +89,74 @@ pub fn is_blob(data_type: &str) -> bool {
         )
 }
 
+/// The column's type family from information_schema's description.
+pub fn column_kind(
+    data_type: &str,
+    column_type: &str,
+    charset: Option<&str>,
+    max_len: Option<u64>,
+) -> ColumnKind {
+    let unsigned = column_type.contains("unsigned");
+    let bits = match data_type {
+        "tinyint" => 8,
+        "smallint" => 16,
+        "mediumint" => 24,
+        "int" | "integer" => 32,
+        "bigint" => 64,
+        _ => 0,
+    };
+    if bits > 0 {
+        let (min, max) = if unsigned {
+            (0, (1i128 << bits) - 1)
+        } else {
+            (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+        };
+        return ColumnKind::Integer { min, max };
+    }
+    match (data_type, charset) {
+        ("char" | "varchar" | "tinytext" | "text" | "mediumtext" | "longtext", Some(cs)) => {
+            ColumnKind::Text {
+                charset: cs.to_string(),
+                max_chars: max_len.unwrap_or(u64::MAX),
+            }
+        }
+        ("binary" | "varbinary" | "tinyblob" | "blob" | "mediumblob" | "longblob", _) => {
+            ColumnKind::Bytes {
+                max_len: max_len.unwrap_or(u64::MAX),
+                fixed: data_type == "binary",
+            }
+        }
+        _ => ColumnKind::Other {
+            cast: cast_type(data_type, column_type),
+        },
+    }
+}
+
+/// The CAST target that turns a value into what storing it in a column of
+/// this type makes of it (rounding, clamping, dropping a time part).
+fn cast_type(data_type: &str, column_type: &str) -> Option<String> {
+    // "decimal(10,2) unsigned" -> "(10,2)"; "datetime(6)" -> "(6)".
+    let params = column_type
+        .find('(')
+        .and_then(|i| column_type[i..].find(')').map(|j| &column_type[i..=i + j]))
+        .unwrap_or("");
+    match data_type {
+        "decimal" => Some(format!("DECIMAL{params}")),
+        "float" => Some("FLOAT".into()),
+        "double" => Some("DOUBLE".into()),
+        "date" => Some("DATE".into()),
+        "datetime" | "timestamp" => Some(format!("DATETIME{params}")),
+        "time" => Some(format!("TIME{params}")),
+        _ => None,
+    }
+}
+
 struct Column {
     name: String,
     data_type: String,
     nullable: bool,
     auto_increment: bool,
+    kind: ColumnKind,
 }
 
 /// One index as SHOW INDEX lists it.
@@ -78,22 +168,26 @@ struct RawIndex {
     /// (Seq_in_index, column) as listed, while reading SHOW INDEX.
     parts: Vec<(u32, Option<String>)>,
     has_prefix: bool,
-    /// FULLTEXT/SPATIAL, or ignored/invisible: no FORCE INDEX hint.
-    no_hint: bool,
+    /// FULLTEXT/SPATIAL, or ignored/invisible: not readable in key order
+    /// by HANDLER, no FORCE INDEX hint.
+    unordered: bool,
 }
 
-pub fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMeta, Failure> {
-    let params = || vec![Value::from(db), Value::from(table)];
+pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMeta, Failure> {
+    let mut filter = Vec::new();
+    filter.extend_from_slice(b" WHERE TABLE_SCHEMA = ");
+    push_binary(&mut filter, Some(db.as_bytes()));
+    filter.extend_from_slice(b" AND TABLE_NAME = ");
+    push_binary(&mut filter, Some(table.as_bytes()));
     // information_schema compares names case-insensitively; the names a
     // statement uses are case-sensitive (on Linux), so match exactly here.
-    let tables = link.prepared_rows(
-        "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES \
-         WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
-        params(),
-    )?;
-    let Some(kind) = tables.iter().find_map(|r| {
-        (text(r.first()).as_deref() == Some(db) && text(r.get(1)).as_deref() == Some(table))
-            .then(|| text(r.get(2)).unwrap_or_default())
+    let mut sql =
+        b"SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES".to_vec();
+    sql.extend_from_slice(&filter);
+    let tables = rows(link, &sql).await?;
+    let Some(kind) = tables.rows.iter().find_map(|r| {
+        (r[0].as_deref() == Some(db) && r[1].as_deref() == Some(table))
+            .then(|| r[2].clone().unwrap_or_default())
     }) else {
         return Err(open_table(db, table, "no such table (or no access)"));
     };
@@ -101,23 +195,30 @@ pub fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMeta, Fai
         return Err(open_table(db, table, &format!("a {kind} cannot be served")));
     }
 
-    let rows = link.prepared_rows(
-        "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, IS_NULLABLE, EXTRA \
-         FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? \
-         ORDER BY ORDINAL_POSITION",
-        params(),
-    )?;
-    let columns: Vec<Column> = rows
+    let mut sql = b"SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, IS_NULLABLE, EXTRA, \
+                    COLUMN_TYPE, CHARACTER_SET_NAME, CHARACTER_MAXIMUM_LENGTH \
+                    FROM information_schema.COLUMNS"
+        .to_vec();
+    sql.extend_from_slice(&filter);
+    sql.extend_from_slice(b" ORDER BY ORDINAL_POSITION");
+    let found = rows(link, &sql).await?;
+    let columns: Vec<Column> = found
+        .rows
         .iter()
-        .filter(|r| {
-            text(r.first()).as_deref() == Some(db) && text(r.get(1)).as_deref() == Some(table)
-        })
-        .map(|r| Column {
-            name: text(r.get(2)).unwrap_or_default(),
-            data_type: text(r.get(3)).unwrap_or_default().to_ascii_lowercase(),
-            nullable: text(r.get(4)).as_deref() == Some("YES"),
-            auto_increment: text(r.get(5))
-                .is_some_and(|e| e.to_ascii_lowercase().contains("auto_increment")),
+        .filter(|r| r[0].as_deref() == Some(db) && r[1].as_deref() == Some(table))
+        .map(|r| {
+            let text = |i: usize| r.get(i).cloned().flatten().unwrap_or_default();
+            let data_type = text(3).to_ascii_lowercase();
+            let column_type = text(6).to_ascii_lowercase();
+            let charset = r.get(7).cloned().flatten();
+            let max_len = r.get(8).cloned().flatten().and_then(|n| n.parse().ok());
+            Column {
+                name: text(2),
+                nullable: text(4) == "YES",
+                auto_increment: text(5).to_ascii_lowercase().contains("auto_increment"),
+                kind: column_kind(&data_type, &column_type, charset.as_deref(), max_len),
+                data_type,
+            }
         })
         .collect();
     if columns.is_empty() {
@@ -125,7 +226,7 @@ pub fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMeta, Fai
     }
 
     let table_sql = format!("{}.{}", quote(db), quote(table));
-    let raw = show_index(link, &table_sql)?;
+    let raw = show_index(link, &table_sql).await?;
 
     let not_null = |name: &Option<String>| {
         name.as_ref().is_some_and(|n| {
@@ -133,6 +234,10 @@ pub fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMeta, Fai
                 .iter()
                 .any(|c| c.name.eq_ignore_ascii_case(n) && !c.nullable)
         })
+    };
+    let position = |name: &Option<String>| {
+        name.as_ref()
+            .and_then(|n| columns.iter().position(|c| c.name.eq_ignore_ascii_case(n)))
     };
     let primary = raw.iter().find(|i| i.name == "PRIMARY");
     // InnoDB clusters by the primary key, or else by the first unique key
@@ -163,7 +268,7 @@ pub fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMeta, Fai
                 .collect(),
             _ => Vec::new(),
         };
-        let from_sql = if i.no_hint {
+        let from_sql = if i.unordered {
             table_sql.clone()
         } else if i.name == "PRIMARY" {
             format!("{table_sql} FORCE INDEX (PRIMARY)")
@@ -173,9 +278,15 @@ pub fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMeta, Fai
         indexes.push(IndexMeta {
             name: i.name.clone(),
             unique: i.unique && usable,
+            key_columns: if usable {
+                i.columns.iter().map(position).collect()
+            } else {
+                Vec::new()
+            },
             key_sql,
             tiebreak_sql,
             from_sql,
+            ordered: !i.unordered,
         });
     }
 
@@ -188,8 +299,11 @@ pub fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMeta, Fai
             .map(|c| {
                 let name_sql = quote(&c.name);
                 ColumnMeta {
-                    select_sql: select_sql(&name_sql, &c.data_type),
+                    // The text protocol returns each value as the server's
+                    // own text, as the original's answers were.
+                    select_sql: name_sql.clone(),
                     is_blob: is_blob(&c.data_type),
+                    kind: c.kind.clone(),
                     name: c.name.clone(),
                     name_sql,
                 }
@@ -201,33 +315,40 @@ pub fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMeta, Fai
     })
 }
 
-fn show_index(link: &mut Link, table_sql: &str) -> Result<Vec<RawIndex>, Failure> {
-    let (names, rows) = link.text_rows(&format!("SHOW INDEX FROM {table_sql}"))?;
-    let col = |n: &str| names.iter().position(|c| c.eq_ignore_ascii_case(n));
+async fn show_index(link: &mut Link, table_sql: &str) -> Result<Vec<RawIndex>, Failure> {
+    let found = rows(link, format!("SHOW INDEX FROM {table_sql}").as_bytes()).await?;
     let (Some(key_name), Some(non_unique), Some(seq), Some(column)) = (
-        col("Key_name"),
-        col("Non_unique"),
-        col("Seq_in_index"),
-        col("Column_name"),
+        found.column("Key_name"),
+        found.column("Non_unique"),
+        found.column("Seq_in_index"),
+        found.column("Column_name"),
     ) else {
-        return Err(Failure::refused(1, "SHOW INDEX: unexpected columns"));
+        return Err(Failure {
+            error: StorageError::Refused {
+                code: 1,
+                message: "SHOW INDEX: unexpected columns".into(),
+            },
+            link_lost: false,
+            retryable: false,
+        });
     };
     let (sub_part, index_type, ignored, visible) = (
-        col("Sub_part"),
-        col("Index_type"),
-        col("Ignored"),
-        col("Visible"),
+        found.column("Sub_part"),
+        found.column("Index_type"),
+        found.column("Ignored"),
+        found.column("Visible"),
     );
-    let get = |r: &[Value], i: Option<usize>| i.and_then(|i| text(r.get(i)));
+    let get = |r: &[Option<String>], i: Option<usize>| i.and_then(|i| r.get(i).cloned().flatten());
     let mut out: Vec<RawIndex> = Vec::new();
-    for r in &rows {
+    for r in &found.rows {
         let name = get(r, Some(key_name)).unwrap_or_default();
         let pos = match out.iter().position(|i| i.name == name) {
             Some(p) => p,
             None => {
                 let kind = get(r, index_type).unwrap_or_default().to_ascii_uppercase();
-                let no_hint = kind == "FULLTEXT"
+                let unordered = kind == "FULLTEXT"
                     || kind == "SPATIAL"
+                    || kind == "HASH"
                     || get(r, ignored).as_deref() == Some("YES")
                     || get(r, visible).as_deref() == Some("NO");
                 out.push(RawIndex {
@@ -238,7 +359,7 @@ fn show_index(link: &mut Link, table_sql: &str) -> Result<Vec<RawIndex>, Failure
                     columns: Vec::new(),
                     parts: Vec::new(),
                     has_prefix: false,
-                    no_hint,
+                    unordered,
                 });
                 out.len() - 1
             }
@@ -264,12 +385,50 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quoting_and_types() {
+    fn quoting_and_kinds() {
         assert_eq!(quote("a`b"), "`a``b`");
-        assert_eq!(select_sql("`f`", "float"), "CAST(`f` AS CHAR)");
-        assert_eq!(select_sql("`s`", "varbinary"), "`s`");
-        assert_eq!(select_sql("`i`", "bigint"), "`i`");
         assert!(is_blob("mediumtext") && is_blob("longblob") && is_blob("point"));
         assert!(!is_blob("varchar") && !is_blob("binary"));
+        assert_eq!(
+            column_kind("tinyint", "tinyint(3) unsigned", None, None),
+            ColumnKind::Integer { min: 0, max: 255 }
+        );
+        assert_eq!(
+            column_kind("bigint", "bigint(20)", None, None),
+            ColumnKind::Integer {
+                min: i128::from(i64::MIN),
+                max: i128::from(i64::MAX)
+            }
+        );
+        assert_eq!(
+            column_kind("varchar", "varchar(10)", Some("utf8mb4"), Some(10)),
+            ColumnKind::Text {
+                charset: "utf8mb4".into(),
+                max_chars: 10
+            }
+        );
+        assert_eq!(
+            column_kind("binary", "binary(4)", None, Some(4)),
+            ColumnKind::Bytes {
+                max_len: 4,
+                fixed: true
+            }
+        );
+        assert_eq!(
+            column_kind("date", "date", None, None),
+            ColumnKind::Other {
+                cast: Some("DATE".into())
+            }
+        );
+        assert_eq!(
+            column_kind("decimal", "decimal(10,2) unsigned", None, None),
+            ColumnKind::Other {
+                cast: Some("DECIMAL(10,2)".into())
+            }
+        );
+        assert_eq!(
+            column_kind("enum", "enum('a','b')", None, None),
+            ColumnKind::Other { cast: None }
+        );
     }
 }

@@ -1,15 +1,15 @@
 //! MySQL/MariaDB backend: serves the tables of an existing server
 //! (`--backend mysql://user:password@host:port`).
 //!
-//! Each worker thread owns one `MysqlConn`, which owns one server connection
-//! (`link::Link`) and its prepared statements. There is no row or metadata
+//! Each event loop owns its `MysqlConn`s, each one server connection
+//! (`link::Link`) driven by the loop itself. There is no row or metadata
 //! cache: every find reads the server's current rows, every `P` re-reads the
 //! table's metadata.
 //!
+//! - `link`: the connection: login, session settings, pipelined statements.
 //! - `meta`: describe a table (information_schema, SHOW INDEX).
-//! - `scan`: `scan_many`, grouping a batch's lookups into few statements.
-//! - `values`: bytes in, the server's own text out.
-//! - `link`: connection setup, statement cache, error mapping.
+//! - `scan`: `scan_many`: grouped lookups, `HANDLER` reads, SELECTs.
+//! - `handler`: leases of `HANDLER` table handles.
 //!
 //! Faults: a connection that breaks is dropped and made again on next use. A
 //! read that failed because the server closed the connection (restart,
@@ -24,19 +24,20 @@
 //! inside the group, dooms the group: its remaining writes and the commit
 //! fail, so no write is reported done that the server rolled back.
 
-mod fxhash;
+mod handler;
 mod link;
 mod meta;
 mod scan;
-mod values;
 
-use self::link::{Failure, Link, LinkSettings, Plan, StmtKey};
-use self::values::param;
+use self::handler::Handles;
+use self::link::{Answer, Discard, Failure, Link, LinkSettings};
+use super::write_sql::{self, WriteParam, WriteSink};
 use super::{
-    write_sql, Backend, CommitFailure, RowVisitor, Scan, StorageConn, StorageError, TableMeta,
+    Backend, CommitFailure, ReadPlacement, RowVisitor, Scan, StorageConn, StorageError, TableMeta,
+    ERR_DUPLICATE_KEY, ERR_NOT_NULL,
 };
-use crate::config::Config;
 use hs_proto::Value as HsValue;
+use mysql_wire::{ErrPacket, MysqlUrl};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -44,8 +45,31 @@ use std::time::{Duration, Instant};
 /// once instead of each waiting for their own connect attempt.
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
 
+/// MySQL server error numbers hsd treats specially.
+pub mod codes {
+    pub const ER_DUP_KEY: u16 = 1022;
+    pub const ER_BAD_NULL_ERROR: u16 = 1048;
+    pub const ER_SERVER_SHUTDOWN: u16 = 1053;
+    pub const ER_DUP_ENTRY: u16 = 1062;
+    pub const ER_LOCK_DEADLOCK: u16 = 1213;
+    pub const ER_DUP_ENTRY_WITH_KEY_NAME: u16 = 1586;
+    pub const ER_CONNECTION_KILLED: u16 = 1927;
+}
+
+/// Settings the backend needs from the configuration.
+#[derive(Debug, Clone)]
+pub struct MysqlSettings {
+    pub url: MysqlUrl,
+    /// Shown in logs instead of the URL (no password).
+    pub target: String,
+    pub timeout: Duration,
+    /// Read connections per event loop.
+    pub links_per_loop: usize,
+}
+
 pub struct MysqlBackend {
     shared: Arc<Shared>,
+    links_per_loop: usize,
 }
 
 struct Shared {
@@ -57,42 +81,39 @@ struct Shared {
 }
 
 impl MysqlBackend {
-    pub fn from_config(config: &Config) -> anyhow::Result<MysqlBackend> {
-        let url = &config.backend;
-        let target = crate::server::redact(url);
-        let opts = mysql::Opts::from_url(url)
-            .map_err(|e| anyhow::anyhow!("invalid MySQL URL {target}: {e}"))?;
-        let mut builder = mysql::OptsBuilder::from_opts(opts);
-        if !url.contains("prefer_socket") {
-            // Keep to the address given (the driver would switch to the
-            // server's unix socket when it runs on this host).
-            builder = builder.prefer_socket(false);
-        }
+    /// Checks the account at start: a wrong password or URL is a
+    /// configuration error; an unreachable server is not (hsd starts and
+    /// connects once it is up).
+    pub async fn start(settings: MysqlSettings) -> anyhow::Result<MysqlBackend> {
         let shared = Shared {
             settings: LinkSettings {
-                opts: builder.into(),
-                timeout: config.mysql_timeout,
+                url: settings.url,
+                timeout: settings.timeout,
             },
-            target,
+            target: settings.target,
             paused_until: Mutex::new(None),
         };
-        // A wrong password or URL is a configuration error: fail at startup.
-        // An unreachable server is not: hsd starts and connects once it is up.
-        match Link::connect(&shared.settings) {
-            Ok(_) => {}
-            Err(f) if f.link_lost => {
-                tracing::warn!(target = %shared.target, error = %f.error, "MySQL server not reachable yet; requests fail until it is")
+        match Link::connect(&shared.settings).await {
+            Ok(link) => link.quit().await,
+            Err(f) if f.link_lost && !matches!(f.error, StorageError::Refused { .. }) => {
+                tracing::warn!(
+                    target = %shared.target,
+                    error = %f.error,
+                    "MySQL server not reachable yet; requests answer 1 1 2013 until it is \
+                     (start that server, or fix the host and port in --backend)"
+                )
             }
             Err(f) => anyhow::bail!("cannot use {}: {}", shared.target, f.error),
         }
         Ok(MysqlBackend {
             shared: Arc::new(shared),
+            links_per_loop: settings.links_per_loop.max(1),
         })
     }
 }
 
 impl Shared {
-    fn open_link(&self) -> Result<Link, Failure> {
+    async fn open_link(&self) -> Result<Link, Failure> {
         let now = Instant::now();
         {
             let mut paused = self.paused_until.lock().unwrap_or_else(|p| p.into_inner());
@@ -113,7 +134,7 @@ impl Shared {
                 *paused = Some(now + self.settings.timeout + RETRY_PAUSE);
             }
         }
-        let result = Link::connect(&self.settings);
+        let result = Link::connect(&self.settings).await;
         let mut paused = self.paused_until.lock().unwrap_or_else(|p| p.into_inner());
         match &result {
             Ok(_) => {
@@ -122,7 +143,7 @@ impl Shared {
                 }
                 *paused = None;
             }
-            Err(f) if f.link_lost => {
+            Err(f) if f.link_lost && !matches!(f.error, StorageError::Refused { .. }) => {
                 if paused.is_none() {
                     tracing::warn!(target = %self.target, error = %f.error, "cannot connect to MySQL server");
                 } else {
@@ -144,17 +165,27 @@ impl Shared {
 }
 
 impl Backend for MysqlBackend {
-    fn connect(&self) -> Result<Box<dyn StorageConn>, StorageError> {
-        let link = self.shared.open_link().map_err(|f| f.error)?;
-        Ok(Box::new(MysqlConn {
+    type Conn = MysqlConn;
+
+    async fn connect(&self) -> Result<MysqlConn, StorageError> {
+        // The server connection itself is made on first use.
+        Ok(MysqlConn {
             shared: self.shared.clone(),
-            link: Some(link),
+            link: None,
+            handles: Handles::default(),
             txn: Txn::Off,
-        }))
+            sql: Vec::with_capacity(256),
+        })
     }
 
     fn describe_target(&self) -> String {
         self.shared.target.clone()
+    }
+
+    fn read_placement(&self) -> ReadPlacement {
+        ReadPlacement::Batched {
+            links: self.links_per_loop,
+        }
     }
 }
 
@@ -168,157 +199,278 @@ enum Txn {
     Open,
     /// The server rolled the transaction back, or the connection broke: the
     /// rest of the group and its commit fail with this.
-    Doomed {
-        code: u32,
-        message: String,
-    },
+    Doomed(StorageError),
 }
 
 pub struct MysqlConn {
     shared: Arc<Shared>,
     link: Option<Link>,
+    handles: Handles,
     txn: Txn,
+    /// Reused for write statements' text.
+    sql: Vec<u8>,
+}
+
+/// A server error as a client sees it.
+pub fn refused_error(e: &ErrPacket) -> StorageError {
+    let code = match e.code {
+        codes::ER_DUP_ENTRY | codes::ER_DUP_KEY | codes::ER_DUP_ENTRY_WITH_KEY_NAME => {
+            ERR_DUPLICATE_KEY
+        }
+        codes::ER_BAD_NULL_ERROR => ERR_NOT_NULL,
+        other => u32::from(other),
+    };
+    if matches!(
+        e.code,
+        codes::ER_SERVER_SHUTDOWN | codes::ER_CONNECTION_KILLED
+    ) {
+        return StorageError::Unavailable(e.to_string());
+    }
+    StorageError::Refused {
+        code,
+        message: e.to_string(),
+    }
 }
 
 /// The server rolled back the whole transaction, not just the statement.
-fn dooms_transaction(f: &Failure) -> bool {
-    f.link_lost
-        || matches!(f.error, StorageError::Refused { code, .. } if code == u32::from(link::codes::ER_LOCK_DEADLOCK))
+fn dooms_transaction(e: &StorageError) -> bool {
+    matches!(e, StorageError::Refused { code, .. } if *code == u32::from(codes::ER_LOCK_DEADLOCK))
+        || matches!(e, StorageError::Unavailable(_))
+}
+
+/// Writes a write statement's values as binary literals: the server stores
+/// them into the columns as the original stored the bytes it was given.
+struct WriteLiterals<'a> {
+    values: &'a [Option<&'a [u8]>],
+    locator: &'a [HsValue],
+}
+
+impl WriteSink for WriteLiterals<'_> {
+    fn value(&mut self, sql: &mut Vec<u8>, param: WriteParam) {
+        let v = match param {
+            WriteParam::Value(i) => self.values.get(i).copied().flatten(),
+            WriteParam::Locator(i) => self.locator.get(i).and_then(|l| l.as_deref()),
+        };
+        mysql_wire::literal::push_binary(sql, v);
+    }
 }
 
 impl MysqlConn {
-    /// Runs `op` on a live connection inside the group's transaction if there
-    /// is one. `idempotent` ops are retried once on a new connection when the
-    /// server had closed the old one and `op` reported no progress.
-    fn run<T>(
+    /// A live connection, made on demand.
+    async fn link(&mut self) -> Result<&mut Link, Failure> {
+        live_link(&mut self.link, &mut self.handles, &self.shared).await
+    }
+
+    /// Books a failure; `Ok` when the operation may be tried again on a new
+    /// connection (`idempotent`, nothing was read yet, first attempt).
+    fn after_failure(
         &mut self,
+        f: Failure,
         idempotent: bool,
-        mut op: impl FnMut(&mut Link, &mut bool) -> Result<T, Failure>,
-    ) -> Result<T, StorageError> {
-        if let Txn::Doomed { code, message } = &self.txn {
-            return Err(doomed_error(*code, message));
+        progressed: bool,
+        attempt: u32,
+    ) -> Result<(), StorageError> {
+        if f.link_lost {
+            self.link = None;
+            self.handles.clear();
+            if !f.retryable {
+                self.shared.note_timeout();
+            }
+        }
+        let in_txn = matches!(self.txn, Txn::Open);
+        if in_txn && (f.link_lost || dooms_transaction(&f.error)) {
+            tracing::warn!(error = %f.error, "write group's transaction lost; the group fails");
+            self.txn = Txn::Doomed(f.error.clone());
+            return Err(f.error);
+        }
+        let may_retry = (idempotent || matches!(self.txn, Txn::Wanted))
+            && !in_txn
+            && f.link_lost
+            && f.retryable
+            && !progressed
+            && attempt < 2;
+        if may_retry {
+            tracing::debug!(error = %f.error, "connection closed by the server; retrying on a new one");
+            Ok(())
+        } else {
+            Err(f.error)
+        }
+    }
+
+    /// Queues START TRANSACTION when the group wants one and has none yet.
+    async fn ensure_transaction(&mut self) -> Result<(), Failure> {
+        if matches!(self.txn, Txn::Wanted) {
+            let link = self.link().await?;
+            link.queue(|sql| sql.extend_from_slice(b"START TRANSACTION"));
+            if let Answer::Refused(e) = link.answer(&mut Discard).await? {
+                return Err(Failure {
+                    error: refused_error(&e),
+                    link_lost: false,
+                    retryable: false,
+                });
+            }
+            self.txn = Txn::Open;
+        }
+        Ok(())
+    }
+
+    /// Runs the write statement in `self.sql`; returns its OK packet's
+    /// insert id.
+    async fn write(&mut self) -> Result<u64, StorageError> {
+        if let Txn::Doomed(e) = &self.txn {
+            return Err(doomed(e));
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = async {
+                self.ensure_transaction().await?;
+                let link = live_link(&mut self.link, &mut self.handles, &self.shared).await?;
+                let sql = &self.sql;
+                link.queue(|out| out.extend_from_slice(sql));
+                match link.answer(&mut Discard).await? {
+                    Answer::Done(ok) => Ok(Ok(ok.last_insert_id)),
+                    Answer::Refused(e) => Ok(Err(refused_error(&e))),
+                }
+            }
+            .await;
+            match result {
+                Ok(Ok(id)) => return Ok(id),
+                Ok(Err(e)) => {
+                    if matches!(self.txn, Txn::Open) && dooms_transaction(&e) {
+                        self.txn = Txn::Doomed(e.clone());
+                    }
+                    return Err(e);
+                }
+                Err(f) => self.after_failure(f, false, false, attempt)?,
+            }
+        }
+    }
+
+    /// Closes every HANDLER handle (so a waiting DDL can go on).
+    async fn release_handles(&mut self) {
+        let Some(link) = self.link.as_mut() else {
+            self.handles.clear();
+            return;
+        };
+        let n = self.handles.close_all(link);
+        if n == 0 {
+            return;
+        }
+        tracing::trace!(handles = n, "closing idle HANDLER handles");
+        let mut ok = true;
+        for _ in 0..n {
+            if link.answer(&mut Discard).await.is_err() {
+                ok = false;
+                break;
+            }
+        }
+        if !ok {
+            self.link = None;
+        }
+    }
+}
+
+/// The connection in `slot`, made first if there is none (a new server
+/// connection has no HANDLER handles open).
+async fn live_link<'a>(
+    slot: &'a mut Option<Link>,
+    handles: &mut Handles,
+    shared: &Shared,
+) -> Result<&'a mut Link, Failure> {
+    if slot.is_none() {
+        handles.clear();
+        *slot = Some(shared.open_link().await?);
+    }
+    slot.as_mut().ok_or_else(|| Failure {
+        error: StorageError::Unavailable("no connection".into()),
+        link_lost: true,
+        retryable: false,
+    })
+}
+
+fn doomed(e: &StorageError) -> StorageError {
+    match e {
+        StorageError::Unavailable(m) => {
+            StorageError::Unavailable(format!("earlier in this write group: {m}"))
+        }
+        StorageError::Refused { code, message } => StorageError::Refused {
+            code: *code,
+            message: format!("earlier in this write group: {message}"),
+        },
+        other => other.clone(),
+    }
+}
+
+impl StorageConn for MysqlConn {
+    async fn describe(&mut self, db: &str, table: &str) -> Result<TableMeta, StorageError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = async {
+                let link = self.link().await?;
+                meta::describe(link, db, table).await
+            }
+            .await;
+            match result {
+                // Handles need nothing here: the server reopens a handle on
+                // a changed table, rows are read by column name, and the
+                // lease bounds how long one lives.
+                Ok(meta) => return Ok(meta),
+                Err(f) => self.after_failure(f, true, false, attempt)?,
+            }
+        }
+    }
+
+    async fn scan_many(
+        &mut self,
+        scans: &[Scan<'_>],
+        visit: &mut RowVisitor<'_>,
+    ) -> Result<(), StorageError> {
+        if let Txn::Doomed(e) = &self.txn {
+            return Err(doomed(e));
         }
         let mut attempt = 0;
         loop {
             attempt += 1;
             let mut progressed = false;
-            let result = self.attempt(&mut op, &mut progressed);
-            let f = match result {
-                Ok(v) => return Ok(v),
-                Err(f) => f,
-            };
-            if f.link_lost {
-                self.link = None;
-                if !f.retryable {
-                    self.shared.note_timeout();
+            let result = async {
+                self.ensure_transaction().await?;
+                let link = live_link(&mut self.link, &mut self.handles, &self.shared).await?;
+                scan::scan_many(link, &mut self.handles, scans, visit, &mut progressed).await
+            }
+            .await;
+            match result {
+                Ok(()) => return Ok(()),
+                Err(f) if !f.link_lost => {
+                    // A statement failed; the link is fine and in step.
+                    if matches!(self.txn, Txn::Open) && dooms_transaction(&f.error) {
+                        self.txn = Txn::Doomed(f.error.clone());
+                    }
+                    return Err(f.error);
                 }
+                Err(f) => self.after_failure(f, true, progressed, attempt)?,
             }
-            let in_txn = matches!(self.txn, Txn::Open);
-            if in_txn && dooms_transaction(&f) {
-                let (code, message) = match &f.error {
-                    StorageError::Refused { code, message } => (*code, message.clone()),
-                    other => (other.client_code(), other.to_string()),
-                };
-                tracing::warn!(error = %f.error, "write group's transaction lost; the group fails");
-                self.txn = Txn::Doomed { code, message };
-                return Err(f.error);
-            }
-            let may_retry = (idempotent || matches!(self.txn, Txn::Wanted))
-                && !in_txn
-                && f.link_lost
-                && f.retryable
-                && !progressed
-                && attempt < 2;
-            if !may_retry {
-                return Err(f.error);
-            }
-            tracing::debug!(error = %f.error, "connection closed by the server; retrying on a new one");
         }
     }
 
-    fn attempt<T>(
-        &mut self,
-        op: &mut impl FnMut(&mut Link, &mut bool) -> Result<T, Failure>,
-        progressed: &mut bool,
-    ) -> Result<T, Failure> {
-        if self.link.is_none() {
-            self.link = Some(self.shared.open_link()?);
-        }
-        let Some(link) = self.link.as_mut() else {
-            return Err(Failure::refused(1, "no connection"));
-        };
-        if matches!(self.txn, Txn::Wanted) {
-            link.simple("START TRANSACTION")?;
-            self.txn = Txn::Open;
-        }
-        op(link, progressed)
-    }
-
-    /// Runs a cached write statement; returns the OK packet's insert id.
-    fn write(&mut self, sql: String, params: Vec<mysql::Value>) -> Result<u64, StorageError> {
-        let key = StmtKey::Text(sql.clone());
-        self.run(false, |link, _| {
-            let (stmt, _) = link.prepare(&key, || (sql.clone(), Plan::Text))?;
-            link.execute(&stmt, params.clone()).inspect_err(|f| {
-                if !f.link_lost && stale_statement(&f.error) {
-                    link.forget(&key);
-                }
-            })
-        })
-    }
-}
-
-fn doomed_error(code: u32, message: &str) -> StorageError {
-    if code == super::ERR_UNAVAILABLE {
-        StorageError::Unavailable(format!("earlier in this write group: {message}"))
-    } else {
-        StorageError::Refused {
-            code,
-            message: format!("earlier in this write group: {message}"),
-        }
-    }
-}
-
-/// Errors after which a prepared write should be prepared again (the table
-/// changed under it); others (duplicate key, ...) keep it.
-fn stale_statement(e: &StorageError) -> bool {
-    const ER_BAD_FIELD_ERROR: u32 = 1054;
-    const ER_NEED_REPREPARE: u32 = 1615;
-    matches!(e, StorageError::Refused { code, .. }
-        if *code == ER_BAD_FIELD_ERROR
-            || *code == ER_NEED_REPREPARE
-            || *code == u32::from(link::codes::ER_NO_SUCH_TABLE)
-            || *code == u32::from(link::codes::ER_BAD_DB_ERROR))
-}
-
-impl StorageConn for MysqlConn {
-    fn describe(&mut self, db: &str, table: &str) -> Result<TableMeta, StorageError> {
-        self.run(true, |link, _| meta::describe(link, db, table))
-    }
-
-    fn scan_many(
-        &mut self,
-        scans: &[Scan<'_>],
-        visit: &mut RowVisitor<'_>,
-    ) -> Result<(), StorageError> {
-        self.run(true, |link, progressed| {
-            scan::scan_many(link, scans, visit, progressed)
-        })
-    }
-
-    fn insert(
+    async fn insert(
         &mut self,
         table: &TableMeta,
         columns: &[usize],
         values: &[Option<&[u8]>],
     ) -> Result<Option<u64>, StorageError> {
-        let sql = write_sql::insert(table, columns);
-        let params = values.iter().map(|v| param(*v)).collect();
-        let id = self.write(sql, params)?;
+        self.sql.clear();
+        let mut sink = WriteLiterals {
+            values,
+            locator: &[],
+        };
+        write_sql::insert(table, columns, &mut sink, &mut self.sql);
+        let id = self.write().await?;
         Ok(table.has_autoincrement.then_some(id))
     }
 
-    fn update(
+    async fn update(
         &mut self,
         table: &TableMeta,
         locator: &[HsValue],
@@ -328,73 +480,82 @@ impl StorageConn for MysqlConn {
         if columns.is_empty() {
             return Ok(());
         }
-        let sql = write_sql::update(table, columns);
-        let params = values
-            .iter()
-            .map(|v| param(*v))
-            .chain(locator.iter().map(|l| param(l.as_deref())))
-            .collect();
-        self.write(sql, params).map(|_| ())
+        self.sql.clear();
+        let mut sink = WriteLiterals { values, locator };
+        write_sql::update(table, columns, &mut sink, &mut self.sql);
+        self.write().await.map(|_| ())
     }
 
-    fn delete(&mut self, table: &TableMeta, locator: &[HsValue]) -> Result<(), StorageError> {
-        let sql = write_sql::delete(table);
-        let params = locator.iter().map(|l| param(l.as_deref())).collect();
-        self.write(sql, params).map(|_| ())
+    async fn delete(&mut self, table: &TableMeta, locator: &[HsValue]) -> Result<(), StorageError> {
+        self.sql.clear();
+        let mut sink = WriteLiterals {
+            values: &[],
+            locator,
+        };
+        write_sql::delete(table, &mut sink, &mut self.sql);
+        self.write().await.map(|_| ())
     }
 
-    fn begin(&mut self) -> Result<(), StorageError> {
-        if matches!(self.txn, Txn::Open) {
+    async fn begin(&mut self) -> Result<(), StorageError> {
+        if matches!(self.txn, Txn::Open | Txn::Doomed(_)) {
             // A group was left open (should not happen): end it first.
-            let _ = self.rollback();
+            self.rollback().await;
         }
         self.txn = Txn::Wanted;
         Ok(())
     }
 
-    fn commit(&mut self) -> Result<(), CommitFailure> {
-        self.commit_group().map_err(CommitFailure::all)
-    }
-
-    fn rollback(&mut self) -> Result<(), StorageError> {
-        let was_open = matches!(self.txn, Txn::Open | Txn::Doomed { .. });
-        self.txn = Txn::Off;
-        if was_open {
-            if let Some(link) = self.link.as_mut() {
-                if link.simple("ROLLBACK").is_err() {
-                    self.link = None;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-impl MysqlConn {
-    /// COMMIT of the group's one transaction (all or nothing).
-    fn commit_group(&mut self) -> Result<(), StorageError> {
+    async fn commit(&mut self) -> Result<(), CommitFailure> {
         match std::mem::replace(&mut self.txn, Txn::Off) {
             Txn::Off | Txn::Wanted => Ok(()),
             Txn::Open => {
                 let Some(link) = self.link.as_mut() else {
-                    return Err(StorageError::Unavailable(
+                    return Err(CommitFailure::all(StorageError::Unavailable(
                         "connection lost before commit".into(),
-                    ));
+                    )));
                 };
-                link.simple("COMMIT").map_err(|f| {
-                    if f.link_lost {
+                link.queue(|sql| sql.extend_from_slice(b"COMMIT"));
+                match link.answer(&mut Discard).await {
+                    Ok(Answer::Done(_)) => Ok(()),
+                    Ok(Answer::Refused(e)) => Err(CommitFailure::all(refused_error(&e))),
+                    Err(f) => {
                         self.link = None;
-                    }
-                    f.error
-                })
-            }
-            Txn::Doomed { code, message } => {
-                if let Some(link) = self.link.as_mut() {
-                    if link.simple("ROLLBACK").is_err() {
-                        self.link = None;
+                        self.handles.clear();
+                        Err(CommitFailure::all(f.error))
                     }
                 }
-                Err(doomed_error(code, &message))
+            }
+            Txn::Doomed(e) => {
+                self.roll_back_link().await;
+                Err(CommitFailure::all(doomed(&e)))
+            }
+        }
+    }
+
+    async fn rollback(&mut self) {
+        let was_open = matches!(self.txn, Txn::Open | Txn::Doomed(_));
+        self.txn = Txn::Off;
+        if was_open {
+            self.roll_back_link().await;
+        }
+    }
+
+    fn idle_deadline(&self) -> Option<Instant> {
+        self.handles.next_expiry()
+    }
+
+    async fn release_idle(&mut self) {
+        self.release_handles().await;
+    }
+}
+
+impl MysqlConn {
+    async fn roll_back_link(&mut self) {
+        if let Some(link) = self.link.as_mut() {
+            link.queue(|sql| sql.extend_from_slice(b"ROLLBACK"));
+            if link.answer(&mut Discard).await.is_err() {
+                self.link = None;
+                self.handles.clear();
             }
         }
     }

@@ -1,66 +1,207 @@
-//! `scan_many` for MySQL/MariaDB: where grouping pays.
-//!
-//! The scans of one batch (every find queued by every client connection when
-//! a read worker woke up) are planned into as few statements as possible:
+//! `scan_many` for MySQL/MariaDB: every scan of a batch (all finds that
+//! the event loop's client connections queued together) planned into few
+//! statements, sent together, answers read in order.
 //!
 //! - Point lookups (`=` on every column of a unique index, no NULL key, no
-//!   filter) with the same shape become one statement per chunk of up to
-//!   `POINTS_CHUNK` distinct keys: `SELECT (CASE WHEN k = ? THEN 0 WHEN k = ?
-//!   THEN 1 ... END), cols FROM t FORCE INDEX (..) WHERE k IN (?, ?, ...)`. The
-//!   server compares (types, collations); the CASE tells which lookup a row
-//!   answers. Keys equal for the server but not byte-identical (`'a'`/`'A'`
-//!   under a case-insensitive collation) can share a row, and CASE names only
-//!   the first: lookups that found nothing in a statement that found
-//!   something are therefore asked again, until a round finds nothing.
-//! - Other small scans (limit + offset <= `UNION_MAX_FETCH`, e.g. IN lists on
-//!   a non-unique index) with the same shape become `(SELECT 0, ... LIMIT ?)
-//!   UNION ALL (SELECT 1, ... LIMIT ?) ...`, each branch exactly the statement
-//!   the scan would run alone.
-//! - Everything else runs alone and streams.
+//!   filter) whose keys are written exactly as the server stores them
+//!   (`canonical`), two or more of one opened index: one `SELECT (CASE WHEN
+//!   k = v0 THEN 0 WHEN k = v1 THEN 1 ... END), cols ... WHERE k IN (...)`
+//!   per chunk of up to `POINTS_CHUNK` distinct keys. The server compares;
+//!   the CASE tells which lookup a row answers. Under a case-insensitive
+//!   collation two different keys can find one row, and CASE names only the
+//!   first: lookups that missed in a statement that found something are
+//!   asked again, until a round finds nothing.
+//! - Scans the `HANDLER` statement can do (no W filter, no IN with filters,
+//!   not inside a write): `HANDLER h READ idx op (keys) [WHERE F filters]
+//!   LIMIT n`, with the plugin's own key handling (see `handler`).
+//! - The rest: the shared SELECT of `scan_sql`, with values as literals.
 //!
-//! Statement counts are padded to a power of two (NULL keys, `LIMIT 0`
-//! branches) so each shape has only a few statement texts to prepare.
-//! Grouped rows are buffered per scan and handed to `visit` in scan order.
+//! Rows of grouped lookups are buffered per scan and handed to `visit` in
+//! scan order; the other answers stream straight to `visit`.
 
-use super::fxhash::FxHashMap;
-use super::link::{Failure, Link, Plan, StmtKey};
-use super::values::{as_int, bind_scan, param, RowRef};
-use crate::backend::scan_sql::{self, Dialect, ScanShape};
-use crate::backend::{FilterMode, RowVisitor, Scan, ScanStep};
-use hs_proto::FindOp;
-use mysql::Value;
+use super::handler::{push_index_name, Handles, Housekeeping};
+use super::link::{Answer, Failure, Link, ResultSink};
+use super::refused_error;
+use crate::backend::scan_sql::{self, Dialect, Param, ScanLayout, ValueSink};
+use crate::backend::{ColumnKind, FilterMode, RowView, RowVisitor, Scan, ScanStep, TableMeta};
+use hs_proto::{FindOp, Value};
+use mysql_wire::literal::{push_binary, push_number};
+use mysql_wire::TextRow;
 use std::collections::HashMap;
-use std::fmt::Write;
 
 pub const DIALECT: Dialect = Dialect {
     lock_suffix: " FOR UPDATE",
 };
 
+/// "Unknown table in HANDLER": the alias is not open on the server.
+const ER_UNKNOWN_TABLE: u16 = 1109;
+/// "Unknown column": what a client sees when an opened column was dropped.
+const ER_BAD_FIELD_ERROR: u32 = 1054;
+
 /// Most distinct keys in one point-lookup statement.
 pub const POINTS_CHUNK: usize = 64;
-/// Most branches in one UNION ALL statement.
-pub const UNION_CHUNK: usize = 16;
-/// Scans fetching more rows than this run alone (and stream).
-pub const UNION_MAX_FETCH: u64 = 16;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Kind {
-    Points,
-    Union,
+/// Appends `value` as a literal in the column's own character set (text) or
+/// as bytes (everything else).
+pub fn push_literal(sql: &mut Vec<u8>, kind: &ColumnKind, value: Option<&[u8]>) {
+    let Some(v) = value else {
+        sql.extend_from_slice(b"NULL");
+        return;
+    };
+    match kind {
+        ColumnKind::Text { charset, .. } => push_text(sql, charset, v),
+        ColumnKind::Other { cast: None } => push_text(sql, "utf8mb4", v),
+        _ => push_binary(sql, Some(v)),
+    }
 }
 
-struct Group {
-    kind: Kind,
-    shape: ScanShape,
-    members: Vec<usize>,
-    /// Row layout once run: (has_state, locator_len); the scan number is first.
-    layout: Option<(bool, usize)>,
+/// `_<charset>'...'`, or a conversion when the bytes are not text in it.
+fn push_text(sql: &mut Vec<u8>, charset: &str, v: &[u8]) {
+    if charset.starts_with("utf8") && std::str::from_utf8(v).is_err() {
+        // Not text in that charset: convert as the server would.
+        sql.extend_from_slice(b"CONVERT(");
+        push_binary(sql, Some(v));
+        sql.extend_from_slice(b" USING ");
+        sql.extend_from_slice(charset.as_bytes());
+        sql.push(b')');
+        return;
+    }
+    let at = sql.len();
+    push_binary(sql, Some(v));
+    // `_binary'...'` becomes `_<charset>'...'`.
+    sql.splice(at + 1..at + 7, charset.bytes());
 }
 
-enum Route {
-    /// Runs alone; the shape when planning computed it already.
-    Alone(Option<ScanShape>),
-    Group(usize),
+/// Appends `value` as what storing it into a column of `kind` makes of it,
+/// the way the original compared filter values: integers rounded and
+/// clamped to the type, text cut to the column's length, BINARY padded,
+/// decimals and dates converted. (Comparing a column with a literal of
+/// another type does not do that, and `HANDLER ... WHERE` even compares an
+/// INT column with a binary string wrongly.)
+pub fn push_stored(sql: &mut Vec<u8>, kind: &ColumnKind, value: Option<&[u8]>) {
+    let Some(v) = value else {
+        sql.extend_from_slice(b"NULL");
+        return;
+    };
+    match kind {
+        ColumnKind::Integer { min, max } => {
+            if canonical(kind, v) {
+                sql.extend_from_slice(v);
+                return;
+            }
+            sql.extend_from_slice(b"LEAST(GREATEST(CAST(");
+            push_binary(sql, Some(v));
+            sql.extend_from_slice(format!(" AS DECIMAL(65,0)), {min}), {max})").as_bytes());
+        }
+        ColumnKind::Text { charset, max_chars } => {
+            if canonical(kind, v) {
+                push_text(sql, charset, v);
+                return;
+            }
+            sql.extend_from_slice(b"LEFT(");
+            push_text(sql, charset, v);
+            sql.extend_from_slice(format!(", {max_chars})").as_bytes());
+        }
+        ColumnKind::Bytes { max_len, fixed } => {
+            if canonical(kind, v) {
+                push_binary(sql, Some(v));
+            } else if *fixed {
+                sql.extend_from_slice(b"CAST(");
+                push_binary(sql, Some(v));
+                sql.extend_from_slice(format!(" AS BINARY({max_len}))").as_bytes());
+            } else {
+                sql.extend_from_slice(b"LEFT(");
+                push_binary(sql, Some(v));
+                sql.extend_from_slice(format!(", {max_len})").as_bytes());
+            }
+        }
+        ColumnKind::Other { cast: Some(t) } => {
+            sql.extend_from_slice(b"CAST(");
+            push_binary(sql, Some(v));
+            sql.extend_from_slice(b" AS ");
+            sql.extend_from_slice(t.as_bytes());
+            sql.push(b')');
+        }
+        ColumnKind::Other { cast: None } => push_text(sql, "utf8mb4", v),
+    }
+}
+
+/// Whether `key` is written exactly as the server would store it in a
+/// column of `kind`, so that comparing it in SQL finds what storing it
+/// first (as the plugin and `HANDLER` do) finds.
+pub fn canonical(kind: &ColumnKind, key: &[u8]) -> bool {
+    match kind {
+        ColumnKind::Integer { min, max } => {
+            let digits = key.strip_prefix(b"-").unwrap_or(key);
+            if digits.is_empty()
+                || digits.len() > 20
+                || !digits.iter().all(u8::is_ascii_digit)
+                || (digits.len() > 1 && digits[0] == b'0')
+                || key == b"-0"
+            {
+                return false;
+            }
+            std::str::from_utf8(key)
+                .ok()
+                .and_then(|s| s.parse::<i128>().ok())
+                .is_some_and(|n| n >= *min && n <= *max)
+        }
+        ColumnKind::Text { charset, max_chars } => {
+            let chars = if charset.starts_with("utf8") {
+                match std::str::from_utf8(key) {
+                    Ok(s) => s.chars().count() as u64,
+                    Err(_) => return false,
+                }
+            } else if charset == "latin1" || charset == "ascii" {
+                key.len() as u64
+            } else {
+                return false;
+            };
+            chars <= *max_chars
+        }
+        ColumnKind::Bytes { max_len, fixed } => {
+            let n = key.len() as u64;
+            if *fixed {
+                n == *max_len
+            } else {
+                n <= *max_len
+            }
+        }
+        ColumnKind::Other { .. } => false,
+    }
+}
+
+/// Writes a scan's values as literals for the shared SELECT.
+struct Literals<'a, 's> {
+    scan: &'a Scan<'s>,
+}
+
+impl ValueSink for Literals<'_, '_> {
+    fn value(&mut self, sql: &mut Vec<u8>, param: Param) {
+        let table = &self.scan.index.table;
+        match param {
+            Param::Key(i) => {
+                let kind = key_kind(self.scan, i);
+                push_stored(sql, kind, self.scan.keys[i]);
+            }
+            Param::Filter(i) => {
+                let f = &self.scan.filters[i];
+                push_stored(sql, &table.columns[f.column].kind, f.value.as_deref());
+            }
+            Param::Limit => push_number(sql, self.scan.fetch),
+        }
+    }
+}
+
+fn key_kind<'a>(scan: &'a Scan<'_>, i: usize) -> &'a ColumnKind {
+    static OTHER: ColumnKind = ColumnKind::Other { cast: None };
+    scan.index
+        .index_meta()
+        .key_columns
+        .get(i)
+        .copied()
+        .flatten()
+        .map_or(&OTHER, |c| &scan.index.table.columns[c].kind)
 }
 
 fn is_point_lookup(scan: &Scan<'_>) -> bool {
@@ -69,216 +210,247 @@ fn is_point_lookup(scan: &Scan<'_>) -> bool {
         && index.unique
         && !index.key_sql.is_empty()
         && scan.keys.len() == index.key_sql.len()
-        && scan.keys.iter().all(Option::is_some)
         && scan.filter_mode == FilterMode::None
+        && !scan.with_locator
+        && scan
+            .keys
+            .iter()
+            .enumerate()
+            .all(|(i, k)| k.is_some_and(|k| canonical(key_kind(scan, i), k)))
 }
 
-fn plan(scans: &[Scan<'_>]) -> (Vec<Route>, Vec<Group>) {
-    if scans.len() < 2 {
-        return (
-            scans.iter().map(|_| Route::Alone(None)).collect(),
-            Vec::new(),
-        );
-    }
-    let mut routes = Vec::with_capacity(scans.len());
-    let mut groups: Vec<Group> = Vec::new();
-    let mut by_shape: FxHashMap<(Kind, ScanShape), usize> = FxHashMap::default();
-    for (i, scan) in scans.iter().enumerate() {
-        let kind = if is_point_lookup(scan) {
-            Kind::Points
-        } else if !scan.with_locator && scan.fetch <= UNION_MAX_FETCH {
-            Kind::Union
-        } else {
-            routes.push(Route::Alone(None));
-            continue;
-        };
-        let key = (kind, ScanShape::of(scan));
-        let g = match by_shape.get(&key) {
-            Some(&g) => g,
-            None => {
-                groups.push(Group {
-                    kind,
-                    shape: key.1.clone(),
-                    members: Vec::new(),
-                    layout: None,
-                });
-                by_shape.insert(key, groups.len() - 1);
-                groups.len() - 1
-            }
-        };
-        groups[g].members.push(i);
-        routes.push(Route::Group(g));
-    }
-    // A group of one is just a scan.
-    for r in routes.iter_mut() {
-        if let Route::Group(g) = *r {
-            if groups[g].members.len() < 2 {
-                *r = Route::Alone(Some(groups[g].shape.clone()));
-            }
-        }
-    }
-    (routes, groups)
+fn handler_can_read(scan: &Scan<'_>) -> bool {
+    scan.index.index_meta().ordered
+        && !scan.with_locator
+        && matches!(scan.filter_mode, FilterMode::None | FilterMode::InWhere)
+        && !scan.keys.is_empty()
+}
+
+/// What a queued statement answers.
+enum Pending {
+    /// HANDLER OPEN/CLOSE of the next scan's handle: no rows.
+    Handle(Housekeeping),
+    /// A scan's own statement.
+    Scan,
+}
+
+/// Where a scan's rows come from.
+enum Route {
+    Points(usize),
+    Handler,
+    Select,
 }
 
 /// Runs the scans; `progressed` is set once any row was handed to `visit`
 /// (after which a failure may not be retried).
-pub fn scan_many(
+pub async fn scan_many(
     link: &mut Link,
+    handles: &mut Handles,
     scans: &[Scan<'_>],
     visit: &mut RowVisitor<'_>,
     progressed: &mut bool,
 ) -> Result<(), Failure> {
-    let (routes, mut groups) = plan(scans);
-    let mut buffers: Vec<Vec<Vec<Value>>> = Vec::new();
-    if !groups.is_empty() {
-        buffers.resize_with(scans.len(), Vec::new);
+    // Plan: group point lookups by opened index.
+    let mut routes = Vec::with_capacity(scans.len());
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut group_of: HashMap<u64, usize> = HashMap::new();
+    for (i, scan) in scans.iter().enumerate() {
+        if scans.len() > 1 && is_point_lookup(scan) {
+            let g = *group_of.entry(scan.index.id).or_insert_with(|| {
+                groups.push(Vec::new());
+                groups.len() - 1
+            });
+            groups[g].push(i);
+            routes.push(Route::Points(g));
+        } else if handler_can_read(scan) {
+            routes.push(Route::Handler);
+        } else {
+            routes.push(Route::Select);
+        }
     }
-    for (i, (scan, route)) in scans.iter().zip(routes).enumerate() {
-        match route {
-            Route::Alone(shape) => run_single(link, i, scan, shape, visit, progressed)?,
-            Route::Group(g) => {
-                let group = &mut groups[g];
-                let (has_state, locator_len) = match group.layout {
-                    Some(l) => l,
-                    None => {
-                        let l = match group.kind {
-                            Kind::Points => run_points(link, scans, group, &mut buffers)?,
-                            Kind::Union => run_union(link, scans, group, &mut buffers)?,
-                        };
-                        group.layout = Some(l);
-                        l
-                    }
-                };
-                let ncols = scan.index.columns.len();
-                for vals in std::mem::take(&mut buffers[i]) {
-                    *progressed = true;
-                    let row = RowRef {
-                        vals: &vals,
-                        base: 1,
-                        ncols,
-                        has_state,
-                        locator_len,
-                    };
-                    if visit(i, &row) == ScanStep::Stop {
-                        break;
-                    }
-                }
+    // A group of one is cheaper through HANDLER.
+    for r in routes.iter_mut() {
+        if let Route::Points(g) = *r {
+            if groups[g].len() < 2 {
+                *r = Route::Handler;
             }
         }
     }
-    Ok(())
-}
 
-/// A statement failed: close it if the table may have changed under it.
-fn after_failure(link: &mut Link, key: &StmtKey, f: Failure) -> Failure {
-    if !f.link_lost {
-        link.forget(key);
-    }
-    f
-}
-
-fn run_single(
-    link: &mut Link,
-    n: usize,
-    scan: &Scan<'_>,
-    shape: Option<ScanShape>,
-    visit: &mut RowVisitor<'_>,
-    progressed: &mut bool,
-) -> Result<(), Failure> {
-    let key = StmtKey::Single(shape.unwrap_or_else(|| ScanShape::of(scan)));
-    let (stmt, plan) = link.prepare(&key, || {
-        let s = scan_sql::build(scan, DIALECT);
-        (s.sql.clone(), Plan::Scan(s))
-    })?;
-    let Plan::Scan(sql) = &*plan else {
-        return Err(Failure::refused(
-            1,
-            "statement cache holds a different plan",
-        ));
-    };
-    let mut params = Vec::with_capacity(sql.params.len());
-    bind_scan(scan, sql, scan.fetch, &mut params);
-    let ncols = scan.index.columns.len();
-    let result = link.query_rows(&stmt, params, |vals| {
-        *progressed = true;
-        let row = RowRef {
-            vals: &vals,
-            base: 0,
-            ncols,
-            has_state: sql.has_state,
-            locator_len: sql.locator_len,
-        };
-        visit(n, &row) == ScanStep::Continue
-    });
-    result.map_err(|f| after_failure(link, &key, f))
-}
-
-/// The statement for `n` point lookups of `scan`'s shape.
-fn points_sql(scan: &Scan<'_>, n: usize) -> (String, Plan) {
-    let index = scan.index.index_meta();
-    let table = &scan.index.table;
-    let cond = index
-        .key_sql
-        .iter()
-        .map(|k| format!("{k} = ?"))
-        .collect::<Vec<_>>()
-        .join(" AND ");
-    let mut sql = String::with_capacity(64 + n * (cond.len() + 16));
-    sql.push_str("SELECT (CASE");
-    for i in 0..n {
-        let _ = write!(sql, " WHEN {cond} THEN {i}");
-    }
-    sql.push_str(" END)");
-    for &c in &scan.index.columns {
-        sql.push_str(", ");
-        sql.push_str(&table.columns[c].select_sql);
-    }
-    let locator_len = if scan.with_locator {
-        for l in &table.locator_sql {
-            sql.push_str(", ");
-            sql.push_str(l);
+    let mut buffers: Vec<Vec<Vec<u8>>> = Vec::new();
+    if routes.iter().any(|r| matches!(r, Route::Points(_))) {
+        buffers.resize_with(scans.len(), Vec::new);
+        for members in groups.iter().filter(|m| m.len() >= 2) {
+            run_points(link, scans, members, &mut buffers).await?;
         }
-        table.locator_sql.len()
-    } else {
-        0
-    };
-    let _ = write!(sql, " FROM {} WHERE ", index.from_sql);
-    if index.key_sql.len() == 1 {
-        let _ = write!(sql, "{} IN (", index.key_sql[0]);
-        sql.push_str(&vec!["?"; n].join(", "));
-        sql.push(')');
-    } else {
-        let parts: Vec<String> = (0..n).map(|_| format!("({cond})")).collect();
-        sql.push_str(&parts.join(" OR "));
     }
-    if scan.with_locator {
-        sql.push_str(DIALECT.lock_suffix);
+
+    // Every other scan's statement, in scan order, then the answers.
+    let mut pending: Vec<Pending> = Vec::new();
+    for (scan, route) in scans.iter().zip(&routes) {
+        match route {
+            Route::Points(_) => {}
+            Route::Handler => {
+                let mut housekeeping = Vec::new();
+                let alias = handles.alias_for(link, &scan.index.table, &mut housekeeping);
+                pending.extend(housekeeping.into_iter().map(Pending::Handle));
+                link.queue(|sql| handler_read(sql, &alias, scan));
+                pending.push(Pending::Scan);
+            }
+            Route::Select => {
+                link.queue(|sql| {
+                    scan_sql::build(scan, DIALECT, &mut Literals { scan }, sql);
+                });
+                pending.push(Pending::Scan);
+            }
+        }
     }
-    (
-        sql,
-        Plan::Points {
-            key_len: index.key_sql.len(),
-            locator_len,
-        },
-    )
+    link.send().await?;
+
+    let mut first_error = None;
+    let mut next = pending.into_iter().peekable();
+    for (i, (scan, route)) in scans.iter().zip(&routes).enumerate() {
+        if let Route::Points(_) = route {
+            let ncols = scan.index.columns.len();
+            let mut row = TextRow::default();
+            for payload in std::mem::take(&mut buffers[i]) {
+                *progressed = true;
+                row.parse(&payload, 1 + ncols).map_err(|e| Failure {
+                    error: crate::backend::StorageError::Unavailable(e),
+                    link_lost: false,
+                    retryable: false,
+                })?;
+                let view = TextRowView {
+                    payload: &payload,
+                    row: &row,
+                    columns: Columns::Offset(1),
+                    ncols,
+                    layout: ScanLayout {
+                        has_state: false,
+                        locator_len: 0,
+                    },
+                };
+                if visit(i, &view) == ScanStep::Stop {
+                    break;
+                }
+            }
+            continue;
+        }
+        // Housekeeping answers queued ahead of this scan's statement.
+        while let Some(&Pending::Handle(kind)) = next.peek() {
+            next.next();
+            if let Answer::Refused(e) = link.answer(&mut super::link::Discard).await? {
+                // An OPEN that failed left nothing open; a CLOSE that failed
+                // closed nothing that is still there.
+                if kind == Housekeeping::Open {
+                    handles.forget(&scan.index.table);
+                    first_error.get_or_insert(refused_error(&e));
+                }
+            }
+        }
+        next.next();
+        let layout = match route {
+            Route::Select => ScanLayout {
+                has_state: matches!(scan.filter_mode, FilterMode::StateColumn { .. }),
+                locator_len: if scan.with_locator {
+                    scan.index.table.locator_sql.len()
+                } else {
+                    0
+                },
+            },
+            _ => ScanLayout {
+                has_state: false,
+                locator_len: 0,
+            },
+        };
+        let mut sink = ScanSink {
+            scan_no: i,
+            table: &scan.index.table,
+            opened: &scan.index.columns,
+            handler: matches!(route, Route::Handler),
+            remap: None,
+            layout,
+            visit: &mut *visit,
+            progressed: &mut *progressed,
+        };
+        let answer = link.answer(&mut sink).await?;
+        if sink.lost_a_column() {
+            first_error.get_or_insert(crate::backend::StorageError::Refused {
+                code: ER_BAD_FIELD_ERROR,
+                message: format!(
+                    "an opened column of {} is gone; open the index again",
+                    scan.index.table.table_sql
+                ),
+            });
+        }
+        match answer {
+            Answer::Done(_) => {}
+            Answer::Refused(e) => {
+                // The server has no such handle (it was never opened, or
+                // closed with the connection's state): open it next time.
+                if matches!(route, Route::Handler) && e.code == ER_UNKNOWN_TABLE {
+                    handles.forget(&scan.index.table);
+                }
+                first_error.get_or_insert(refused_error(&e));
+            }
+        }
+    }
+    match first_error {
+        None => Ok(()),
+        Some(error) => Err(Failure {
+            error,
+            link_lost: false,
+            retryable: false,
+        }),
+    }
 }
 
-fn padded(n: usize) -> usize {
-    n.next_power_of_two()
+/// `HANDLER alias READ idx op (k1, ...) [WHERE filters] LIMIT n`
+fn handler_read(sql: &mut Vec<u8>, alias: &[u8], scan: &Scan<'_>) {
+    sql.extend_from_slice(b"HANDLER ");
+    sql.extend_from_slice(alias);
+    sql.extend_from_slice(b" READ ");
+    push_index_name(sql, &scan.index.index_meta().name);
+    sql.extend_from_slice(match scan.op {
+        FindOp::Eq => b" = (",
+        FindOp::Gt => b" > (",
+        FindOp::Ge => b" >= (",
+        FindOp::Lt => b" < (",
+        FindOp::Le => b" <= (",
+    });
+    for (i, k) in scan.keys.iter().enumerate() {
+        if i > 0 {
+            sql.extend_from_slice(b", ");
+        }
+        // Bytes, stored into the key column as the plugin stored them.
+        push_binary(sql, *k);
+    }
+    sql.push(b')');
+    if scan.filter_mode == FilterMode::InWhere {
+        let mut sink = Literals { scan };
+        for (i, f) in scan.filters.iter().enumerate() {
+            sql.extend_from_slice(if i == 0 { b" WHERE " } else { b" AND " });
+            scan_sql::filter_condition(f, i, &scan.index.table, &mut sink, sql);
+        }
+    }
+    sql.extend_from_slice(b" LIMIT ");
+    push_number(sql, scan.fetch);
 }
 
-fn run_points(
+/// Runs one group of point lookups (all of one opened index), filling each
+/// member scan's buffer with the row it finds.
+async fn run_points(
     link: &mut Link,
     scans: &[Scan<'_>],
-    group: &Group,
-    buffers: &mut [Vec<Vec<Value>>],
-) -> Result<(bool, usize), Failure> {
-    let first = &scans[group.members[0]];
-    // Distinct keys (byte-identical keys are one lookup).
+    members: &[usize],
+    buffers: &mut [Vec<Vec<u8>>],
+) -> Result<(), Failure> {
+    let first = &scans[members[0]];
+    // Distinct keys: byte-identical keys are one lookup.
     let mut slots: Vec<&[Option<&[u8]>]> = Vec::new();
-    let mut slot_of: Vec<usize> = Vec::with_capacity(group.members.len());
+    let mut slot_of: Vec<usize> = Vec::with_capacity(members.len());
     let mut seen: HashMap<&[Option<&[u8]>], usize> = HashMap::new();
-    for &m in &group.members {
+    for &m in members {
         let keys = scans[m].keys.as_slice();
         let s = *seen.entry(keys).or_insert_with(|| {
             slots.push(keys);
@@ -286,46 +458,35 @@ fn run_points(
         });
         slot_of.push(s);
     }
-    let mut found: Vec<Option<Vec<Value>>> = vec![None; slots.len()];
+    let mut found: Vec<Option<Vec<u8>>> = vec![None; slots.len()];
+    // Keys that can be equal without being byte-identical need the rounds.
+    let may_share_rows =
+        (0..first.keys.len()).any(|i| matches!(key_kind(first, i), ColumnKind::Text { .. }));
     let mut pending: Vec<usize> = (0..slots.len()).collect();
-    let mut locator_len = 0;
     while !pending.is_empty() {
+        let chunks: Vec<&[usize]> = pending.chunks(POINTS_CHUNK).collect();
+        for chunk in &chunks {
+            link.queue(|sql| points_sql(sql, first, chunk.iter().map(|&s| slots[s])));
+        }
         let mut missed = Vec::new();
-        for chunk in pending.chunks(POINTS_CHUNK) {
-            let n = padded(chunk.len());
-            let key = StmtKey::Points(group.shape.clone(), n);
-            let (stmt, plan) = link.prepare(&key, || points_sql(first, n))?;
-            let Plan::Points {
-                key_len,
-                locator_len: l,
-            } = *plan
-            else {
-                return Err(Failure::refused(
-                    1,
-                    "statement cache holds a different plan",
-                ));
+        for chunk in &chunks {
+            let mut sink = PointsSink {
+                chunk,
+                found: &mut found,
+                hits: 0,
             };
-            locator_len = l;
-            let mut params = Vec::with_capacity(2 * n * key_len);
-            for _ in 0..2 {
-                for j in 0..n {
-                    match chunk.get(j) {
-                        Some(&s) => params.extend(slots[s].iter().map(|k| param(*k))),
-                        None => params.extend((0..key_len).map(|_| Value::NULL)),
-                    }
+            match link.answer(&mut sink).await? {
+                Answer::Done(_) => {}
+                Answer::Refused(e) => {
+                    link.drain().await?;
+                    return Err(Failure {
+                        error: refused_error(&e),
+                        link_lost: false,
+                        retryable: false,
+                    });
                 }
             }
-            let mut hits = 0;
-            let result = link.query_rows(&stmt, params, |vals| {
-                let j = vals.first().map_or(-1, as_int);
-                if let Some(&s) = usize::try_from(j).ok().and_then(|j| chunk.get(j)) {
-                    found[s] = Some(vals);
-                    hits += 1;
-                }
-                true
-            });
-            result.map_err(|f| after_failure(link, &key, f))?;
-            if hits > 0 {
+            if sink.hits > 0 && may_share_rows {
                 missed.extend(chunk.iter().copied().filter(|&s| found[s].is_none()));
             }
         }
@@ -336,7 +497,7 @@ fn run_points(
     for &s in &slot_of {
         refs[s] += 1;
     }
-    for (&m, &s) in group.members.iter().zip(&slot_of) {
+    for (&m, &s) in members.iter().zip(&slot_of) {
         refs[s] -= 1;
         let row = if refs[s] == 0 {
             found[s].take()
@@ -347,55 +508,233 @@ fn run_points(
             buffers[m].push(row);
         }
     }
-    Ok((false, locator_len))
+    Ok(())
 }
 
-fn run_union(
-    link: &mut Link,
-    scans: &[Scan<'_>],
-    group: &Group,
-    buffers: &mut [Vec<Vec<Value>>],
-) -> Result<(bool, usize), Failure> {
-    let first = &scans[group.members[0]];
-    let mut layout = (false, 0);
-    for chunk in group.members.chunks(UNION_CHUNK) {
-        let n = padded(chunk.len());
-        let key = StmtKey::Union(group.shape.clone(), n);
-        let (stmt, plan) = link.prepare(&key, || {
-            let branch = scan_sql::build(first, DIALECT);
-            let body = branch.sql.strip_prefix("SELECT ").unwrap_or(&branch.sql);
-            let sql = (0..n)
-                .map(|b| format!("(SELECT {b} AS hsd_scan, {body})"))
-                .collect::<Vec<_>>()
-                .join(" UNION ALL ");
-            (sql, Plan::Scan(branch))
-        })?;
-        let Plan::Scan(branch) = &*plan else {
-            return Err(Failure::refused(
-                1,
-                "statement cache holds a different plan",
-            ));
-        };
-        layout = (branch.has_state, branch.locator_len);
-        let mut params = Vec::with_capacity(n * branch.params.len());
-        for b in 0..n {
-            // Padding branches repeat the last scan with LIMIT 0.
-            let (m, limit) = match chunk.get(b) {
-                Some(&m) => (m, scans[m].fetch),
-                None => (chunk[chunk.len() - 1], 0),
-            };
-            bind_scan(&scans[m], branch, limit, &mut params);
-        }
-        let result = link.query_rows(&stmt, params, |vals| {
-            let b = vals.first().map_or(-1, as_int);
-            if let Some(&m) = usize::try_from(b).ok().and_then(|b| chunk.get(b)) {
-                buffers[m].push(vals);
+/// `SELECT (CASE WHEN k = v0 THEN 0 ... END), cols FROM t WHERE k IN (...)`
+fn points_sql<'k>(
+    sql: &mut Vec<u8>,
+    scan: &Scan<'_>,
+    keys: impl Iterator<Item = &'k [Option<&'k [u8]>]> + Clone,
+) {
+    let index = scan.index.index_meta();
+    let table = &scan.index.table;
+    let cond = |sql: &mut Vec<u8>, key: &[Option<&[u8]>]| {
+        for (i, (col, v)) in index.key_sql.iter().zip(key).enumerate() {
+            if i > 0 {
+                sql.extend_from_slice(b" AND ");
             }
-            true
-        });
-        result.map_err(|f| after_failure(link, &key, f))?;
+            sql.extend_from_slice(col.as_bytes());
+            sql.extend_from_slice(b" = ");
+            literal_for_key(sql, scan, i, *v);
+        }
+    };
+    sql.extend_from_slice(b"SELECT (CASE");
+    for (n, key) in keys.clone().enumerate() {
+        sql.extend_from_slice(b" WHEN ");
+        cond(sql, key);
+        sql.extend_from_slice(b" THEN ");
+        push_number(sql, n as u64);
     }
-    Ok(layout)
+    sql.extend_from_slice(b" END)");
+    for &c in &scan.index.columns {
+        sql.extend_from_slice(b", ");
+        sql.extend_from_slice(table.columns[c].select_sql.as_bytes());
+    }
+    sql.extend_from_slice(b" FROM ");
+    sql.extend_from_slice(index.from_sql.as_bytes());
+    sql.extend_from_slice(b" WHERE ");
+    if index.key_sql.len() == 1 {
+        sql.extend_from_slice(index.key_sql[0].as_bytes());
+        sql.extend_from_slice(b" IN (");
+        for (n, key) in keys.enumerate() {
+            if n > 0 {
+                sql.extend_from_slice(b", ");
+            }
+            literal_for_key(sql, scan, 0, key[0]);
+        }
+        sql.push(b')');
+    } else {
+        for (n, key) in keys.enumerate() {
+            if n > 0 {
+                sql.extend_from_slice(b" OR ");
+            }
+            sql.push(b'(');
+            cond(sql, key);
+            sql.push(b')');
+        }
+    }
+}
+
+/// A canonical key as a literal: integers as numbers, the rest by kind.
+fn literal_for_key(sql: &mut Vec<u8>, scan: &Scan<'_>, i: usize, v: Option<&[u8]>) {
+    let kind = key_kind(scan, i);
+    match (kind, v) {
+        (ColumnKind::Integer { .. }, Some(digits)) => sql.extend_from_slice(digits),
+        _ => push_literal(sql, kind, v),
+    }
+}
+
+struct PointsSink<'a> {
+    chunk: &'a [usize],
+    found: &'a mut [Option<Vec<u8>>],
+    hits: usize,
+}
+
+impl ResultSink for PointsSink<'_> {
+    fn row(&mut self, payload: &[u8], row: &TextRow) -> bool {
+        let n = row
+            .get(payload, 0)
+            .and_then(|v| std::str::from_utf8(v).ok())
+            .and_then(|s| s.parse::<usize>().ok());
+        if let Some(&slot) = n.and_then(|n| self.chunk.get(n)) {
+            if self.found[slot].is_none() {
+                self.found[slot] = Some(payload.to_vec());
+                self.hits += 1;
+            }
+        }
+        true
+    }
+}
+
+/// Where the opened columns are in a result row.
+#[derive(Clone, Copy)]
+enum Columns<'a> {
+    /// Opened column `i` is at `base + i` (our own SELECTs).
+    Offset(usize),
+    /// A HANDLER row has every table column: opened column `i` is table
+    /// column `opened[i]`, at that position unless the table changed since
+    /// it was opened (`remap`, by name).
+    Table {
+        opened: &'a [usize],
+        remap: Option<&'a [Option<usize>]>,
+    },
+}
+
+struct TextRowView<'a> {
+    payload: &'a [u8],
+    row: &'a TextRow,
+    columns: Columns<'a>,
+    ncols: usize,
+    layout: ScanLayout,
+}
+
+impl RowView for TextRowView<'_> {
+    fn column(&self, i: usize) -> Option<&[u8]> {
+        let pos = match self.columns {
+            Columns::Offset(base) => base + i,
+            Columns::Table { opened, remap } => {
+                let c = opened[i];
+                match remap {
+                    None => c,
+                    Some(map) => map.get(c).copied().flatten()?,
+                }
+            }
+        };
+        self.row.get(self.payload, pos)
+    }
+
+    fn filter_state(&self) -> i64 {
+        if !self.layout.has_state {
+            return 0;
+        }
+        self.row
+            .get(self.payload, self.ncols)
+            .and_then(|v| std::str::from_utf8(v).ok())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0)
+    }
+
+    fn locator(&self) -> Vec<Value> {
+        let start = self.ncols + usize::from(self.layout.has_state);
+        (start..start + self.layout.locator_len)
+            .map(|i| self.row.get(self.payload, i).map(<[u8]>::to_vec))
+            .collect()
+    }
+}
+
+impl ScanSink<'_, '_, '_> {
+    /// A HANDLER result without one of the opened columns (it was dropped
+    /// since the index was opened).
+    fn lost_a_column(&self) -> bool {
+        match &self.remap {
+            Some(map) => self
+                .opened
+                .iter()
+                .any(|&c| map.get(c).copied().flatten().is_none()),
+            None => false,
+        }
+    }
+}
+
+/// Streams one scan's answer to the executor.
+struct ScanSink<'a, 'v, 'p> {
+    scan_no: usize,
+    table: &'a TableMeta,
+    opened: &'a [usize],
+    handler: bool,
+    /// For HANDLER rows of a table whose columns moved since it was opened:
+    /// table column -> result position.
+    remap: Option<Vec<Option<usize>>>,
+    layout: ScanLayout,
+    visit: &'v mut RowVisitor<'p>,
+    progressed: &'v mut bool,
+}
+
+impl ResultSink for ScanSink<'_, '_, '_> {
+    fn column(&mut self, i: usize, name: &[u8]) {
+        if !self.handler {
+            return;
+        }
+        let same = self
+            .table
+            .columns
+            .get(i)
+            .is_some_and(|c| c.name.as_bytes() == name);
+        if same && self.remap.is_none() {
+            return;
+        }
+        // The table changed: find our columns by name.
+        let map = self.remap.get_or_insert_with(|| {
+            let mut m: Vec<Option<usize>> = (0..self.table.columns.len())
+                .map(|c| (c < i).then_some(c))
+                .collect();
+            m.resize(self.table.columns.len(), None);
+            m
+        });
+        if let Some(c) = self
+            .table
+            .columns
+            .iter()
+            .position(|c| c.name.as_bytes().eq_ignore_ascii_case(name))
+        {
+            map[c] = Some(i);
+        }
+    }
+
+    fn row(&mut self, payload: &[u8], row: &TextRow) -> bool {
+        if self.lost_a_column() {
+            // Never answer a dropped column as NULL.
+            return false;
+        }
+        *self.progressed = true;
+        let columns = if self.handler {
+            Columns::Table {
+                opened: self.opened,
+                remap: self.remap.as_deref(),
+            }
+        } else {
+            Columns::Offset(0)
+        };
+        let view = TextRowView {
+            payload,
+            row,
+            columns,
+            ncols: self.opened.len(),
+            layout: self.layout,
+        };
+        (self.visit)(self.scan_no, &view) == ScanStep::Continue
+    }
 }
 
 #[cfg(test)]
@@ -403,9 +742,74 @@ mod tests {
     use super::*;
 
     #[test]
-    fn padding_is_a_power_of_two() {
-        assert_eq!(padded(1), 1);
-        assert_eq!(padded(3), 4);
-        assert_eq!(padded(64), 64);
+    fn canonical_keys() {
+        let int = ColumnKind::Integer {
+            min: -128,
+            max: 127,
+        };
+        for ok in ["0", "127", "-128", "5"] {
+            assert!(canonical(&int, ok.as_bytes()), "{ok}");
+        }
+        for no in ["", "-", "-0", "007", "128", "-129", "1a", " 1", "+1", "1.0"] {
+            assert!(!canonical(&int, no.as_bytes()), "{no}");
+        }
+        let text = ColumnKind::Text {
+            charset: "utf8mb4".into(),
+            max_chars: 3,
+        };
+        assert!(canonical(&text, "aé€".as_bytes()));
+        assert!(!canonical(&text, b"abcd"));
+        assert!(!canonical(&text, b"\xff"));
+        let bin = ColumnKind::Bytes {
+            max_len: 4,
+            fixed: true,
+        };
+        assert!(canonical(&bin, b"abcd") && !canonical(&bin, b"abc"));
+        assert!(!canonical(&ColumnKind::Other { cast: None }, b"2020-01-01"));
+    }
+
+    #[test]
+    fn literals_follow_the_column() {
+        let mut sql = Vec::new();
+        let text = ColumnKind::Text {
+            charset: "latin1".into(),
+            max_chars: 10,
+        };
+        push_literal(&mut sql, &text, Some(b"a'b"));
+        assert_eq!(sql, b"_latin1'a\\'b'");
+        sql.clear();
+        let utf = ColumnKind::Text {
+            charset: "utf8mb4".into(),
+            max_chars: 10,
+        };
+        push_literal(&mut sql, &utf, Some(b"\xff"));
+        assert_eq!(sql, b"CONVERT(_binary'\xff' USING utf8mb4)");
+        sql.clear();
+        push_literal(&mut sql, &ColumnKind::Other { cast: None }, None);
+        assert_eq!(sql, b"NULL");
+    }
+
+    #[test]
+    fn stored_values() {
+        let int = ColumnKind::Integer {
+            min: -128,
+            max: 127,
+        };
+        let mut sql = Vec::new();
+        push_stored(&mut sql, &int, Some(b"12"));
+        assert_eq!(sql, b"12");
+        sql.clear();
+        push_stored(&mut sql, &int, Some(b"1.7"));
+        assert_eq!(
+            String::from_utf8_lossy(&sql),
+            "LEAST(GREATEST(CAST(_binary'1.7' AS DECIMAL(65,0)), -128), 127)"
+        );
+        sql.clear();
+        let bin = ColumnKind::Bytes {
+            max_len: 4,
+            fixed: true,
+        };
+        push_stored(&mut sql, &bin, Some(b"B"));
+        assert_eq!(sql, b"CAST(_binary'B' AS BINARY(4))");
     }
 }

@@ -1,0 +1,352 @@
+//! `SqliteConn`: one event loop's handles on the db files, opened on first
+//! use, and a write group's transactions.
+//!
+//! A write group gives each db file its own transaction (SQLite cannot
+//! commit WAL files atomically together), so every write is answered by its
+//! own file's outcome. A writer never waits for a file's lock: when another
+//! process holds it, the write fails with `Busy` before doing anything and
+//! the group committer tries it again later, while other files go on.
+
+use super::meta::describe_table;
+use super::scan::{next_row, ScanStatements, SqliteRow};
+use super::stmt::RawStatement;
+use super::{open_db, refused, Synchronous};
+use crate::backend::write_sql::{self, WritePlaceholders};
+use crate::backend::{
+    CommitFailure, RowVisitor, Scan, ScanStep, StorageConn, StorageError, TableMeta,
+};
+use hs_proto::Value;
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::Connection;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// A scan hands the thread back to the event loop after running this long,
+/// so one long scan cannot hold up the loop's other connections.
+const SCAN_SLICE: Duration = Duration::from_millis(2);
+/// Rows between two looks at the clock.
+const ROWS_PER_CLOCK_CHECK: u64 = 128;
+
+/// One db file: its connection, its prepared scans, its part of a group.
+struct DbFile {
+    /// Declared before `conn`: statements are finalized before it closes.
+    scans: ScanStatements,
+    begin: RawStatement,
+    commit: RawStatement,
+    group: DbGroup,
+    conn: Connection,
+}
+
+/// A db file's transaction within the current write group.
+enum DbGroup {
+    /// Not written in this group (yet).
+    Idle,
+    /// `BEGIN IMMEDIATE` done; the group's writes to this file are pending.
+    Open,
+    /// The transaction is gone (SQLite rolled it back after an I/O error, a
+    /// full disk, ...): the file's writes in this group are lost, and its
+    /// later ones fail at once instead of running, and committing, alone.
+    Doomed(StorageError),
+}
+
+pub struct SqliteConn {
+    data_dir: PathBuf,
+    synchronous: Synchronous,
+    files: HashMap<String, DbFile>,
+    /// Between `begin` and `commit`: statements join their file's transaction.
+    in_write_group: bool,
+    /// Reused for write statements' text.
+    sql: Vec<u8>,
+}
+
+impl SqliteConn {
+    pub fn new(data_dir: PathBuf, synchronous: Synchronous) -> SqliteConn {
+        SqliteConn {
+            data_dir,
+            synchronous,
+            files: HashMap::new(),
+            in_write_group: false,
+            sql: Vec::with_capacity(256),
+        }
+    }
+
+    /// The db file's handle, opened on first use.
+    fn file(&mut self, db: &str) -> Result<&mut DbFile, StorageError> {
+        if !self.files.contains_key(db) {
+            let conn = open_db(&self.data_dir, db, false, self.synchronous)?;
+            let file = DbFile {
+                scans: ScanStatements::default(),
+                begin: RawStatement::prepare(&conn, "BEGIN")?,
+                commit: RawStatement::prepare(&conn, "COMMIT")?,
+                group: DbGroup::Idle,
+                conn,
+            };
+            self.files.insert(db.to_string(), file);
+        }
+        self.files
+            .get_mut(db)
+            .ok_or_else(|| StorageError::OpenTable(db.to_string()))
+    }
+
+    /// The db file's handle; inside a write group with its transaction begun.
+    fn file_for_group(&mut self, db: &str) -> Result<&mut DbFile, StorageError> {
+        let in_write_group = self.in_write_group;
+        let file = self.file(db)?;
+        if in_write_group {
+            match &file.group {
+                DbGroup::Open => {}
+                DbGroup::Doomed(e) => return Err(e.clone()),
+                DbGroup::Idle => {
+                    // Never wait for another writer here: the committer
+                    // retries a busy file later.
+                    let _ = file.conn.busy_timeout(Duration::ZERO);
+                    let begun = file.conn.execute_batch("BEGIN IMMEDIATE").map_err(refused);
+                    let _ = file.conn.busy_timeout(super::READ_BUSY_TIMEOUT);
+                    match begun {
+                        Ok(()) => file.group = DbGroup::Open,
+                        Err(e @ StorageError::Busy(_)) => return Err(e),
+                        Err(e) => {
+                            file.group = DbGroup::Doomed(e.clone());
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(file)
+    }
+
+    /// Runs one write statement (text in `self.sql`) in its file's group
+    /// transaction. When SQLite answers an error by rolling back the whole
+    /// transaction (it does for a full disk or an I/O error), the file's
+    /// group is doomed.
+    fn write_statement(
+        &mut self,
+        db: &str,
+        bind: impl FnOnce(&mut rusqlite::CachedStatement<'_>) -> Result<(), StorageError>,
+    ) -> Result<u64, StorageError> {
+        let in_write_group = self.in_write_group;
+        let sql = std::mem::take(&mut self.sql);
+        let result = (|| {
+            let file = self.file_for_group(db)?;
+            let text = std::str::from_utf8(&sql).map_err(|_| StorageError::Refused {
+                code: 1,
+                message: "statement text is not UTF-8".into(),
+            })?;
+            let result: Result<u64, StorageError> = (|| {
+                let mut stmt = file.conn.prepare_cached(text).map_err(refused)?;
+                bind(&mut stmt)?;
+                stmt.raw_execute().map_err(refused)?;
+                Ok(file.conn.last_insert_rowid() as u64)
+            })();
+            if let Err(e) = &result {
+                if in_write_group && file.conn.is_autocommit() {
+                    file.group = DbGroup::Doomed(e.clone());
+                }
+            }
+            result
+        })();
+        self.sql = sql;
+        result
+    }
+
+    async fn run_scans(
+        &mut self,
+        scans: &[Scan<'_>],
+        visit: &mut RowVisitor<'_>,
+    ) -> Result<(), StorageError> {
+        let mut slice_start = Instant::now();
+        let mut rows = 0u64;
+        for (n, scan) in scans.iter().enumerate() {
+            let file = self.file_for_group(&scan.index.table.db)?;
+            let st = file.scans.get(&file.conn, scan)?;
+            st.bind(scan)?;
+            let ncols = scan.index.columns.len();
+            let result = loop {
+                match next_row(&mut st.stmt) {
+                    Ok(true) => {}
+                    Ok(false) => break Ok(()),
+                    Err(e) => break Err(e),
+                }
+                let row = SqliteRow {
+                    stmt: &st.stmt,
+                    ncols,
+                    layout: st.layout,
+                };
+                if visit(n, &row) == ScanStep::Stop {
+                    break Ok(());
+                }
+                rows += 1;
+                if rows.is_multiple_of(ROWS_PER_CLOCK_CHECK) && slice_start.elapsed() >= SCAN_SLICE
+                {
+                    // Let the loop's other connections run; this connection
+                    // is ours alone (checked out), so the open statement
+                    // waits safely.
+                    tokio::task::yield_now().await;
+                    slice_start = Instant::now();
+                }
+            };
+            st.stmt.reset();
+            result?;
+        }
+        Ok(())
+    }
+}
+
+/// Binds bytes as TEXT without a UTF-8 check: values are binary-safe.
+fn text(v: Option<&[u8]>) -> ToSqlOutput<'_> {
+    ToSqlOutput::Borrowed(match v {
+        Some(b) => ValueRef::Text(b),
+        None => ValueRef::Null,
+    })
+}
+
+impl StorageConn for SqliteConn {
+    async fn describe(&mut self, db: &str, table: &str) -> Result<TableMeta, StorageError> {
+        let file = self.file(db)?;
+        // The table may have changed: statements prepared for it go.
+        file.scans.clear();
+        describe_table(&file.conn, db, table)
+    }
+
+    async fn scan_many(
+        &mut self,
+        scans: &[Scan<'_>],
+        visit: &mut RowVisitor<'_>,
+    ) -> Result<(), StorageError> {
+        // Several scans outside a write group share one read transaction:
+        // one snapshot and one round of WAL locking per batch instead of one
+        // per statement.
+        let batch_db = match scans {
+            [first, _, ..] if !self.in_write_group => Some(first.index.table.db.as_str()),
+            _ => None,
+        };
+        if let Some(db) = batch_db {
+            let file = self.file(db)?;
+            file.begin.step()?;
+            file.begin.reset();
+        }
+        let result = self.run_scans(scans, visit).await;
+        if let Some(db) = batch_db {
+            let file = self.file(db)?;
+            let end = file.commit.step();
+            file.commit.reset();
+            if end.is_err() && !file.conn.is_autocommit() {
+                let _ = file.conn.execute_batch("ROLLBACK");
+            }
+            if result.is_ok() {
+                end?;
+            }
+        }
+        result
+    }
+
+    async fn insert(
+        &mut self,
+        table: &TableMeta,
+        columns: &[usize],
+        values: &[Option<&[u8]>],
+    ) -> Result<Option<u64>, StorageError> {
+        self.sql.clear();
+        if columns.is_empty() {
+            self.sql.extend_from_slice(b"INSERT INTO ");
+            self.sql.extend_from_slice(table.table_sql.as_bytes());
+            self.sql.extend_from_slice(b" DEFAULT VALUES");
+        } else {
+            write_sql::insert(table, columns, &mut WritePlaceholders, &mut self.sql);
+        }
+        let id = self.write_statement(&table.db, |stmt| {
+            for (i, v) in values.iter().enumerate() {
+                stmt.raw_bind_parameter(i + 1, text(*v)).map_err(refused)?;
+            }
+            Ok(())
+        })?;
+        Ok(table.has_autoincrement.then_some(id))
+    }
+
+    async fn update(
+        &mut self,
+        table: &TableMeta,
+        locator: &[Value],
+        columns: &[usize],
+        values: &[Option<&[u8]>],
+    ) -> Result<(), StorageError> {
+        self.sql.clear();
+        write_sql::update(table, columns, &mut WritePlaceholders, &mut self.sql);
+        self.write_statement(&table.db, |stmt| {
+            let params = values
+                .iter()
+                .copied()
+                .chain(locator.iter().map(|l| l.as_deref()));
+            for (i, v) in params.enumerate() {
+                stmt.raw_bind_parameter(i + 1, text(v)).map_err(refused)?;
+            }
+            Ok(())
+        })
+        .map(|_| ())
+    }
+
+    async fn delete(&mut self, table: &TableMeta, locator: &[Value]) -> Result<(), StorageError> {
+        self.sql.clear();
+        write_sql::delete(table, &mut WritePlaceholders, &mut self.sql);
+        self.write_statement(&table.db, |stmt| {
+            for (i, l) in locator.iter().enumerate() {
+                stmt.raw_bind_parameter(i + 1, text(l.as_deref()))
+                    .map_err(refused)?;
+            }
+            Ok(())
+        })
+        .map(|_| ())
+    }
+
+    async fn begin(&mut self) -> Result<(), StorageError> {
+        // Each db file gets its BEGIN lazily, on first use in the group.
+        self.in_write_group = true;
+        Ok(())
+    }
+
+    async fn commit(&mut self) -> Result<(), CommitFailure> {
+        self.in_write_group = false;
+        let mut lost = Vec::new();
+        let mut first_error = None;
+        for (name, f) in self.files.iter_mut() {
+            let outcome = match std::mem::replace(&mut f.group, DbGroup::Idle) {
+                DbGroup::Idle => continue,
+                DbGroup::Open => {
+                    let r = f.commit.step().map(|_| ());
+                    f.commit.reset();
+                    r
+                }
+                DbGroup::Doomed(e) => Err(e),
+            };
+            if let Err(e) = outcome {
+                if !f.conn.is_autocommit() {
+                    let _ = f.conn.execute_batch("ROLLBACK");
+                }
+                lost.push(name.clone());
+                first_error.get_or_insert(e);
+            }
+        }
+        match first_error {
+            None => Ok(()),
+            Some(error) => Err(CommitFailure {
+                error,
+                dbs: Some(lost),
+            }),
+        }
+    }
+
+    async fn rollback(&mut self) {
+        self.in_write_group = false;
+        for f in self.files.values_mut() {
+            if !matches!(
+                std::mem::replace(&mut f.group, DbGroup::Idle),
+                DbGroup::Idle
+            ) && !f.conn.is_autocommit()
+            {
+                let _ = f.conn.execute_batch("ROLLBACK");
+            }
+        }
+    }
+}

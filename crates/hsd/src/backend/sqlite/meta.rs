@@ -1,0 +1,205 @@
+//! A table's columns and indexes from SQLite's catalog, as `TableMeta`.
+
+use super::{quote, refused};
+use crate::backend::{ColumnKind, ColumnMeta, IndexMeta, StorageError, TableMeta};
+use rusqlite::Connection;
+
+/// SQLite's names for the rowid, in the order hsd tries them.
+const ROWID_ALIASES: [&str; 3] = ["rowid", "_rowid_", "oid"];
+
+/// What SQLite makes of a declared type (its affinity rules), for literals
+/// and key checks.
+fn column_kind(declared: &str) -> ColumnKind {
+    let t = declared.to_ascii_uppercase();
+    if t.contains("INT") {
+        ColumnKind::Integer {
+            min: i128::from(i64::MIN),
+            max: i128::from(i64::MAX),
+        }
+    } else if t.contains("CHAR") || t.contains("CLOB") || t.contains("TEXT") {
+        ColumnKind::Text {
+            charset: "utf8".into(),
+            max_chars: u64::MAX,
+        }
+    } else if t.contains("BLOB") || t.is_empty() {
+        ColumnKind::Bytes {
+            max_len: u64::MAX,
+            fixed: false,
+        }
+    } else {
+        ColumnKind::Other { cast: None }
+    }
+}
+
+/// Reads a table's columns and indexes from SQLite's catalog.
+pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableMeta, StorageError> {
+    let not_found = || StorageError::OpenTable(format!("no table {db}.{table}"));
+    let exists: bool = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+            [table],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(refused)?
+        > 0;
+    if !exists || table.starts_with("sqlite_") {
+        return Err(not_found());
+    }
+    let table_sql = quote(table);
+
+    // (name, declared type, pk ordinal)
+    let mut stmt = conn
+        .prepare_cached("SELECT name, type, pk FROM pragma_table_info(?1) ORDER BY cid")
+        .map_err(refused)?;
+    let cols: Vec<(String, String, i64)> = stmt
+        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .map_err(refused)?
+        .collect::<Result<_, _>>()
+        .map_err(refused)?;
+    let columns: Vec<ColumnMeta> = cols
+        .iter()
+        .map(|(name, ty, _)| ColumnMeta {
+            name: name.clone(),
+            name_sql: quote(name),
+            select_sql: format!("CAST({} AS TEXT)", quote(name)),
+            is_blob: ty.to_ascii_uppercase().contains("BLOB"),
+            kind: column_kind(ty),
+        })
+        .collect();
+    let position = |name: &str| cols.iter().position(|(n, _, _)| n == name);
+
+    let without_rowid: bool = conn
+        .query_row(
+            "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
+            [table],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(refused)?
+        != 0;
+    // The name that reaches the rowid: a user column called `rowid` shadows
+    // that alias (and would make every row look alike), so take the first of
+    // SQLite's three aliases no column uses. None when all three are taken.
+    let rowid_name: Option<&str> = if without_rowid {
+        None
+    } else {
+        ROWID_ALIASES
+            .into_iter()
+            .find(|alias| !cols.iter().any(|(n, _, _)| n.eq_ignore_ascii_case(alias)))
+    };
+    let mut pk: Vec<(i64, String)> = cols
+        .iter()
+        .filter(|(_, _, p)| *p > 0)
+        .map(|(n, _, p)| (*p, n.clone()))
+        .collect();
+    pk.sort();
+    let pk_names: Vec<String> = pk.into_iter().map(|(_, n)| n).collect();
+    let pk_cols: Vec<String> = pk_names.iter().map(|n| quote(n)).collect();
+    let pk_positions: Vec<Option<usize>> = pk_names.iter().map(|n| position(n)).collect();
+    let rowid_alias = !without_rowid
+        && pk_cols.len() == 1
+        && cols.iter().any(|(n, ty, p)| {
+            *p > 0 && ty.eq_ignore_ascii_case("INTEGER") && quote(n) == pk_cols[0]
+        });
+
+    // Indexes in creation order: (name, origin, partial).
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT il.name, il.origin, il.partial FROM pragma_index_list(?1) AS il \
+             LEFT JOIN sqlite_schema s ON s.type = 'index' AND s.name = il.name \
+             ORDER BY s.rowid, il.seq DESC",
+        )
+        .map_err(refused)?;
+    let index_list: Vec<(String, String, i64)> = stmt
+        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .map_err(refused)?
+        .collect::<Result<_, _>>()
+        .map_err(refused)?;
+
+    // What orders equal keys of a secondary index: the rowid, or the primary
+    // key of a WITHOUT ROWID table (a shadowed rowid leaves the index order).
+    let tiebreak: Vec<String> = match rowid_name {
+        Some(r) => vec![r.to_string()],
+        None if without_rowid => pk_cols.clone(),
+        None => Vec::new(),
+    };
+    let mut indexes = Vec::new();
+    // PRIMARY: the rowid alias, the declared primary key, or the bare rowid.
+    let pk_index_name = index_list
+        .iter()
+        .find(|(_, origin, _)| origin == "pk")
+        .map(|(n, _, _)| n.clone());
+    if rowid_alias || without_rowid {
+        indexes.push(IndexMeta {
+            name: "PRIMARY".into(),
+            key_sql: pk_cols.clone(),
+            key_columns: pk_positions.clone(),
+            tiebreak_sql: Vec::new(),
+            from_sql: table_sql.clone(),
+            unique: true,
+            ordered: true,
+        });
+    } else if let (false, Some(pk_name)) = (pk_cols.is_empty(), &pk_index_name) {
+        indexes.push(IndexMeta {
+            name: "PRIMARY".into(),
+            key_sql: pk_cols.clone(),
+            key_columns: pk_positions.clone(),
+            tiebreak_sql: Vec::new(),
+            from_sql: format!("{table_sql} INDEXED BY {}", quote(pk_name)),
+            unique: true,
+            ordered: true,
+        });
+    } else if let Some(r) = rowid_name {
+        indexes.push(IndexMeta {
+            name: "PRIMARY".into(),
+            key_sql: vec![r.to_string()],
+            key_columns: vec![None],
+            tiebreak_sql: Vec::new(),
+            from_sql: table_sql.clone(),
+            unique: true,
+            ordered: true,
+        });
+    }
+    for (name, origin, partial) in &index_list {
+        if origin == "pk" || *partial != 0 {
+            continue;
+        }
+        let mut stmt = conn
+            .prepare_cached("SELECT name FROM pragma_index_info(?1) ORDER BY seqno")
+            .map_err(refused)?;
+        let key_cols: Vec<Option<String>> = stmt
+            .query_map([name], |r| r.get(0))
+            .map_err(refused)?
+            .collect::<Result<_, _>>()
+            .map_err(refused)?;
+        // Expression indexes cannot be addressed by column; leave them out.
+        let Some(key_names) = key_cols.into_iter().collect::<Option<Vec<_>>>() else {
+            continue;
+        };
+        indexes.push(IndexMeta {
+            name: name.clone(),
+            key_sql: key_names.iter().map(|c| quote(c)).collect(),
+            key_columns: key_names.iter().map(|c| position(c)).collect(),
+            tiebreak_sql: tiebreak.clone(),
+            from_sql: format!("{table_sql} INDEXED BY {}", quote(name)),
+            // Not used by this backend, which runs every scan on its own.
+            unique: false,
+            ordered: true,
+        });
+    }
+    // How an UPDATE/DELETE finds the row a scan chose: the rowid when it can
+    // be named, else the declared primary key; with neither, modify answers
+    // an error rather than guess.
+    let locator_sql = match rowid_name {
+        Some(r) => vec![r.to_string()],
+        None => pk_cols,
+    };
+    Ok(TableMeta {
+        db: db.to_string(),
+        name: table.to_string(),
+        columns,
+        indexes,
+        locator_sql,
+        table_sql,
+        has_autoincrement: rowid_alias,
+    })
+}

@@ -1,0 +1,180 @@
+//! Running scans on one db file, with statements prepared once per opened
+//! index: the plain shapes (no NULL key, no filter) sit in a small array
+//! indexed by op and key count; other shapes in a map by `ScanShape`.
+
+use super::stmt::{RawStatement, Step};
+use crate::backend::scan_sql::{self, Dialect, Param, Placeholders, ScanLayout, ScanShape};
+use crate::backend::{FilterMode, RowView, Scan, StorageError};
+use hs_proto::{FindOp, Value};
+use rusqlite::Connection;
+use std::collections::HashMap;
+
+const DIALECT: Dialect = Dialect { lock_suffix: "" };
+
+/// Most key columns a plain shape is kept in the array for; longer keys use
+/// the map (indexes that wide are rare).
+const PLAIN_KEYS: usize = 8;
+/// Most opened indexes one db file keeps statements for; beyond, they are
+/// dropped and prepared again on use.
+const MAX_INDEXES: usize = 1024;
+/// Most statements of other shapes per opened index.
+const MAX_SHAPED: usize = 64;
+
+/// A scan statement and how to bind and read it.
+pub struct ScanStatement {
+    pub stmt: RawStatement,
+    params: Vec<Param>,
+    pub layout: ScanLayout,
+}
+
+impl ScanStatement {
+    fn prepare(conn: &Connection, scan: &Scan<'_>) -> Result<ScanStatement, StorageError> {
+        let mut sink = Placeholders::default();
+        let mut sql = Vec::with_capacity(256);
+        let layout = scan_sql::build(scan, DIALECT, &mut sink, &mut sql);
+        let sql = String::from_utf8(sql).map_err(|_| StorageError::Refused {
+            code: 1,
+            message: "statement text is not UTF-8".into(),
+        })?;
+        Ok(ScanStatement {
+            stmt: RawStatement::prepare(conn, &sql)?,
+            params: sink.params,
+            layout,
+        })
+    }
+
+    /// Binds the scan's values. They must stay alive until `reset`.
+    pub fn bind(&mut self, scan: &Scan<'_>) -> Result<(), StorageError> {
+        for (i, p) in self.params.iter().enumerate() {
+            match *p {
+                Param::Key(k) => self.stmt.bind_text(i + 1, scan.keys[k])?,
+                Param::Filter(f) => self
+                    .stmt
+                    .bind_text(i + 1, scan.filters[f].value.as_deref())?,
+                Param::Limit => self
+                    .stmt
+                    .bind_int(i + 1, i64::try_from(scan.fetch).unwrap_or(i64::MAX))?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The statements of one opened index on one db file.
+#[derive(Default)]
+struct IndexStatements {
+    /// Plain shapes: `[op][key count - 1][with locator]`.
+    plain: Vec<Option<ScanStatement>>,
+    shaped: HashMap<ScanShape, ScanStatement>,
+}
+
+/// Every scan statement of one db file, by opened index.
+#[derive(Default)]
+pub struct ScanStatements {
+    by_index: HashMap<u64, IndexStatements>,
+}
+
+fn op_number(op: FindOp) -> usize {
+    match op {
+        FindOp::Eq => 0,
+        FindOp::Gt => 1,
+        FindOp::Ge => 2,
+        FindOp::Lt => 3,
+        FindOp::Le => 4,
+    }
+}
+
+/// The array slot of a plain scan, or `None` for another shape.
+fn plain_slot(scan: &Scan<'_>) -> Option<usize> {
+    let n = scan.keys.len();
+    if scan.filter_mode != FilterMode::None
+        || n == 0
+        || n > PLAIN_KEYS
+        || scan.keys.iter().any(Option::is_none)
+    {
+        return None;
+    }
+    Some((op_number(scan.op) * PLAIN_KEYS + (n - 1)) * 2 + usize::from(scan.with_locator))
+}
+
+impl ScanStatements {
+    /// The statement for `scan`, prepared on first use.
+    pub fn get(
+        &mut self,
+        conn: &Connection,
+        scan: &Scan<'_>,
+    ) -> Result<&mut ScanStatement, StorageError> {
+        if self.by_index.len() >= MAX_INDEXES && !self.by_index.contains_key(&scan.index.id) {
+            self.by_index.clear();
+        }
+        let entry = self.by_index.entry(scan.index.id).or_default();
+        match plain_slot(scan) {
+            Some(slot) => {
+                if entry.plain.len() <= slot {
+                    entry.plain.resize_with(slot + 1, || None);
+                }
+                let cell = &mut entry.plain[slot];
+                if cell.is_none() {
+                    *cell = Some(ScanStatement::prepare(conn, scan)?);
+                }
+                cell.as_mut().ok_or_else(|| StorageError::Refused {
+                    code: 1,
+                    message: "statement vanished".into(),
+                })
+            }
+            None => {
+                let shape = ScanShape::of(scan);
+                if !entry.shaped.contains_key(&shape) {
+                    if entry.shaped.len() >= MAX_SHAPED {
+                        entry.shaped.clear();
+                    }
+                    let s = ScanStatement::prepare(conn, scan)?;
+                    entry.shaped.insert(shape.clone(), s);
+                }
+                entry
+                    .shaped
+                    .get_mut(&shape)
+                    .ok_or_else(|| StorageError::Refused {
+                        code: 1,
+                        message: "statement vanished".into(),
+                    })
+            }
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.by_index.clear();
+    }
+}
+
+/// The current row of a scan statement, as the executor sees it.
+pub struct SqliteRow<'s> {
+    pub stmt: &'s RawStatement,
+    pub ncols: usize,
+    pub layout: ScanLayout,
+}
+
+impl RowView for SqliteRow<'_> {
+    fn column(&self, i: usize) -> Option<&[u8]> {
+        self.stmt.column(i)
+    }
+
+    fn filter_state(&self) -> i64 {
+        if !self.layout.has_state {
+            return 0;
+        }
+        self.stmt.column_int(self.ncols)
+    }
+
+    fn locator(&self) -> Vec<Value> {
+        let start = self.ncols + usize::from(self.layout.has_state);
+        (start..start + self.layout.locator_len)
+            .map(|i| self.stmt.column(i).map(<[u8]>::to_vec))
+            .collect()
+    }
+}
+
+/// Steps `stmt` once; `Ok(false)` at the end.
+pub fn next_row(stmt: &mut RawStatement) -> Result<bool, StorageError> {
+    Ok(stmt.step()? == Step::Row)
+}

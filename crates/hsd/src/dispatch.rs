@@ -1,0 +1,190 @@
+//! Where every request runs: the one place that decides it.
+//!
+//! # The thread map
+//!
+//! ```text
+//! hsd-main     signals, the accept loops of both ports, the admin endpoint.
+//!              Hands each accepted socket to the event loop with the fewest
+//!              connections of its port (once per connection).
+//! hsd-read-N   --threads event loops for the read port.
+//! hsd-write-N  --threads-wr event loops for the write port.
+//! ```
+//!
+//! An event loop is a thread with its own single-threaded runtime. It owns
+//! its client connections and its storage connections, and runs everything
+//! of theirs itself, so a request never changes threads on its way through
+//! hsd:
+//!
+//! - `P` and finds: on the embedded store, in the client connection's own
+//!   task, at once, on a storage connection checked out of the loop's pool
+//!   (finds a connection pipelined share one read transaction). On MySQL,
+//!   through the loop's read batcher: each of its `links` tasks owns a
+//!   server connection and, whenever it is free, takes everything the
+//!   loop's connections queued meanwhile and runs it as one batch (grouped
+//!   lookups, one round trip). A lone request runs at once.
+//! - Writes (write loops only): through the loop's group committer, one task
+//!   owning one storage connection, which runs every write queued meanwhile
+//!   in one transaction, commits once, and only then answers.
+//!
+//! Work for storage yields to the loop's other connections: the read
+//! batcher and committer take bounded batches, inline finds spend tokio's
+//! cooperative budget, and an embedded-store scan hands the thread back
+//! every couple of milliseconds.
+
+use crate::backend::{Backend, OpenedIndex, ReadPlacement, StorageConn, ERR_UNAVAILABLE};
+use crate::exec::{self, Catalog, ReadTask, WriteTask};
+use crate::group_commit::GroupCommitter;
+use crate::metrics::Metrics;
+use crate::read_batch::ReadBatcher;
+use hs_proto::{ErrorKind, OpenIndexRequest, ResponseWriter};
+use std::cell::RefCell;
+use std::sync::Arc;
+
+/// Which port an event loop serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortKind {
+    /// Finds only; writes answer `readonly`.
+    Read,
+    Write,
+}
+
+/// What every event loop shares.
+pub struct Shared<B: Backend> {
+    pub backend: Arc<B>,
+    pub catalog: Arc<Catalog>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl<B: Backend> Clone for Shared<B> {
+    fn clone(&self) -> Self {
+        Shared {
+            backend: self.backend.clone(),
+            catalog: self.catalog.clone(),
+            metrics: self.metrics.clone(),
+        }
+    }
+}
+
+/// One event loop's way to storage.
+pub struct Dispatcher<B: Backend> {
+    shared: Shared<B>,
+    reads: ReadPath<B::Conn>,
+    writes: Option<GroupCommitter<B::Conn>>,
+}
+
+enum ReadPath<C> {
+    Inline(ConnPool<C>),
+    Batched(ReadBatcher<C>),
+}
+
+/// Storage connections of the loop for inline work; one is checked out per
+/// running request batch (usually just one exists).
+struct ConnPool<C> {
+    idle: RefCell<Vec<C>>,
+}
+
+/// Most idle connections a pool keeps.
+const POOL_KEEP: usize = 4;
+
+impl<B: Backend> Dispatcher<B> {
+    /// Builds the loop's storage side; must run inside the loop's `LocalSet`
+    /// (it starts the batcher and committer tasks there).
+    pub fn new(kind: PortKind, shared: Shared<B>) -> Dispatcher<B> {
+        let reads = match shared.backend.read_placement() {
+            ReadPlacement::Inline => ReadPath::Inline(ConnPool {
+                idle: RefCell::new(Vec::new()),
+            }),
+            ReadPlacement::Batched { links } => {
+                ReadPath::Batched(ReadBatcher::start(shared.clone(), links))
+            }
+        };
+        let writes = (kind == PortKind::Write).then(|| GroupCommitter::start(shared.clone()));
+        Dispatcher {
+            shared,
+            reads,
+            writes,
+        }
+    }
+
+    /// Resolves a `P`.
+    pub async fn open(&self, req: OpenIndexRequest) -> Result<Arc<OpenedIndex>, ErrorKind> {
+        match &self.reads {
+            ReadPath::Inline(pool) => {
+                let Some(mut conn) = pool.checkout(&self.shared).await else {
+                    return Err(ErrorKind::OpenTable);
+                };
+                let result = exec::open_index(&mut conn, &self.shared.catalog, &req).await;
+                pool.checkin(conn);
+                result
+            }
+            ReadPath::Batched(batcher) => batcher.open(req).await,
+        }
+    }
+
+    /// Runs finds that arrived together on one client connection; returns
+    /// their answers, in order.
+    pub async fn reads(&self, mut tasks: Vec<ReadTask>) -> Vec<ResponseWriter> {
+        match &self.reads {
+            ReadPath::Inline(pool) => {
+                // Give the loop's other connections a turn now and then.
+                tokio::task::consume_budget().await;
+                match pool.checkout(&self.shared).await {
+                    Some(mut conn) => {
+                        exec::run_reads(&mut conn, &mut tasks).await;
+                        pool.checkin(conn);
+                    }
+                    None => {
+                        for t in &mut tasks {
+                            t.out.error(ErrorKind::Storage(ERR_UNAVAILABLE));
+                        }
+                    }
+                }
+                tasks.into_iter().map(|t| t.out).collect()
+            }
+            ReadPath::Batched(batcher) => batcher.reads(tasks).await,
+        }
+    }
+
+    /// Runs writes that arrived together on one client connection; returns
+    /// their answers once committed. `None` on a read loop.
+    pub async fn writes(&self, tasks: Vec<WriteTask>) -> Option<Vec<ResponseWriter>> {
+        match &self.writes {
+            Some(committer) => Some(committer.run(tasks).await),
+            None => None,
+        }
+    }
+
+    /// Finishes queued work: the batcher and committer run what they hold,
+    /// commit, and stop.
+    pub async fn shut_down(&self) {
+        if let ReadPath::Batched(b) = &self.reads {
+            b.shut_down().await;
+        }
+        if let Some(c) = &self.writes {
+            c.shut_down().await;
+        }
+    }
+}
+
+impl<C: StorageConn> ConnPool<C> {
+    async fn checkout<B: Backend<Conn = C>>(&self, shared: &Shared<B>) -> Option<C> {
+        let idle = self.idle.borrow_mut().pop();
+        match idle {
+            Some(c) => Some(c),
+            None => match shared.backend.connect().await {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::warn!(error = %e, target = %shared.backend.describe_target(), "cannot connect to storage");
+                    None
+                }
+            },
+        }
+    }
+
+    fn checkin(&self, conn: C) {
+        let mut idle = self.idle.borrow_mut();
+        if idle.len() < POOL_KEEP {
+            idle.push(conn);
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Event loops: threads that each own their client connections and the
+//! storage connections serving them (the thread map is in `dispatch`).
+//!
+//! The main thread accepts and hands each socket to a loop; from then on
+//! everything about that connection happens on the loop's thread. On
+//! shutdown a loop lets its connections finish the requests they read, up
+//! to the drain timeout, closes whatever is left, then lets its committer
+//! commit what it holds.
+
+use crate::backend::Backend;
+use crate::connection::{self, Close, ConnectionLimits};
+use crate::dispatch::{Dispatcher, PortKind, Shared};
+use crate::session::{PortContext, Session};
+use crate::shutdown::Shutdown;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+
+/// How long a client may take to complete its TLS handshake.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An accepted connection on its way to a loop.
+pub struct Incoming {
+    pub stream: std::net::TcpStream,
+    pub peer: SocketAddr,
+    /// Its place under --max-connections, given back when it closes.
+    pub permit: OwnedSemaphorePermit,
+}
+
+/// What the connections of one port get.
+#[derive(Clone)]
+pub struct PortSettings {
+    pub kind: PortKind,
+    pub secret: Option<Vec<u8>>,
+    pub limits: ConnectionLimits,
+    pub tls: Option<TlsAcceptor>,
+    /// How long shutdown waits for connections to finish what they read.
+    pub drain: Duration,
+}
+
+/// The main thread's handle on a loop.
+pub struct EventLoop {
+    tx: mpsc::UnboundedSender<Incoming>,
+    connections: Arc<AtomicUsize>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl EventLoop {
+    pub fn spawn<B: Backend>(
+        name: String,
+        port: PortSettings,
+        shared: Shared<B>,
+        shutdown: Shutdown,
+    ) -> std::io::Result<EventLoop> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let count = connections.clone();
+        let thread = std::thread::Builder::new().name(name.clone()).spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    tracing::error!(error = %e, loop_name = %name, "cannot start an event loop");
+                    return;
+                }
+            };
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&runtime, run_loop(port, shared, rx, count, shutdown));
+        })?;
+        Ok(EventLoop {
+            tx,
+            connections,
+            thread: Some(thread),
+        })
+    }
+
+    /// Client connections the loop holds now.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::Relaxed)
+    }
+
+    /// Gives the loop a new connection.
+    pub fn hand(&self, incoming: Incoming) -> Result<(), Incoming> {
+        self.connections.fetch_add(1, Ordering::Relaxed);
+        self.tx.send(incoming).map_err(|e| {
+            self.connections.fetch_sub(1, Ordering::Relaxed);
+            e.0
+        })
+    }
+
+    /// Waits for the loop's thread to end (after shutdown).
+    pub fn join(mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+async fn run_loop<B: Backend>(
+    port: PortSettings,
+    shared: Shared<B>,
+    mut rx: mpsc::UnboundedReceiver<Incoming>,
+    count: Arc<AtomicUsize>,
+    mut shutdown: Shutdown,
+) {
+    let dispatcher = Rc::new(Dispatcher::new(port.kind, shared.clone()));
+    let context = Rc::new(PortContext {
+        kind: port.kind,
+        secret: port.secret.clone(),
+        metrics: shared.metrics.clone(),
+    });
+    let mut clients = JoinSet::new();
+    loop {
+        tokio::select! {
+            incoming = rx.recv() => match incoming {
+                Some(incoming) => {
+                    clients.spawn_local(serve_client(
+                        incoming,
+                        context.clone(),
+                        dispatcher.clone(),
+                        port.clone(),
+                        shutdown.clone(),
+                        count.clone(),
+                    ));
+                }
+                None => break,
+            },
+            _ = shutdown.recv() => break,
+            Some(_) = clients.join_next(), if !clients.is_empty() => {}
+        }
+    }
+    // Connections see the shutdown too: each finishes what it read.
+    let drained = tokio::time::timeout(port.drain, async {
+        while clients.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            open = clients.len(),
+            "connections still busy after the drain timeout; closing them"
+        );
+        clients.abort_all();
+        while clients.join_next().await.is_some() {}
+    }
+    dispatcher.shut_down().await;
+}
+
+async fn serve_client<B: Backend>(
+    incoming: Incoming,
+    context: Rc<PortContext>,
+    dispatcher: Rc<Dispatcher<B>>,
+    port: PortSettings,
+    shutdown: Shutdown,
+    count: Arc<AtomicUsize>,
+) {
+    let Incoming {
+        stream,
+        peer,
+        permit,
+    } = incoming;
+    // Counted until the task ends, even when shutdown aborts it.
+    let _open = OpenConnection::new(context.metrics.clone(), count, permit);
+    let why = match stream
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::TcpStream::from_std(stream))
+    {
+        Ok(stream) => {
+            let _ = stream.set_nodelay(true);
+            let session = Session::new(context, dispatcher);
+            match port.tls {
+                None => connection::serve(stream, session, port.limits, shutdown).await,
+                Some(acceptor) => {
+                    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
+                    {
+                        Ok(Ok(tls)) => connection::serve(tls, session, port.limits, shutdown).await,
+                        _ => {
+                            tracing::debug!(%peer, "TLS handshake failed");
+                            Close::Io
+                        }
+                    }
+                }
+            }
+        }
+        Err(e) => {
+            tracing::debug!(%peer, error = %e, "cannot register the connection");
+            Close::Io
+        }
+    };
+    tracing::debug!(%peer, ?why, "connection closed");
+}
+
+/// A client connection's place in the counts, given back on drop.
+struct OpenConnection {
+    metrics: Arc<crate::metrics::Metrics>,
+    count: Arc<AtomicUsize>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl OpenConnection {
+    fn new(
+        metrics: Arc<crate::metrics::Metrics>,
+        count: Arc<AtomicUsize>,
+        permit: OwnedSemaphorePermit,
+    ) -> OpenConnection {
+        metrics.open_connections.inc();
+        OpenConnection {
+            metrics,
+            count,
+            _permit: permit,
+        }
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.metrics.open_connections.dec();
+        self.count.fetch_sub(1, Ordering::Relaxed);
+    }
+}

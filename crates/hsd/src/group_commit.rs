@@ -1,0 +1,257 @@
+//! The group committer of a write event loop: one task owning one storage
+//! connection. It takes every write the loop's client connections queued
+//! meanwhile, runs them in one transaction, commits once, and only then
+//! answers; a lone write runs at once.
+//!
+//! Writes to a db file another process holds locked are not waited for:
+//! they stay queued (in order, behind nothing else) and are tried again
+//! with each later group and after short pauses, while writes to other
+//! files go on. After `BUSY_BUDGET` they are answered with the busy error.
+
+use crate::backend::{Backend, StorageConn, ERR_BUSY, ERR_UNAVAILABLE};
+use crate::dispatch::Shared;
+use crate::exec::{self, WriteOutcome, WriteTask};
+use hs_proto::{ErrorKind, ResponseWriter};
+use std::cell::{Cell, RefCell};
+use std::collections::{HashSet, VecDeque};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tokio::sync::{oneshot, Notify};
+
+/// Most writes in one group: bounds a group's latency and memory.
+const MAX_GROUP_WRITES: usize = 1024;
+/// How long writes wait for a db file another process keeps locked.
+const BUSY_BUDGET: Duration = Duration::from_secs(10);
+/// Pauses between tries on a locked file, growing to the last one.
+const BUSY_PAUSES_MS: [u64; 6] = [1, 2, 5, 10, 20, 50];
+
+struct WriteJob {
+    tasks: Vec<WriteTask>,
+    /// Which tasks have their answer.
+    answered: Vec<bool>,
+    /// Since when some task of this job finds its file locked.
+    busy_since: Option<Instant>,
+    reply: oneshot::Sender<Vec<ResponseWriter>>,
+}
+
+struct Queue {
+    jobs: RefCell<VecDeque<WriteJob>>,
+    work: Notify,
+    stopping: Cell<bool>,
+    running: Cell<bool>,
+    stopped: Notify,
+}
+
+pub struct GroupCommitter<C> {
+    queue: Rc<Queue>,
+    _conn: std::marker::PhantomData<C>,
+}
+
+impl<C: StorageConn + 'static> GroupCommitter<C> {
+    /// Starts the committer task on the current `LocalSet`.
+    pub fn start<B: Backend<Conn = C>>(shared: Shared<B>) -> GroupCommitter<C> {
+        let queue = Rc::new(Queue {
+            jobs: RefCell::new(VecDeque::new()),
+            work: Notify::new(),
+            stopping: Cell::new(false),
+            running: Cell::new(true),
+            stopped: Notify::new(),
+        });
+        tokio::task::spawn_local(run(shared, queue.clone()));
+        GroupCommitter {
+            queue,
+            _conn: std::marker::PhantomData,
+        }
+    }
+
+    /// Runs the writes of one client connection's batch; returns their
+    /// answers once committed.
+    pub async fn run(&self, tasks: Vec<WriteTask>) -> Vec<ResponseWriter> {
+        let n = tasks.len();
+        if self.queue.stopping.get() {
+            return failed(n, ERR_UNAVAILABLE);
+        }
+        let (reply, rx) = oneshot::channel();
+        self.queue.jobs.borrow_mut().push_back(WriteJob {
+            answered: vec![false; n],
+            tasks,
+            busy_since: None,
+            reply,
+        });
+        self.queue.work.notify_one();
+        rx.await.unwrap_or_else(|_| failed(n, ERR_UNAVAILABLE))
+    }
+
+    /// Commits what is queued, then stops.
+    pub async fn shut_down(&self) {
+        self.queue.stopping.set(true);
+        while self.queue.running.get() {
+            let stopped = self.queue.stopped.notified();
+            if !self.queue.running.get() {
+                break;
+            }
+            self.queue.work.notify_one();
+            stopped.await;
+        }
+    }
+}
+
+fn failed(n: usize, code: u32) -> Vec<ResponseWriter> {
+    (0..n)
+        .map(|_| {
+            let mut w = ResponseWriter::new();
+            w.error(ErrorKind::Storage(code));
+            w
+        })
+        .collect()
+}
+
+async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>) {
+    let mut conn: Option<B::Conn> = None;
+    // Jobs taken but not fully answered (some writes wait on a locked file).
+    let mut active: Vec<WriteJob> = Vec::new();
+    let mut pause = 0usize;
+    loop {
+        let work = queue.work.notified();
+        take_jobs(&queue, &mut active);
+        if active.is_empty() {
+            if queue.stopping.get() {
+                break;
+            }
+            work.await;
+            continue;
+        }
+        if conn.is_none() {
+            match shared.backend.connect().await {
+                Ok(c) => conn = Some(c),
+                Err(e) => {
+                    tracing::warn!(error = %e, target = %shared.backend.describe_target(), "cannot connect to storage");
+                    for job in active.drain(..) {
+                        let _ = job.reply.send(failed(job.tasks.len(), e.client_code()));
+                    }
+                    continue;
+                }
+            }
+        }
+        let Some(c) = conn.as_mut() else { continue };
+        let busy = commit_group(c, &shared, &mut active).await;
+        answer_finished(&mut active);
+        if busy {
+            // Some file is locked from outside: pause a little (or until
+            // new writes come), then try again.
+            let wait = Duration::from_millis(BUSY_PAUSES_MS[pause.min(BUSY_PAUSES_MS.len() - 1)]);
+            pause += 1;
+            tokio::select! {
+                _ = work => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+        } else {
+            pause = 0;
+        }
+    }
+    queue.running.set(false);
+    queue.stopped.notify_waiters();
+}
+
+/// Moves queued jobs into `active`, up to `MAX_GROUP_WRITES` writes.
+fn take_jobs(queue: &Queue, active: &mut Vec<WriteJob>) {
+    let mut jobs = queue.jobs.borrow_mut();
+    let mut n: usize = active.iter().map(|j| j.tasks.len()).sum();
+    while let Some(job) = jobs.front() {
+        if n > 0 && n + job.tasks.len() > MAX_GROUP_WRITES {
+            break;
+        }
+        n += job.tasks.len();
+        if let Some(job) = jobs.pop_front() {
+            active.push(job);
+        }
+    }
+}
+
+/// Runs every unanswered write of `active` in one transaction and commits.
+/// Returns whether some write found its file locked.
+async fn commit_group<B: Backend>(
+    conn: &mut B::Conn,
+    shared: &Shared<B>,
+    active: &mut [WriteJob],
+) -> bool {
+    let started = Instant::now();
+    if let Err(e) = conn.begin().await {
+        tracing::warn!(error = %e, "begin failed");
+        for job in active.iter_mut() {
+            for (t, done) in job.tasks.iter_mut().zip(job.answered.iter_mut()) {
+                if !*done {
+                    t.out.clear();
+                    t.out.error(ErrorKind::Storage(e.client_code()));
+                    *done = true;
+                }
+            }
+        }
+        return false;
+    }
+    // Files found locked in this group: their later writes wait too, so
+    // each file's writes keep their order.
+    let mut locked: HashSet<String> = HashSet::new();
+    let mut ran: Vec<(usize, usize)> = Vec::new();
+    let mut writes = 0;
+    for (j, job) in active.iter_mut().enumerate() {
+        for (i, task) in job.tasks.iter_mut().enumerate() {
+            if job.answered[i] || locked.contains(&task.index.table.db) {
+                continue;
+            }
+            match exec::run_write(conn, task).await {
+                WriteOutcome::Answered => {
+                    job.answered[i] = true;
+                    ran.push((j, i));
+                    writes += 1;
+                }
+                WriteOutcome::Busy => {
+                    locked.insert(task.index.table.db.clone());
+                    job.busy_since.get_or_insert_with(Instant::now);
+                }
+            }
+        }
+    }
+    shared.metrics.group_commit_size.observe(writes as f64);
+    if let Err(failure) = conn.commit().await {
+        tracing::warn!(error = %failure.error, dbs = ?failure.dbs, "group commit failed; the writes it rolled back are answered with the error");
+        conn.rollback().await;
+        let code = failure.error.client_code();
+        for &(j, i) in &ran {
+            let task = &mut active[j].tasks[i];
+            if failure.lost(&task.index.table.db) {
+                task.out.clear();
+                task.out.error(ErrorKind::Storage(code));
+            }
+        }
+    }
+    tracing::trace!(writes, elapsed = ?started.elapsed(), "group committed");
+    // Writes that waited too long on a locked file give up.
+    for job in active.iter_mut() {
+        if job.busy_since.is_some_and(|t| t.elapsed() >= BUSY_BUDGET) {
+            for (t, done) in job.tasks.iter_mut().zip(job.answered.iter_mut()) {
+                if !*done {
+                    t.out.clear();
+                    t.out.error(ErrorKind::Storage(ERR_BUSY));
+                    *done = true;
+                }
+            }
+        }
+    }
+    !locked.is_empty()
+}
+
+/// Answers and drops the jobs whose every write is answered.
+fn answer_finished(active: &mut Vec<WriteJob>) {
+    let mut i = 0;
+    while i < active.len() {
+        if active[i].answered.iter().all(|&a| a) {
+            let job = active.remove(i);
+            let _ = job
+                .reply
+                .send(job.tasks.into_iter().map(|t| t.out).collect());
+        } else {
+            i += 1;
+        }
+    }
+}

@@ -33,6 +33,27 @@ pub fn mysql_url() -> Option<String> {
     }
 }
 
+/// The original HandlerSocket plugin's read and write ports, which
+/// `scripts/mariadb.sh` loads into the private MariaDB and exports. In CI
+/// their absence is a failure, as for `mysql_url`.
+pub fn original_ports() -> Option<(u16, u16)> {
+    let port = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u16>().ok());
+    match (
+        port("HSD_HS_ORIGINAL_PORT"),
+        port("HSD_HS_ORIGINAL_PORT_WR"),
+    ) {
+        (Some(r), Some(w)) => Some((r, w)),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "HSD_HS_ORIGINAL_PORT(_WR) not set: CI must run the conformance tests (scripts/test.sh sets them)"
+            );
+            eprintln!("original plugin ports not set: skipping (run scripts/test.sh)");
+            None
+        }
+    }
+}
+
 pub struct TestServer {
     pub backend: Backend,
     /// The database (SQLite file name / MariaDB schema) this test owns.

@@ -1,0 +1,133 @@
+//! Documented exceptions: the only places where hsd may answer differently
+//! from the original, each because matching it would crash the server, open a
+//! hole or corrupt data. Each has a name, a reason and a predicate on
+//! (request line, plugin answer, hsd answer); each is also a named test in
+//! crates/hsd/tests/conformance.rs. Nothing else belongs here.
+
+pub struct Exception {
+    pub name: &'static str,
+    pub reason: &'static str,
+    /// True when this difference is the documented one.
+    pub applies: fn(request: &[u8], plugin: &[u8], hsd: &[u8]) -> bool,
+}
+
+pub fn exceptions() -> Vec<Exception> {
+    vec![
+        Exception {
+            name: "index_id_above_65535",
+            reason: "the original sizes a per-connection table by the index id a client \
+                     sends (P 4294967295 makes mariadbd allocate about 4 billion entries \
+                     and abort); hsd refuses ids above 65535 with 2 1 stmtnum",
+            applies: |request, _plugin, hsd| {
+                hsd == b"2\t1\tstmtnum" && index_id(request).is_some_and(|id| id > 65_535)
+            },
+        },
+        Exception {
+            name: "view_open_crashes_original",
+            reason: "opening a view through the original crashes mariadbd (seen with \
+                     P 0 mysql user ...); hsd answers 1 1 open_table",
+            applies: |request, plugin, hsd| {
+                request.starts_with(b"P\t") && plugin.is_empty() && hsd == b"1\t1\topen_table"
+            },
+        },
+        Exception {
+            name: "line_starting_with_q_or_slash",
+            reason: "on the original a read buffer starting with Q shuts the listener \
+                     down for every client and one starting with / drops the connection; \
+                     hsd answers 2 1 cmd",
+            applies: |request, _plugin, hsd| {
+                matches!(request.first(), Some(b'Q' | b'/')) && hsd == b"2\t1\tcmd"
+            },
+        },
+    ]
+}
+
+/// The index id a `P` or find/insert line names, read as the original reads
+/// numbers (leading digits, wrapping at 2^32).
+pub fn index_id(request: &[u8]) -> Option<u32> {
+    let mut tokens = request.split(|&b| b == b'\t');
+    let first = tokens.next()?;
+    let token = if first == b"P" {
+        tokens.next()?
+    } else if first.first().is_some_and(u8::is_ascii_digit) {
+        first
+    } else {
+        return None;
+    };
+    Some(wrapping_u32(token))
+}
+
+/// Leading decimal digits, wrapping at 2^32, as the original's number reader.
+pub fn wrapping_u32(token: &[u8]) -> u32 {
+    let mut v: u32 = 0;
+    for &b in token {
+        if !b.is_ascii_digit() {
+            break;
+        }
+        v = v.wrapping_mul(10).wrapping_add(u32::from(b - b'0'));
+    }
+    v
+}
+
+/// The first exception that covers this difference, if any.
+pub fn matching(request: &[u8], plugin: &[u8], hsd: &[u8]) -> Option<&'static str> {
+    exceptions()
+        .into_iter()
+        .find(|e| (e.applies)(request, plugin, hsd))
+        .map(|e| e.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn big_index_ids_are_excepted_only_when_hsd_says_stmtnum() {
+        let p = b"P\t65536\tdb\tt\tPRIMARY\tid";
+        assert_eq!(
+            matching(p, b"0\t1", b"2\t1\tstmtnum"),
+            Some("index_id_above_65535")
+        );
+        assert_eq!(matching(p, b"0\t1", b"0\t1"), None);
+        let small = b"P\t65535\tdb\tt\tPRIMARY\tid";
+        assert_eq!(matching(small, b"0\t1", b"2\t1\tstmtnum"), None);
+        // 4294967296 wraps to 0 on the original: not a big id, no exception.
+        let wrapped = b"4294967296\t=\t1\t1";
+        assert_eq!(matching(wrapped, b"0\t1\t1", b"2\t1\tstmtnum"), None);
+        assert_eq!(
+            matching(b"65537\t=\t1\t1", b"0\t1\t1", b"2\t1\tstmtnum"),
+            Some("index_id_above_65535")
+        );
+    }
+
+    #[test]
+    fn view_and_q_lines() {
+        assert_eq!(
+            matching(b"P\t0\tmysql\tuser\t\tUser", b"", b"1\t1\topen_table"),
+            Some("view_open_crashes_original")
+        );
+        assert_eq!(
+            matching(b"Q", b"", b"2\t1\tcmd"),
+            Some("line_starting_with_q_or_slash")
+        );
+        assert_eq!(
+            matching(b"/x", b"", b"2\t1\tcmd"),
+            Some("line_starting_with_q_or_slash")
+        );
+        assert_eq!(matching(b"X", b"2\t1\tcmd", b"2\t1\top"), None);
+    }
+
+    #[test]
+    fn wrapping_numbers() {
+        assert_eq!(wrapping_u32(b"4294967297"), 1);
+        assert_eq!(wrapping_u32(b"12ab"), 12);
+        assert_eq!(wrapping_u32(b"x"), 0);
+    }
+
+    #[test]
+    fn every_exception_has_a_reason() {
+        for e in exceptions() {
+            assert!(e.reason.len() > 40, "{}", e.name);
+        }
+    }
+}

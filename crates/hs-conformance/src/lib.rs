@@ -1,0 +1,25 @@
+//! hs-conformance: the differential conformance suite. The same seeded request
+//! streams go to the original HandlerSocket plugin (the reference) and to hsd;
+//! every answer is compared byte for byte and, after writes, the two copies of
+//! the tables row by row. A failing stream is reduced to a short transcript.
+//!
+//! - `tables`, `schema`, `values`: what the requests run on and with.
+//! - `generate`: the seeded generator (segments of steps on two connections).
+//! - `target`, `store`: the servers' HandlerSocket ports and SQL copies.
+//! - `runner`: replays steps on both and finds the first difference.
+//! - `reduce`: shrinks a failing segment.
+//! - `exceptions`: the documented differences allowed.
+//! - `suite`: long and short runs over many seeds.
+
+pub mod exceptions;
+pub mod generate;
+pub mod line;
+pub mod reduce;
+pub mod rng;
+pub mod runner;
+pub mod schema;
+pub mod store;
+pub mod suite;
+pub mod tables;
+pub mod target;
+pub mod values;

@@ -1,0 +1,271 @@
+//! The SQL side of a target: creates and resets its copy of the tables, and
+//! reads a table's rows back for the row-by-row comparison. MariaDB through
+//! the `mysql` crate, hsd's embedded store through SQLite directly (its files
+//! are ordinary SQLite databases, readable while hsd runs).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use mysql::prelude::Queryable;
+
+use crate::schema::Table;
+
+/// One row: each value as the database's text form, NULL as None.
+pub type Row = Vec<Option<Vec<u8>>>;
+
+pub enum Store {
+    Mysql {
+        conn: Box<mysql::Conn>,
+        db: String,
+    },
+    Sqlite {
+        conn: rusqlite::Connection,
+        path: PathBuf,
+    },
+}
+
+impl Store {
+    /// A MariaDB database `db` on the server at `url` (created if missing).
+    pub fn mysql(url: &str, db: &str) -> Result<Store> {
+        let opts = mysql::Opts::from_url(url).with_context(|| format!("bad MariaDB URL {url}"))?;
+        let mut conn = mysql::Conn::new(opts).with_context(|| format!("connect to {url}"))?;
+        conn.query_drop("SET SESSION lock_wait_timeout = 20")
+            .context("set lock_wait_timeout")?;
+        conn.query_drop(format!(
+            "CREATE DATABASE IF NOT EXISTS `{db}` CHARACTER SET utf8mb4"
+        ))
+        .with_context(|| format!("create database {db}"))?;
+        Ok(Store::Mysql {
+            conn: Box::new(conn),
+            db: db.to_string(),
+        })
+    }
+
+    /// The SQLite file hsd's embedded store keeps for database `db` in `data_dir`.
+    pub fn sqlite(data_dir: &std::path::Path, db: &str) -> Result<Store> {
+        let path = data_dir.join(format!("{db}.sqlite"));
+        let conn = rusqlite::Connection::open(&path)
+            .with_context(|| format!("open {}", path.display()))?;
+        conn.busy_timeout(Duration::from_secs(20))
+            .context("set busy timeout")?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .context("WAL mode")?;
+        Ok(Store::Sqlite { conn, path })
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Store::Mysql { db, .. } => format!("MariaDB database {db}"),
+            Store::Sqlite { path, .. } => format!("SQLite file {}", path.display()),
+        }
+    }
+
+    /// Recreates `table` (MariaDB: DROP and CREATE; SQLite: CREATE once, then
+    /// DELETE and reset its auto-increment sequence) and inserts its seed rows.
+    pub fn reset(&mut self, table: &Table) -> Result<()> {
+        match self {
+            Store::Mysql { conn, db } => {
+                let name = table.name;
+                conn.query_drop(format!("DROP TABLE IF EXISTS `{db}`.`{name}`"))
+                    .with_context(|| format!("drop {db}.{name}"))?;
+                conn.query_drop(format!("USE `{db}`"))
+                    .with_context(|| format!("use {db}"))?;
+                conn.query_drop(table.mysql_create())
+                    .with_context(|| format!("create {db}.{name}"))?;
+                conn.query_drop(mysql_insert(table))
+                    .with_context(|| format!("seed {db}.{name}"))?;
+                check_mysql_index_order(conn, db, table)
+            }
+            Store::Sqlite { conn, .. } => {
+                let name = table.name;
+                let exists: bool = conn
+                    .query_row(
+                        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                        [name],
+                        |r| r.get::<_, i64>(0),
+                    )
+                    .with_context(|| format!("look up {name}"))?
+                    > 0;
+                let tx = conn.transaction().context("begin")?;
+                if !exists {
+                    for stmt in table.sqlite_create() {
+                        tx.execute(&stmt, [])
+                            .with_context(|| format!("run {stmt}"))?;
+                    }
+                }
+                tx.execute(&format!("DELETE FROM \"{name}\""), [])
+                    .with_context(|| format!("empty {name}"))?;
+                let has_seq: i64 = tx
+                    .query_row(
+                        "SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_sequence'",
+                        [],
+                        |r| r.get(0),
+                    )
+                    .context("look up sqlite_sequence")?;
+                if has_seq > 0 {
+                    tx.execute("DELETE FROM sqlite_sequence WHERE name = ?1", [name])
+                        .context("reset sequence")?;
+                }
+                let marks = vec!["?"; table.columns.len()].join(",");
+                let sql = format!("INSERT INTO \"{name}\" VALUES ({marks})");
+                for row in &table.seed_rows {
+                    tx.execute(&sql, rusqlite::params_from_iter(row.iter()))
+                        .with_context(|| format!("seed {name}"))?;
+                }
+                tx.commit().context("commit reset")
+            }
+        }
+    }
+
+    /// Every row of `table`, in primary-key order.
+    pub fn rows(&mut self, table: &Table) -> Result<Vec<Row>> {
+        let order = table
+            .primary()
+            .parts
+            .iter()
+            .map(|p| format!("`{p}`"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let cols = table
+            .columns
+            .iter()
+            .map(|c| format!("`{}`", c.name))
+            .collect::<Vec<_>>()
+            .join(",");
+        match self {
+            Store::Mysql { conn, db } => {
+                let sql = format!(
+                    "SELECT {cols} FROM `{db}`.`{}` ORDER BY {order}",
+                    table.name
+                );
+                let mut out = Vec::new();
+                let mut result = conn.query_iter(&sql).with_context(|| sql.clone())?;
+                while let Some(set) = result.iter() {
+                    for row in set {
+                        let row = row.with_context(|| format!("read a row of {sql}"))?;
+                        out.push(row.unwrap().into_iter().map(mysql_text).collect());
+                    }
+                }
+                Ok(out)
+            }
+            Store::Sqlite { conn, .. } => {
+                let sql = format!(
+                    "SELECT {} FROM \"{}\" ORDER BY {}",
+                    cols.replace('`', "\""),
+                    table.name,
+                    order.replace('`', "\"")
+                );
+                let mut stmt = conn.prepare(&sql).with_context(|| sql.clone())?;
+                let n = table.columns.len();
+                let rows = stmt
+                    .query_map([], |r| {
+                        (0..n)
+                            .map(|i| r.get_ref(i).map(sqlite_text))
+                            .collect::<rusqlite::Result<Row>>()
+                    })
+                    .with_context(|| sql.clone())?;
+                rows.collect::<rusqlite::Result<Vec<Row>>>()
+                    .with_context(|| format!("read rows of {sql}"))
+            }
+        }
+    }
+}
+
+fn mysql_insert(table: &Table) -> String {
+    let rows: Vec<String> = table
+        .seed_rows
+        .iter()
+        .map(|r| {
+            let vals: Vec<String> = r
+                .iter()
+                .map(|v| match v {
+                    None => "NULL".to_string(),
+                    Some(s) => mysql::Value::Bytes(s.as_bytes().to_vec()).as_sql(false),
+                })
+                .collect();
+            format!("({})", vals.join(","))
+        })
+        .collect();
+    format!("INSERT INTO `{}` VALUES {}", table.name, rows.join(","))
+}
+
+/// The generator numbers indexes as declared; MariaDB must agree, or numeric
+/// index names in `P` would mean different indexes to it and to us.
+fn check_mysql_index_order(conn: &mut mysql::Conn, db: &str, table: &Table) -> Result<()> {
+    let sql = format!("SHOW INDEX FROM `{db}`.`{}`", table.name);
+    let rows: Vec<mysql::Row> = conn.query(&sql).with_context(|| sql.clone())?;
+    let mut names: Vec<String> = Vec::new();
+    for r in rows {
+        let name: String = r
+            .get_opt(2)
+            .and_then(|v| v.ok())
+            .context("SHOW INDEX without Key_name")?;
+        if names.last() != Some(&name) {
+            names.push(name);
+        }
+    }
+    let want: Vec<&str> = table.indexes.iter().map(|i| i.name).collect();
+    if names != want {
+        bail!(
+            "table {}: MariaDB orders its indexes {names:?}, the suite declares {want:?}",
+            table.name
+        );
+    }
+    Ok(())
+}
+
+fn mysql_text(v: mysql::Value) -> Option<Vec<u8>> {
+    match v {
+        mysql::Value::NULL => None,
+        mysql::Value::Bytes(b) => Some(b),
+        other => Some(other.as_sql(true).trim_matches('\'').as_bytes().to_vec()),
+    }
+}
+
+fn sqlite_text(v: rusqlite::types::ValueRef<'_>) -> Option<Vec<u8>> {
+    use rusqlite::types::ValueRef;
+    match v {
+        ValueRef::Null => None,
+        ValueRef::Integer(i) => Some(i.to_string().into_bytes()),
+        ValueRef::Real(f) => Some(f.to_string().into_bytes()),
+        ValueRef::Text(t) => Some(t.to_vec()),
+        ValueRef::Blob(b) => Some(b.to_vec()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tables::lite_tables;
+
+    #[test]
+    fn sqlite_reset_and_rows_roundtrip() {
+        let dir = std::env::temp_dir().join(format!("hs-conformance-store-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let mut store = Store::sqlite(&dir, "unit").expect("open sqlite");
+        for t in lite_tables() {
+            store.reset(&t).expect("reset");
+            store.reset(&t).expect("reset twice");
+            // the seed rows are written in primary-key order
+            let want: Vec<Row> = t
+                .seed_rows
+                .iter()
+                .map(|r| r.iter().map(|v| v.map(|s| s.as_bytes().to_vec())).collect())
+                .collect();
+            assert_eq!(store.rows(&t).expect("rows"), want, "{}", t.name);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn mysql_insert_quotes_values() {
+        let t = &lite_tables()[0];
+        let sql = mysql_insert(t);
+        assert!(
+            sql.starts_with("INSERT INTO `lite_items` VALUES ('1','1','apple','10')"),
+            "{sql}"
+        );
+        assert!(sql.contains("NULL"));
+    }
+}

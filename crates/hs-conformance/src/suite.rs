@@ -1,0 +1,150 @@
+//! Runs many segments (one per seed) through the runner: counts requests and
+//! differences by class, reduces the first case of each class to a short
+//! transcript. Used by the long-run binary and the short CI test.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+
+use crate::generate::{segment, Step};
+use crate::reduce::reduce;
+use crate::runner::{transcript, Runner};
+use crate::tables::{lite_tables, mysql_tables};
+use crate::values::Range;
+
+/// Which pair of servers is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Plugin vs hsd on MariaDB: every column type.
+    Mysql,
+    /// Plugin vs hsd's embedded store: the type-independent part.
+    Sqlite,
+}
+
+impl Mode {
+    pub fn tables(self) -> Vec<crate::schema::Table> {
+        match self {
+            Mode::Mysql => mysql_tables(),
+            Mode::Sqlite => lite_tables(),
+        }
+    }
+
+    pub fn range(self) -> Range {
+        match self {
+            Mode::Mysql => Range::Full,
+            Mode::Sqlite => Range::TypeIndependent,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub mode: Mode,
+    pub first_seed: u64,
+    /// Stop once this many requests were sent to each server.
+    pub requests: usize,
+    /// Steps per segment (a segment starts from freshly reset tables).
+    pub segment_len: usize,
+    /// Reduce the first case of each difference class.
+    pub reduce: bool,
+    pub reduce_budget: usize,
+    /// Stop after this many differing segments (0: never stop early).
+    pub max_differences: usize,
+}
+
+/// One differing segment.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub seed: u64,
+    pub signature: String,
+    /// The reduced transcript (or the whole segment's when not reduced).
+    pub transcript: String,
+    /// How many steps the transcript has, and how many the segment had up to the difference.
+    pub reduced_steps: usize,
+    pub original_steps: usize,
+}
+
+#[derive(Debug, Default)]
+pub struct Report {
+    pub requests: usize,
+    pub segments: usize,
+    /// Differences covered by a documented exception, by name.
+    pub excepted: BTreeMap<&'static str, usize>,
+    /// Differing segments by class.
+    pub classes: BTreeMap<String, usize>,
+    /// The first case of each class, with its transcript.
+    pub found: Vec<Found>,
+    pub differing_segments: usize,
+}
+
+impl Report {
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "{} requests in {} segments; {} segments differ ({} classes); {} excepted differences\n",
+            self.requests,
+            self.segments,
+            self.differing_segments,
+            self.classes.len(),
+            self.excepted.values().sum::<usize>()
+        );
+        for (name, n) in &self.excepted {
+            s.push_str(&format!("  excepted {name}: {n}\n"));
+        }
+        for (class, n) in &self.classes {
+            s.push_str(&format!("  {n:>5} x {class}\n"));
+        }
+        s
+    }
+}
+
+/// Runs segments with seeds `first_seed`, `first_seed + 1`, ... until
+/// `requests` requests were sent; `progress` sees the report after each.
+pub fn run(runner: &mut Runner, cfg: &Config, mut progress: impl FnMut(&Report)) -> Result<Report> {
+    let tables = cfg.mode.tables();
+    let mut report = Report::default();
+    let mut seed = cfg.first_seed;
+    while report.requests < cfg.requests {
+        let len = cfg.segment_len.min(cfg.requests - report.requests + 8);
+        let seg = segment(seed, len, &tables, cfg.mode.range());
+        let replay = runner
+            .run(&seg.steps)
+            .with_context(|| format!("segment seed {seed}"))?;
+        report.requests += replay.sent;
+        report.segments += 1;
+        for name in &replay.excepted {
+            *report.excepted.entry(name).or_default() += 1;
+        }
+        if let Some(diff) = &replay.difference {
+            report.differing_segments += 1;
+            let signature = diff.signature();
+            let count = report.classes.entry(signature.clone()).or_default();
+            *count += 1;
+            if *count == 1 {
+                let upto: Vec<Step> = seg.steps[..=diff.step].to_vec();
+                let steps = if cfg.reduce {
+                    reduce(runner, &upto, &signature, cfg.reduce_budget)
+                        .with_context(|| format!("reduce segment seed {seed}"))?
+                } else {
+                    upto.clone()
+                };
+                let shown = runner
+                    .run(&steps)
+                    .with_context(|| format!("replay reduced segment seed {seed}"))?;
+                report.found.push(Found {
+                    seed,
+                    signature,
+                    transcript: transcript(&shown),
+                    reduced_steps: steps.len(),
+                    original_steps: upto.len(),
+                });
+            }
+            if cfg.max_differences > 0 && report.differing_segments >= cfg.max_differences {
+                progress(&report);
+                break;
+            }
+        }
+        progress(&report);
+        seed += 1;
+    }
+    Ok(report)
+}

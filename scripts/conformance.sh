@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# scripts/conformance.sh: a long differential run of hsd against the original
+# HandlerSocket plugin, with fresh seeds.
+#
+# Starts (or reuses) the private MariaDB of scripts/mariadb.sh, which loads the
+# original plugin; builds hsd and hs-conformance; then runs hs-conformance,
+# which starts hsd itself, sends the same seeded request streams to both,
+# compares every answer and the rows left behind, and prints figures and, for
+# each class of difference, a reduced transcript. Exit code 1 when anything
+# differs.
+#
+# Usage: scripts/conformance.sh [mysql|sqlite|both] [extra hs-conformance args]
+#   default: both, 100000 requests each, a fresh seed from the clock.
+#   e.g.  scripts/conformance.sh mysql --requests 20000 --seed 42
+# Environment: HSD_MARIADB_DIR (see scripts/mariadb.sh), CONFORMANCE_REQUESTS.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$(pwd)
+
+which=${1:-both}
+case "$which" in
+    mysql|sqlite|both) shift || true ;;
+    -*) which=both ;;
+    *) echo "usage: $0 [mysql|sqlite|both] [hs-conformance args]" >&2; exit 2 ;;
+esac
+requests=${CONFORMANCE_REQUESTS:-100000}
+
+cargo build -j2 -p hsd -p hs-conformance
+bash "$ROOT/scripts/mariadb.sh" start
+eval "$(bash "$ROOT/scripts/mariadb.sh" env)"
+export HSD_TEST_MYSQL_URL HSD_HS_ORIGINAL_PORT HSD_HS_ORIGINAL_PORT_WR
+
+rc=0
+run() {
+    local backend=$1
+    shift
+    echo "== hs-conformance --backend $backend (started $(date -u +%FT%TZ))"
+    local data="$ROOT/target/conformance/$backend-data"
+    rm -rf "$data"
+    "$ROOT/target/debug/hs-conformance" --backend "$backend" --hsd "$ROOT/target/debug/hsd" \
+        --data-dir "$data" --requests "$requests" "$@" || rc=$?
+}
+if [[ $which == mysql || $which == both ]]; then run mysql "$@"; fi
+if [[ $which == sqlite || $which == both ]]; then run sqlite "$@"; fi
+exit "$rc"

@@ -9,7 +9,7 @@ share a connection: each request or pipeline holds it for its exchange.
 from __future__ import annotations
 
 import asyncio
-import ssl
+import select
 from typing import (
     Any,
     Iterable,
@@ -34,6 +34,17 @@ __all__ = ["AsyncConnection", "AsyncIndex", "AsyncPipeline", "connect_async"]
 T = TypeVar("T")
 
 _RECV_SIZE = 256 * 1024
+
+
+def _readable(fd: int) -> bool:
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([fd], [], [], 0)[0])  # pragma: no cover
+    except (OSError, ValueError):
+        return True
 
 
 class _ServerClosed(ConnectionError):
@@ -219,10 +230,8 @@ class AsyncConnection:
 
     async def _ready(self, check: bool) -> asyncio.StreamWriter:
         """The stream, opened and restored if needed (a write checks it first)."""
-        if self._stream is not None and check:
-            reader, writer = self._stream
-            if reader.at_eof() or reader.exception() is not None or writer.is_closing():
-                self._drop()
+        if self._stream is not None and check and not await self._alive(*self._stream):
+            self._drop()
         if self._stream is None:
             self._stream = await self._within(
                 asyncio.open_connection(
@@ -239,6 +248,19 @@ class AsyncConnection:
                 for call, reply in zip(restore, await self._read(len(restore))):
                     call.convert(reply)  # raises AuthError, OpenTableError...
         return self._stream[1]
+
+    @staticmethod
+    async def _alive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """False when the idle stream was closed by the server."""
+        sock = writer.get_extra_info("socket")
+        if sock is not None and _readable(sock.fileno()):
+            # Something came while no answer is due (an end of stream, or a
+            # TLS session ticket): give the transport a few loop turns to take it.
+            for _ in range(3):
+                if reader.at_eof():
+                    break
+                await asyncio.sleep(0)
+        return not (reader.at_eof() or reader.exception() is not None or writer.is_closing())
 
     async def _read(self, count: int) -> List[Reply]:
         assert self._stream is not None

@@ -24,6 +24,7 @@ from typing import (
     Literal,
     Optional,
     Sequence,
+    Tuple,
     TypeVar,
     Union,
     overload,
@@ -53,7 +54,7 @@ def tls_context(tls: TLS) -> Optional[ssl.SSLContext]:
     return tls
 
 
-def column_list(columns: Union[str, Sequence[str]]) -> tuple:
+def column_list(columns: Union[str, Sequence[str]]) -> Tuple[str, ...]:
     """``"a,b"`` or ``["a", "b"]`` as a tuple of names."""
     if isinstance(columns, str):
         return tuple(c for c in columns.split(",") if c)

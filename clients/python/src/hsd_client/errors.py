@@ -21,7 +21,7 @@ have been applied (the client never sends it again).
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 __all__ = [
     "HandlerSocketError",
@@ -78,7 +78,7 @@ class ServerError(HandlerSocketError):
         answer = f"{code} 1 {reason}".rstrip()
         super().__init__(f"server answered '{answer}'" + (f": {meaning}" if meaning else ""))
 
-    def __reduce__(self):  # keep code and reason through pickling
+    def __reduce__(self) -> Tuple[type, Tuple[int, str]]:  # keep code and reason through pickling
         return (type(self), (self.code, self.reason))
 
 

@@ -273,7 +273,7 @@ class PipelineCore:
     """Calls queued to be written at once; their answers come back in order.
 
     Each method takes the index first and the same arguments as that index's
-    method, queues the request, and returns its position in the results.
+    method, and queues the request; the results come back in queuing order.
     """
 
     def __init__(self) -> None:
@@ -282,17 +282,16 @@ class PipelineCore:
     def __len__(self) -> int:
         return len(self._calls)
 
-    def _add(self, call: Call[Any]) -> int:
+    def _add(self, call: Call[Any]) -> None:
         self._calls.append(call)
-        return len(self._calls) - 1
 
     def _take(self) -> List[Call[Any]]:
         calls, self._calls = self._calls, []
         return calls
 
-    def get(self, index: IndexCore[Any], key: Key) -> int:
+    def get(self, index: IndexCore[Any], key: Key) -> None:
         """Queue ``index.get(key)``: its result is the row or ``None``."""
-        return self._add(index.get_call(key))
+        self._add(index.get_call(key))
 
     def find(
         self,
@@ -305,9 +304,9 @@ class PipelineCore:
         in_column: Optional[int] = None,
         in_values: Optional[Sequence[Value]] = None,
         filters: Sequence[Filter] = (),
-    ) -> int:
+    ) -> None:
         """Queue ``index.find(...)``: its result is a list of rows."""
-        return self._add(index.find_call(key, op, limit, offset, in_column, in_values, filters))
+        self._add(index.find_call(key, op, limit, offset, in_column, in_values, filters))
 
     def find_in(
         self,
@@ -320,13 +319,13 @@ class PipelineCore:
         limit: Optional[int] = None,
         offset: int = 0,
         filters: Sequence[Filter] = (),
-    ) -> int:
+    ) -> None:
         """Queue ``index.find_in(...)``: its result is a list of rows."""
-        return self._add(index.find_in_call(values, column, prefix, op, limit, offset, filters))
+        self._add(index.find_in_call(values, column, prefix, op, limit, offset, filters))
 
-    def insert(self, index: IndexCore[Any], values: Key) -> int:
+    def insert(self, index: IndexCore[Any], values: Key) -> None:
         """Queue ``index.insert(values)``: its result is the auto-increment id or ``None``."""
-        return self._add(index.insert_call(values))
+        self._add(index.insert_call(values))
 
     def _modify(
         self,
@@ -341,8 +340,8 @@ class PipelineCore:
         in_values: Optional[Sequence[Value]],
         filters: Sequence[Filter],
         returning: bool,
-    ) -> int:
-        return self._add(
+    ) -> None:
+        self._add(
             index.modify_call(
                 mop, key, values, op, limit, offset, in_column, in_values, filters, returning
             )
@@ -361,9 +360,9 @@ class PipelineCore:
         in_values: Optional[Sequence[Value]] = None,
         filters: Sequence[Filter] = (),
         returning: bool = False,
-    ) -> int:
+    ) -> None:
         """Queue ``index.update(...)``: a row count, or the old rows with ``returning``."""
-        return self._modify(
+        self._modify(
             "U", index, key, values, op, limit, offset, in_column, in_values, filters, returning
         )
 
@@ -379,9 +378,9 @@ class PipelineCore:
         in_values: Optional[Sequence[Value]] = None,
         filters: Sequence[Filter] = (),
         returning: bool = False,
-    ) -> int:
+    ) -> None:
         """Queue ``index.delete(...)``: a row count, or the old rows with ``returning``."""
-        return self._modify(
+        self._modify(
             "D", index, key, None, op, limit, offset, in_column, in_values, filters, returning
         )
 
@@ -398,9 +397,9 @@ class PipelineCore:
         in_values: Optional[Sequence[Value]] = None,
         filters: Sequence[Filter] = (),
         returning: bool = False,
-    ) -> int:
+    ) -> None:
         """Queue ``index.increment(...)``: a row count, or the old rows with ``returning``."""
-        return self._modify(
+        self._modify(
             "+", index, key, values, op, limit, offset, in_column, in_values, filters, returning
         )
 
@@ -417,9 +416,9 @@ class PipelineCore:
         in_values: Optional[Sequence[Value]] = None,
         filters: Sequence[Filter] = (),
         returning: bool = False,
-    ) -> int:
+    ) -> None:
         """Queue ``index.decrement(...)``: a row count, or the old rows with ``returning``."""
-        return self._modify(
+        self._modify(
             "-", index, key, values, op, limit, offset, in_column, in_values, filters, returning
         )
 

@@ -464,8 +464,8 @@ class Index(IndexCore[V]):
 class Pipeline(PipelineCore):
     """Requests queued on a :class:`Connection`, written at once by :meth:`execute`.
 
-    ``p.get(users, 1)``, ``p.insert(log, [...])``: each returns the position
-    of its result in the list :meth:`execute` returns.
+    ``p.get(users, 1)``, ``p.insert(log, [...])``: each queues a request;
+    :meth:`execute` returns their results in the same order.
     """
 
     def __init__(self, connection: Connection) -> None:

@@ -56,6 +56,16 @@ def test_requests_need_the_secret(secured: tuple) -> None:
         assert reader.open_index(db, "emp", "PRIMARY", ["ename"]).get(9) == (b"KING",)
 
 
+def test_a_wrong_secret_can_be_replaced(secured: tuple) -> None:
+    proc, db = secured
+    with Connection(proc.host, proc.write_port, secret="wrong") as conn:
+        with pytest.raises(AuthError):
+            conn.open_index(db, "emp", "PRIMARY", ["ename"])
+        assert not conn.connected  # not left half set up
+        conn.auth(WRITE_SECRET)
+        assert conn.open_index(db, "emp", "PRIMARY", ["ename"]).get(9) == (b"KING",)
+
+
 def test_reconnect_authenticates_again(secured: tuple) -> None:
     proc, db = secured
     relay = Relay(proc.host, proc.write_port)
@@ -95,6 +105,15 @@ def test_async_reconnect_authenticates_again(secured: tuple) -> None:
             relay.cut()
             assert await emp.get(9) == (b"KING",)
             assert conn.connects == 2
+        async with AsyncConnection("127.0.0.1", relay.port, secret="wrong") as conn:
+            with pytest.raises(AuthError):
+                await conn.open_index(db, "emp", "PRIMARY", ["ename"])
+            with pytest.raises(AuthError):
+                await conn.auth("still wrong")
+            await conn.auth(WRITE_SECRET)
+            relay.cut()
+            emp = await conn.open_index(db, "emp", "PRIMARY", ["ename"])
+            assert await emp.get(9) == (b"KING",)
 
     try:
         asyncio.run(scenario())

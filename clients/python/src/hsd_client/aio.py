@@ -88,7 +88,6 @@ class AsyncConnection:
             try:
                 await self._ready(check=False)
             except OSError as exc:
-                self._drop()
                 raise NetworkError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
         return self
 
@@ -98,8 +97,8 @@ class AsyncConnection:
         self._drop()
         if stream is not None:
             try:
-                await stream[1].wait_closed()
-            except (OSError, asyncio.CancelledError):
+                await asyncio.wait_for(stream[1].wait_closed(), self.timeout)
+            except (OSError, asyncio.TimeoutError):
                 pass
 
     @property
@@ -119,9 +118,18 @@ class AsyncConnection:
     # -- requests -----------------------------------------------------------------
 
     async def auth(self, secret: Union[bytes, str]) -> None:
-        """Authenticate with a plain secret; it is sent again after every reconnect."""
-        await self._run(auth_call(secret))
-        self._session.secret = secret
+        """Authenticate with a plain secret; it is sent again after every reconnect.
+
+        A secret the server refuses (:class:`~hsd_client.AuthError`) is not kept.
+        """
+        call = auth_call(secret)
+        async with self._locked():
+            previous, self._session.secret = self._session.secret, secret
+            try:
+                call.convert((await self._exchange_locked([call]))[0])
+            except BaseException:
+                self._session.secret = previous
+                raise
 
     @overload
     async def open_index(
@@ -243,10 +251,14 @@ class AsyncConnection:
             )
             self.connects += 1
             restore = self._session.restore_calls()
-            if restore:
-                self._stream[1].write(b"".join(c.line for c in restore))
-                for call, reply in zip(restore, await self._read(len(restore))):
-                    call.convert(reply)  # raises AuthError, OpenTableError...
+            try:
+                if restore:
+                    self._stream[1].write(b"".join(c.line for c in restore))
+                    for call, reply in zip(restore, await self._read(len(restore))):
+                        call.convert(reply)  # raises AuthError, OpenTableError...
+            except BaseException:
+                self._drop()  # never use a connection left half restored
+                raise
         return self._stream[1]
 
     @staticmethod

@@ -105,7 +105,6 @@ class Connection:
             try:
                 self._ready(check=False)
             except OSError as exc:
-                self._drop()
                 raise NetworkError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
         return self
 
@@ -131,9 +130,17 @@ class Connection:
     # -- requests -----------------------------------------------------------------
 
     def auth(self, secret: Union[bytes, str]) -> None:
-        """Authenticate with a plain secret; it is sent again after every reconnect."""
-        self._run(auth_call(secret))
-        self._session.secret = secret
+        """Authenticate with a plain secret; it is sent again after every reconnect.
+
+        A secret the server refuses (:class:`~hsd_client.AuthError`) is not kept.
+        """
+        with self._lock:
+            previous, self._session.secret = self._session.secret, secret
+            try:
+                self._run(auth_call(secret))
+            except BaseException:
+                self._session.secret = previous
+                raise
 
     @overload
     def open_index(
@@ -235,10 +242,14 @@ class Connection:
         if self._sock is None:
             self._sock = self._open()
             restore = self._session.restore_calls()
-            if restore:
-                self._sock.sendall(b"".join(c.line for c in restore))
-                for call, reply in zip(restore, self._read(len(restore))):
-                    call.convert(reply)  # raises AuthError, OpenTableError...
+            try:
+                if restore:
+                    self._sock.sendall(b"".join(c.line for c in restore))
+                    for call, reply in zip(restore, self._read(len(restore))):
+                        call.convert(reply)  # raises AuthError, OpenTableError...
+            except BaseException:
+                self._drop()  # never use a connection left half restored
+                raise
         return self._sock
 
     def _open(self) -> socket.socket:

@@ -110,3 +110,19 @@ def test_line_buffer_splits_across_chunks() -> None:
     assert buf.pop() == b"0\t1\t5"
     assert buf.pop() == b""
     assert buf.pop() is None and len(buf) == 0
+
+
+def test_line_buffer_pops_many_lines_but_no_more_than_asked() -> None:
+    buf = protocol.LineBuffer()
+    buf.feed(b"0\t1\n1\t1\t121\n0\t1\t5\npartial")
+    assert buf.pop_lines(2) == [b"0\t1", b"1\t1\t121"]
+    assert buf.pop_lines(5) == [b"0\t1\t5"]
+    assert buf.pop_lines(5) == []
+    buf.feed(b" line\n")
+    assert buf.pop_lines(5) == [b"partial line"]
+    assert len(buf) == 0
+
+
+def test_parse_reply_without_escapes_keeps_tokens_as_values() -> None:
+    assert protocol.parse_reply(b"0\t2\ta\tb").values == [b"a", b"b"]
+    assert protocol.parse_reply(b"0\t2\ta\x01\x49\t\x00").values == [b"a\t", None]

@@ -279,14 +279,14 @@ class AsyncConnection:
         reader, buf = self._stream[0], self._buffer
         replies: List[Reply] = []
         while len(replies) < count:
-            line = buf.pop()
-            if line is None:
+            lines = buf.pop_lines(count - len(replies))
+            if not lines:
                 data = await self._within(reader.read(_RECV_SIZE))
                 if not data:
                     raise _ServerClosed("the server closed the connection")
                 buf.feed(data)
                 continue
-            replies.append(parse_reply(line))
+            replies += map(parse_reply, lines)
         return replies
 
     def _drop(self) -> None:

@@ -210,7 +210,10 @@ class IndexCore(Generic[V]):
         return Call(line, False, self._rows)
 
     def get_call(self, key: Key) -> Call[Optional[Row[V]]]:
-        line = self._find_line(key, "=", 1, 0, None, None, ())
+        if isinstance(key, (list, tuple)):
+            line = self._find_line(key, "=", 1, 0, None, None, ())
+        else:  # the common case, built directly: "<id> = 1 <key> 1 0"
+            line = b"%d\t=\t1\t%s\t1\t0\n" % (self.id, self._enc(key))
         return Call(line, False, self._first_row)
 
     def find_in_call(

@@ -13,7 +13,6 @@ below 0x10 is sent as 0x01 followed by the byte plus 0x40.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
 from .errors import ProtocolError
@@ -197,13 +196,23 @@ def insert_line(index_id: int, values: Sequence[bytes]) -> bytes:
     return b"\t".join([b"%d" % index_id, b"+", b"%d" % len(values), *values]) + b"\n"
 
 
-@dataclass(frozen=True)
 class Reply:
     """One answer line: ``code``, ``ncols`` and the decoded values after them."""
 
-    code: int
-    ncols: int
-    values: List[Optional[bytes]]
+    __slots__ = ("code", "ncols", "values")
+
+    def __init__(self, code: int, ncols: int, values: List[Optional[bytes]]) -> None:
+        self.code = code
+        self.ncols = ncols
+        self.values = values
+
+    def __repr__(self) -> str:
+        return f"Reply({self.code}, {self.ncols}, {self.values!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Reply):
+            return NotImplemented
+        return (self.code, self.ncols, self.values) == (other.code, other.ncols, other.values)
 
     @property
     def ok(self) -> bool:
@@ -227,7 +236,10 @@ def parse_reply(line: bytes) -> Reply:
         ncols = int(tokens[1])
     except ValueError:
         raise ProtocolError(f"answer does not start with two numbers: {line[:80]!r}") from None
-    values = [decode_token(t) for t in tokens[2:]]
+    if b"\x00" in line or b"\x01" in line:
+        values: List[Optional[bytes]] = [decode_token(t) for t in tokens[2:]]
+    else:  # nothing escaped and no NULL: the tokens are the values
+        values = tokens[2:]  # type: ignore[assignment]
     return Reply(code, ncols, values)
 
 
@@ -258,14 +270,23 @@ class LineBuffer:
 
     def pop(self) -> Optional[bytes]:
         """The next complete line without its LF, or ``None`` if there is none yet."""
-        end = self._buf.find(b"\n", self._scanned)
+        lines = self.pop_lines(1)
+        return lines[0] if lines else None
+
+    def pop_lines(self, limit: int) -> List[bytes]:
+        """Up to ``limit`` complete lines, without their LFs (maybe none)."""
+        buf = self._buf
+        end = buf.rfind(b"\n", self._scanned)
         if end < 0:
-            self._scanned = len(self._buf)
-            return None
-        line = bytes(self._buf[:end])
-        del self._buf[: end + 1]
+            self._scanned = len(buf)
+            return []
+        lines = bytes(buf[:end]).split(b"\n")
+        if len(lines) > limit:
+            lines = lines[:limit]
+            end = sum(map(len, lines)) + limit - 1
+        del buf[: end + 1]
         self._scanned = 0
-        return line
+        return lines
 
     def clear(self) -> None:
         self._buf.clear()

@@ -100,7 +100,7 @@ section "python client: pytest against hsd (embedded store, MariaDB) and the ori
 PYVENV=$ROOT/target/pyclient-venv
 [[ -x "$PYVENV/bin/python" ]] || python3 -m venv "$PYVENV" \
     || { echo "python3 -m venv failed (Debian: apt-get install python3-venv)" >&2; exit 1; }
-"$PYVENV/bin/python" -m pip install -q --disable-pip-version-check "$ROOT/clients/python[test]"
+"$PYVENV/bin/python" -m pip install -q --disable-pip-version-check "$ROOT/clients/python[test]" mypy==2.4.1
 "$PYVENV/bin/python" -m mypy --strict --cache-dir "$ROOT/target/mypy-cache" "$ROOT/clients/python/src/hsd_client"
 pylog=$ROOT/target/pyclient-pytest.log
 (cd "$ROOT/clients/python" && HSD_BIN="$ROOT/target/debug/hsd" \

@@ -21,6 +21,7 @@ from typing import (
     Tuple,
     TypeVar,
     Union,
+    cast,
 )
 
 from . import protocol
@@ -213,7 +214,7 @@ class IndexCore(Generic[V]):
         if isinstance(key, (list, tuple)):
             line = self._find_line(key, "=", 1, 0, None, None, ())
         else:  # the common case, built directly: "<id> = 1 <key> 1 0"
-            line = b"%d\t=\t1\t%s\t1\t0\n" % (self.id, self._enc(key))
+            line = b"%d\t=\t1\t%s\t1\t0\n" % (self.id, self._enc(cast(Value, key)))
         return Call(line, False, self._first_row)
 
     def find_in_call(

@@ -17,7 +17,7 @@ import pytest
 import hsd_client
 from hsd_client import AsyncConnection, AuthError, Connection, HandlerSocketError, NetworkError
 from relay import Relay
-from servers import MYSQL_TYPES, SQLITE_TYPES, HsdProcess, hsd_sql, schema_for, start_hsd
+from servers import MYSQL_TYPES, SQLITE_TYPES, hsd_sql, schema_for, start_hsd
 
 READ_SECRET = "read-secret\twith tab"
 WRITE_SECRET = "write-secret"

@@ -31,7 +31,7 @@ from typing import (
 )
 
 from .calls import Call, Filter, IndexCore, Key, PipelineCore, Row, V, auth_call, convert_all
-from .errors import NetworkError, ProtocolError, WriteUnconfirmedError
+from .errors import NetworkError, WriteUnconfirmedError
 from .protocol import LineBuffer, Reply, Value, parse_reply
 from .session import IndexSpec, Session
 

@@ -5,7 +5,8 @@
 # workspace, start a private MariaDB (scripts/mariadb.sh; stopped again on exit
 # unless it was already running before this script), export
 # HSD_TEST_MYSQL_URL so the MariaDB tests always run (never skipped), run
-# `cargo test --workspace`, then the compat and bench smoke steps.
+# `cargo test --workspace`, then the compat steps, the Python client's tests
+# (clients/python, in a venv under target/), and the bench smoke steps.
 # Any failure, including MariaDB failing to start, fails the whole run.
 #
 # Usage: scripts/test.sh                run everything

@@ -36,6 +36,8 @@ esac
 #   default-jdk-headless  javac for compat/java (maven alone only pulls a JRE)
 #   nodejs, npm      compat/node (node-handlersocket)
 #   python3          free-port probing in scripts/mariadb.sh (bash fallback exists)
+#   python3-venv     the Python client's tests (test.sh makes a venv under target/)
+#   openssl          a throwaway certificate for the Python client's TLS tests
 #   util-linux       flock (scripts/mariadb.sh serialises start/stop)
 #   procps           ps/pgrep for debugging and kill fallbacks
 #   ca-certificates  cargo's HTTPS registry access
@@ -54,6 +56,8 @@ wanted=(
     "nodejs node"
     "npm npm"
     "python3 python3"
+    "python3-venv -"
+    "openssl openssl"
     "util-linux flock"
     "procps ps"
     "ca-certificates -"

@@ -5,7 +5,8 @@
 # workspace, start a private MariaDB (scripts/mariadb.sh; stopped again on exit
 # unless it was already running before this script), export
 # HSD_TEST_MYSQL_URL so the MariaDB tests always run (never skipped), run
-# `cargo test --workspace`, then the compat and bench smoke steps.
+# `cargo test --workspace`, then the compat steps, the Python client's tests
+# (clients/python, in a venv under target/), and the bench smoke steps.
 # Any failure, including MariaDB failing to start, fails the whole run.
 #
 # Usage: scripts/test.sh                run everything
@@ -91,6 +92,24 @@ HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/compat/run.sh" sqlite
 
 section "compat: third-party clients (hs4j, node-handlersocket, nc) on MariaDB"
 HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/compat/run.sh" mysql
+
+section "python client: pytest against hsd (embedded store, MariaDB) and the original plugin"
+# A venv under target/ with the client (clients/python) and its test tools
+# from PyPI; the tests start their own hsd processes from target/debug/hsd
+# and use the private MariaDB and its plugin (HSD_TEST_MYSQL_URL,
+# HSD_HS_ORIGINAL_PORT[_WR], exported above). Nothing may be skipped.
+PYVENV=$ROOT/target/pyclient-venv
+[[ -x "$PYVENV/bin/python" ]] || python3 -m venv "$PYVENV" \
+    || { echo "python3 -m venv failed (Debian: apt-get install python3-venv)" >&2; exit 1; }
+"$PYVENV/bin/python" -m pip install -q --disable-pip-version-check "$ROOT/clients/python[test]" mypy==2.4.1
+"$PYVENV/bin/python" -m mypy --strict --cache-dir "$ROOT/target/mypy-cache" "$ROOT/clients/python/src/hsd_client"
+pylog=$ROOT/target/pyclient-pytest.log
+(cd "$ROOT/clients/python" && HSD_BIN="$ROOT/target/debug/hsd" \
+    "$PYVENV/bin/python" -m pytest -p no:cacheprovider -q -rsxX tests) 2>&1 | tee "$pylog"
+if grep -Eq '[0-9]+ (skipped|xpassed)' "$pylog"; then
+    echo "python client: a test was skipped or unexpectedly passed (see above)" >&2
+    exit 1
+fi
 
 section "fuzz: replay the corpora, then 20 s per target (scripts/fuzz.sh)"
 bash "$ROOT/scripts/fuzz.sh" 20

@@ -10,6 +10,7 @@ pub mod connection;
 pub mod demo;
 pub mod exec;
 pub mod metrics;
+pub mod secrets;
 pub mod server;
 pub mod session;
 pub mod shutdown;

@@ -7,6 +7,7 @@ use crate::config::Config;
 use crate::connection::{self, ConnectionLimits};
 use crate::exec::Catalog;
 use crate::metrics::{self, Metrics};
+use crate::secrets::Secret;
 use crate::session::{ListenerContext, PortKind, Session};
 use crate::shutdown::{self, Shutdown};
 use crate::workers::Workers;
@@ -126,10 +127,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     }
     tracing::info!(%read_local, %write_local, backend = %backend.describe_target(), "hsd ready");
 
-    let tls = match &config.tls {
-        Some((cert, key)) => Some(crate::tls::acceptor(cert, key)?),
-        None => None,
-    };
+    let tls = config.tls.as_ref().map(|t| t.acceptor.clone());
     let (trigger, shutdown) = shutdown::channel();
     // Every connection task holds a clone; recv() returns None once all are gone.
     let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
@@ -139,8 +137,16 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         idle_timeout: config.idle_timeout,
     };
     let contexts = [
-        (read_listener, PortKind::Read, config.secret.clone()),
-        (write_listener, PortKind::Write, config.secret_wr.clone()),
+        (
+            read_listener,
+            PortKind::Read,
+            config.secret.clone().map(Secret::into_bytes),
+        ),
+        (
+            write_listener,
+            PortKind::Write,
+            config.secret_wr.clone().map(Secret::into_bytes),
+        ),
     ];
     let mut accept_tasks = Vec::new();
     for (listener, kind, secret) in contexts {

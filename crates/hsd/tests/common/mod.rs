@@ -82,7 +82,9 @@ impl TestServer {
         match backend {
             Backend::Sqlite => {
                 std::fs::create_dir_all(&s.data_dir).expect("data dir");
-                s.sql("SELECT 1");
+                // `hsd sql` makes a new db only for a CREATE statement; a
+                // temporary table leaves the new db empty.
+                s.sql("CREATE TEMP TABLE harness_new_db (x)");
             }
             Backend::Mysql => {
                 s.mysql_admin(&format!("DROP DATABASE IF EXISTS `{db}`"));

@@ -2,14 +2,19 @@
 //! (`HSD_*`) and a TOML file, in that order of precedence, then defaults.
 
 use crate::backend::sqlite::Synchronous;
+use crate::secrets::{BackendUrl, Secret};
 use anyhow::Context;
 use serde::Deserialize;
+use std::fmt;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use tokio_rustls::TlsAcceptor;
 
 /// Every option of `hsd serve`. All are optional here so that a config file
-/// can fill what the command line and environment leave unset.
-#[derive(clap::Args, Debug, Default, Deserialize)]
+/// can fill what the command line and environment leave unset. No `Debug`:
+/// it holds secrets as given; `Config` holds them redacted.
+#[derive(clap::Args, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ServeOptions {
     /// TOML file with any of these options (kebab-case keys, e.g. `port-wr = 9999`).
@@ -33,18 +38,23 @@ pub struct ServeOptions {
     #[serde(default)]
     pub demo: bool,
     /// Storage: `sqlite` (embedded, the default) or `mysql://user:password@host:port`.
-    #[arg(long, env = "HSD_BACKEND")]
+    #[arg(long, env = "HSD_BACKEND", hide_env_values = true)]
     pub backend: Option<String>,
-    /// Read worker threads [default: number of cores].
+    /// File holding the MySQL password (trailing newline ignored), put into
+    /// the --backend URL, which then names a user and no password.
+    #[arg(long, env = "HSD_BACKEND_PASSWORD_FILE")]
+    pub backend_password_file: Option<PathBuf>,
+    /// Network threads, 1 to 256 [default: number of cores].
     #[arg(long, env = "HSD_THREADS")]
     pub threads: Option<usize>,
-    /// Write worker threads, each committing groups of writes [default: 1].
+    /// Write worker threads, each committing groups of writes, 1 to 64 [default: 1].
     #[arg(long, env = "HSD_THREADS_WR")]
     pub threads_wr: Option<usize>,
     /// Shared secret for the read port (prefer --plain-secret-file: argv is visible in ps).
     #[arg(long, env = "HSD_PLAIN_SECRET", hide_env_values = true)]
     pub plain_secret: Option<String>,
-    /// Shared secret for the write port.
+    /// Shared secret for the write port. Set both secrets, or the port
+    /// without one is open to anyone who can connect.
     #[arg(long, env = "HSD_PLAIN_SECRET_WR", hide_env_values = true)]
     pub plain_secret_wr: Option<String>,
     /// File holding the read port's secret (trailing newline ignored).
@@ -75,7 +85,7 @@ pub struct ServeOptions {
     #[arg(long, env = "HSD_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
     /// MySQL backend: read connections, one per read worker thread (replaces
-    /// --threads); writes use --threads-wr more [default: threads].
+    /// --threads), 1 to 256; writes use --threads-wr more [default: threads].
     #[arg(long, env = "HSD_MYSQL_POOL")]
     pub mysql_pool: Option<usize>,
     /// MySQL backend: seconds to wait for the server before answering an error [default: 3].
@@ -83,7 +93,16 @@ pub struct ServeOptions {
     pub mysql_timeout: Option<u64>,
 }
 
-/// Settings after merging, with defaults applied.
+/// `--threads`: network threads (and, on the embedded store, read workers).
+pub const THREADS: RangeInclusive<usize> = 1..=256;
+/// `--threads-wr`: write workers, each with its own storage connection.
+pub const THREADS_WR: RangeInclusive<usize> = 1..=64;
+/// `--mysql-pool`: read connections to the MySQL server.
+pub const MYSQL_POOL: RangeInclusive<usize> = 1..=256;
+
+/// Settings after merging, with defaults applied and checked: thread counts
+/// in range, secrets non-empty, TLS files loaded, the data dir writable.
+/// Printing it shows no secret (see `secrets`).
 #[derive(Debug, Clone)]
 pub struct Config {
     pub address: String,
@@ -91,11 +110,11 @@ pub struct Config {
     pub port_wr: u16,
     pub data_dir: PathBuf,
     pub demo: bool,
-    pub backend: String,
+    pub backend: BackendUrl,
     pub threads: usize,
     pub threads_wr: usize,
-    pub secret: Option<Vec<u8>>,
-    pub secret_wr: Option<Vec<u8>>,
+    pub secret: Option<Secret>,
+    pub secret_wr: Option<Secret>,
     pub max_connections: usize,
     pub admin_address: Option<String>,
     pub idle_timeout: Option<Duration>,
@@ -103,12 +122,54 @@ pub struct Config {
     pub synchronous: Synchronous,
     pub mysql_pool: Option<usize>,
     pub mysql_timeout: Duration,
-    /// Certificate and key files when TLS is on.
-    pub tls: Option<(PathBuf, PathBuf)>,
+    /// Certificate, key and the acceptor built from them when TLS is on.
+    pub tls: Option<Tls>,
+}
+
+/// TLS settings, loaded and checked before anything listens.
+#[derive(Clone)]
+pub struct Tls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub acceptor: TlsAcceptor,
+}
+
+impl fmt::Debug for Tls {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tls")
+            .field("cert", &self.cert)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    /// Whether the embedded store serves (rather than a MySQL server).
+    pub fn embedded(&self) -> bool {
+        self.backend == "sqlite" || self.backend.starts_with("sqlite:")
+    }
+
+    /// When only one port has a secret, the other is open to anyone who can
+    /// connect (the original HandlerSocket's semantics, kept): the warning
+    /// to log at start, naming that port.
+    pub fn unprotected_port(&self) -> Option<String> {
+        match (&self.secret, &self.secret_wr) {
+            (Some(_), None) => Some(format!(
+                "only the read port has a secret: the write port {}:{} takes reads AND writes from anyone who can connect, with no A; set --plain-secret-wr (or --plain-secret-wr-file) to protect it",
+                self.address, self.port_wr
+            )),
+            (None, Some(_)) => Some(format!(
+                "only the write port has a secret: the read port {}:{} serves reads to anyone who can connect, with no A; set --plain-secret (or --plain-secret-file) if reads must be protected",
+                self.address, self.port
+            )),
+            _ => None,
+        }
+    }
 }
 
 impl ServeOptions {
-    /// Merges flags/environment with the config file and applies defaults.
+    /// Merges flags/environment with the config file, applies defaults and
+    /// checks the result; every error is one line saying what to change.
     pub fn resolve(self) -> anyhow::Result<Config> {
         let file = match &self.config {
             Some(path) => {
@@ -121,23 +182,53 @@ impl ServeOptions {
         };
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let secret = read_secret(
+            "--plain-secret",
             self.plain_secret.or(file.plain_secret),
             self.plain_secret_file.or(file.plain_secret_file),
         )?;
         let secret_wr = read_secret(
+            "--plain-secret-wr",
             self.plain_secret_wr.or(file.plain_secret_wr),
             self.plain_secret_wr_file.or(file.plain_secret_wr_file),
         )?;
+        let mut backend = BackendUrl::new(
+            self.backend
+                .or(file.backend)
+                .unwrap_or_else(|| "sqlite".into()),
+        );
+        if let Some(path) = self.backend_password_file.or(file.backend_password_file) {
+            backend = backend.with_password_file(&path)?;
+        }
+        let threads = in_range(
+            "--threads",
+            self.threads
+                .or(file.threads)
+                .unwrap_or(cores.min(*THREADS.end())),
+            THREADS,
+        )?;
+        let threads_wr = in_range(
+            "--threads-wr",
+            self.threads_wr.or(file.threads_wr).unwrap_or(1),
+            THREADS_WR,
+        )?;
+        let mysql_pool = match self.mysql_pool.or(file.mysql_pool) {
+            Some(n) => Some(in_range("--mysql-pool", n, MYSQL_POOL)?),
+            None => None,
+        };
         let idle = self.idle_timeout.or(file.idle_timeout).unwrap_or(300);
         let tls = match (
             self.tls_cert.or(file.tls_cert),
             self.tls_key.or(file.tls_key),
         ) {
-            (Some(c), Some(k)) => Some((c, k)),
+            (Some(cert), Some(key)) => Some(Tls {
+                acceptor: crate::tls::acceptor(&cert, &key)?,
+                cert,
+                key,
+            }),
             (None, None) => None,
             _ => anyhow::bail!("TLS needs both tls-cert and tls-key"),
         };
-        Ok(Config {
+        let config = Config {
             tls,
             address: self
                 .address
@@ -150,12 +241,9 @@ impl ServeOptions {
                 .or(file.data_dir)
                 .unwrap_or_else(|| "hsd-data".into()),
             demo: self.demo || file.demo,
-            backend: self
-                .backend
-                .or(file.backend)
-                .unwrap_or_else(|| "sqlite".into()),
-            threads: self.threads.or(file.threads).unwrap_or(cores).max(1),
-            threads_wr: self.threads_wr.or(file.threads_wr).unwrap_or(1).max(1),
+            backend,
+            threads,
+            threads_wr,
             secret,
             secret_wr,
             max_connections: self
@@ -174,31 +262,84 @@ impl ServeOptions {
                 .synchronous
                 .or(file.synchronous)
                 .unwrap_or(Synchronous::Full),
-            mysql_pool: self.mysql_pool.or(file.mysql_pool),
+            mysql_pool,
             mysql_timeout: Duration::from_secs(
                 self.mysql_timeout
                     .or(file.mysql_timeout)
                     .unwrap_or(3)
                     .max(1),
             ),
-        })
+        };
+        if config.embedded() {
+            check_data_dir(&config.data_dir)?;
+        }
+        Ok(config)
     }
 }
 
-fn read_secret(inline: Option<String>, file: Option<PathBuf>) -> anyhow::Result<Option<Vec<u8>>> {
+fn in_range(name: &str, value: usize, range: RangeInclusive<usize>) -> anyhow::Result<usize> {
+    anyhow::ensure!(
+        range.contains(&value),
+        "{name} must be {} to {}, not {value}",
+        range.start(),
+        range.end()
+    );
+    Ok(value)
+}
+
+fn read_secret(
+    flag: &str,
+    inline: Option<String>,
+    file: Option<PathBuf>,
+) -> anyhow::Result<Option<Secret>> {
     match (inline, file) {
-        (Some(_), Some(_)) => anyhow::bail!("give a secret inline or in a file, not both"),
-        (Some(s), None) => Ok(Some(s.into_bytes())),
-        (None, Some(path)) => Ok(Some(read_secret_file(&path)?)),
+        (Some(_), Some(_)) => anyhow::bail!("give {flag} inline or in a file, not both"),
+        (Some(s), None) => {
+            let var = format!("HSD_{}", flag[2..].replace('-', "_").to_uppercase());
+            Ok(Some(Secret::new(
+                s.into_bytes(),
+                &format!("{flag} ({var})"),
+            )?))
+        }
+        (None, Some(path)) => Ok(Some(Secret::from_file(&path, &format!("{flag}-file"))?)),
         (None, None) => Ok(None),
     }
 }
 
-fn read_secret_file(path: &Path) -> anyhow::Result<Vec<u8>> {
-    let mut s =
-        std::fs::read(path).with_context(|| format!("reading secret file {}", path.display()))?;
-    while matches!(s.last(), Some(b'\n' | b'\r')) {
-        s.pop();
+/// The embedded store creates `<db>.sqlite` and its `-wal` and `-shm` files
+/// in the data dir and writes the db files: check now, while the error can
+/// still stop the start, that it can. Otherwise every `P` would fail later.
+fn check_data_dir(dir: &Path) -> anyhow::Result<()> {
+    let d = dir.display();
+    let hint = "fix its permissions or choose another --data-dir";
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create data directory {d} ({e}): {hint}"))?;
+    let probe = dir.join(format!(".hsd-write-check-{}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"hsd"));
+    let removed = std::fs::remove_file(&probe);
+    written
+        .and(removed)
+        .map_err(|e| anyhow::anyhow!("data directory {d} is not writable ({e}): {hint}"))?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| anyhow::anyhow!("cannot list data directory {d} ({e}): {hint}"))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "sqlite") && path.is_file() {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .map_err(|e| {
+                    anyhow::anyhow!(
+                        "database file {} is not writable ({e}): fix its permissions",
+                        path.display()
+                    )
+                })?;
+        }
     }
-    Ok(s)
+    Ok(())
 }

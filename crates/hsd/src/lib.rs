@@ -16,6 +16,7 @@ pub mod exec;
 pub mod group_commit;
 pub mod metrics;
 pub mod read_batch;
+pub mod secrets;
 pub mod server;
 pub mod session;
 pub mod shutdown;

@@ -2,13 +2,17 @@
 //! store's files.
 
 use clap::{Parser, Subcommand};
+use std::io::IsTerminal;
+use std::net::{TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
     name = "hsd",
     version,
-    about = "A HandlerSocket server for SQLite and MySQL/MariaDB tables"
+    about = "A HandlerSocket server for SQLite and MySQL/MariaDB tables",
+    after_help = "To start: `hsd serve --demo`, then read test.user on 127.0.0.1:9998; `hsd serve --help` lists every option."
 )]
 struct Cli {
     /// More log output (-v debug, -vv trace); RUST_LOG overrides.
@@ -21,8 +25,12 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the server.
+    #[command(
+        after_help = "To start: `hsd serve --demo` serves the table test.user on 127.0.0.1:9998 (reads) and 9999 (writes). Every option is also an HSD_* variable and a --config key; docs/operations.md explains them."
+    )]
     Serve(Box<hsd::config::ServeOptions>),
     /// Run SQL on the embedded store: hsd sql [--data-dir DIR] <db> "<statement>".
+    /// A db that does not exist is created only by a CREATE statement.
     Sql {
         #[arg(long, env = "HSD_DATA_DIR", default_value = "hsd-data")]
         data_dir: PathBuf,
@@ -40,9 +48,12 @@ fn main() -> std::process::ExitCode {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    // Colours only for a person at a terminal, not in files and pipes.
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .init();
     let result = match cli.command {
         Command::Serve(opts) => serve(*opts),
@@ -63,6 +74,11 @@ fn main() -> std::process::ExitCode {
 
 fn serve(opts: hsd::config::ServeOptions) -> anyhow::Result<()> {
     let config = opts.resolve()?;
+    tracing::debug!(?config, "settings");
+    if let Some(warning) = config.unprotected_port() {
+        tracing::warn!("{warning}");
+    }
+    warn_if_backend_unreachable(&config);
     raise_open_file_limit(config.max_connections);
     // The main thread accepts and starts the event loops, which run every
     // connection on threads of their own (see hsd::dispatch).
@@ -101,5 +117,68 @@ fn raise_open_file_limit(max_connections: usize) {
             max_connections,
             "the open-file limit is below --max-connections; accepts will fail before it is reached"
         );
+    }
+}
+
+/// An unreachable MySQL server does not stop the start (hsd connects once it
+/// is up), so say plainly what to check. The backend logs its own line too.
+fn warn_if_backend_unreachable(config: &hsd::config::Config) {
+    let Some(addr) = mysql_tcp_address(&config.backend) else {
+        return;
+    };
+    let wait = config.mysql_timeout.min(Duration::from_secs(2));
+    let result = addr
+        .to_socket_addrs()
+        .and_then(|mut addrs| {
+            addrs.next().ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no address for this name")
+            })
+        })
+        .and_then(|a| TcpStream::connect_timeout(&a, wait));
+    if let Err(e) = result {
+        tracing::warn!(
+            "cannot reach the MySQL server at {addr} ({e}); hsd starts anyway and connects once it is up: start that server, or fix the host and port in --backend"
+        );
+    }
+}
+
+/// `host:port` of a `mysql://` URL that connects over TCP (not a socket).
+fn mysql_tcp_address(url: &str) -> Option<String> {
+    let rest = url.strip_prefix("mysql://")?;
+    if url.contains("socket=") {
+        return None;
+    }
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let host_port = authority
+        .rfind('@')
+        .map_or(authority, |at| &authority[at + 1..]);
+    let has_port = match host_port.rfind(']') {
+        Some(bracket) => host_port[bracket..].contains(':'),
+        None => host_port.contains(':'),
+    };
+    let host_port = if host_port.is_empty() {
+        "127.0.0.1:3306".to_string()
+    } else if has_port {
+        host_port.to_string()
+    } else {
+        format!("{host_port}:3306")
+    };
+    Some(host_port)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mysql_tcp_address;
+
+    #[test]
+    fn mysql_addresses() {
+        let a = |url: &str| mysql_tcp_address(url);
+        assert_eq!(a("mysql://u:p@db:3307/x").as_deref(), Some("db:3307"));
+        assert_eq!(a("mysql://u@db").as_deref(), Some("db:3306"));
+        assert_eq!(a("mysql://u:p@s@[::1]:3310").as_deref(), Some("[::1]:3310"));
+        assert_eq!(a("mysql://[::1]").as_deref(), Some("[::1]:3306"));
+        assert_eq!(a("mysql://u@").as_deref(), Some("127.0.0.1:3306"));
+        assert_eq!(a("mysql://u@localhost/x?socket=/run/m.sock"), None);
+        assert_eq!(a("sqlite"), None);
     }
 }

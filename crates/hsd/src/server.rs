@@ -12,6 +12,7 @@ use crate::dispatch::{PortKind, Shared};
 use crate::event_loop::{EventLoop, Incoming, PortSettings};
 use crate::exec::Catalog;
 use crate::metrics::{self, Metrics};
+use crate::secrets::Secret;
 use crate::shutdown::{self, Shutdown};
 use anyhow::Context;
 use std::sync::Arc;
@@ -106,10 +107,8 @@ async fn serve<B: Backend>(config: Config, backend: B) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let tls = match &config.tls {
-        Some((cert, key)) => Some(crate::tls::acceptor(cert, key)?),
-        None => None,
-    };
+    // Loaded and checked while the configuration was read, before listening.
+    let tls = config.tls.as_ref().map(|t| t.acceptor.clone());
 
     let (trigger, shutdown) = shutdown::channel();
     let limits = ConnectionLimits {
@@ -121,14 +120,14 @@ async fn serve<B: Backend>(config: Config, backend: B) -> anyhow::Result<()> {
         (
             read_listener,
             PortKind::Read,
-            config.secret.clone(),
+            config.secret.clone().map(Secret::into_bytes),
             config.threads,
             "hsd-read",
         ),
         (
             write_listener,
             PortKind::Write,
-            config.secret_wr.clone(),
+            config.secret_wr.clone().map(Secret::into_bytes),
             config.threads_wr,
             "hsd-write",
         ),

@@ -103,7 +103,9 @@ impl TestServer {
         match backend {
             Backend::Sqlite => {
                 std::fs::create_dir_all(&s.data_dir).expect("data dir");
-                s.sql("SELECT 1");
+                // `hsd sql` makes a new db only for a CREATE statement; a
+                // temporary table leaves the new db empty.
+                s.sql("CREATE TEMP TABLE harness_new_db (x)");
             }
             Backend::Mysql => {
                 s.mysql_admin(&format!("DROP DATABASE IF EXISTS `{db}`"));
@@ -279,6 +281,61 @@ impl TestServer {
 impl Drop for TestServer {
     fn drop(&mut self) {
         self.kill9();
+    }
+}
+
+/// One run of `hsd` with stdout and stderr captured, for start-up checks:
+/// `run_hsd` waits until hsd prints its ready line (then kills it) or exits.
+pub struct HsdRun {
+    /// Exit code; None when hsd was killed after its ready line.
+    pub code: Option<i32>,
+    /// The `hsd: listening ...` line, when hsd got that far.
+    pub ready: Option<String>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn run_hsd(args: &[&str], env: &[(&str, &str)]) -> HsdRun {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hsd"))
+        .args(args)
+        .envs(env.iter().copied())
+        .env_remove("RUST_LOG")
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn hsd");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        text
+    });
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let (first_tx, first_rx) = std::sync::mpsc::channel();
+    let stdout = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_line(&mut text);
+        let _ = first_tx.send(text.clone());
+        let _ = std::io::Read::read_to_string(&mut stdout, &mut text);
+        text
+    });
+    let first = first_rx.recv_timeout(Duration::from_secs(30));
+    let ready = first
+        .as_ref()
+        .ok()
+        .filter(|l| l.starts_with("hsd: listening"))
+        .map(|l| l.trim_end().to_string());
+    if ready.is_some() || first.is_err() {
+        let _ = child.kill();
+    }
+    let status = child.wait().expect("wait for hsd");
+    HsdRun {
+        code: status.code(),
+        ready,
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
     }
 }
 

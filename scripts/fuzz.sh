@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scripts/fuzz.sh: replays hsd's fuzz corpora and fuzzes each target briefly.
 #
-# Targets live in fuzz/ (cargo-fuzz, its own workspace, nightly toolchain):
+# Targets live in fuzz/ (cargo-fuzz, nightly toolchain, feature `fuzzing`; their
+# checks are library functions that `cargo test` also replays over the corpora
+# on stable, so CI runs every corpus input without this script):
 #   parse_request  hs-proto parser and codec round trips on arbitrary bytes
 #   request_path   whole request path (framing, session, workers, executor,
 #                  SQLite) on a real store, one response line per request line
@@ -39,7 +41,7 @@ fi
 # off for its own builds, and so do we for the runs.
 export ASAN_OPTIONS="detect_odr_violation=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 # Same flags for every step so the targets are built once.
-fuzz=(nice -n 10 cargo +nightly fuzz run --release --debug-assertions)
+fuzz=(nice -n 10 cargo +nightly fuzz run --features fuzzing --release --debug-assertions)
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

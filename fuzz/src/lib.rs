@@ -1,9 +1,11 @@
-//! Helpers shared by hsd's fuzz targets: a request encoder (the inverse of
-//! `hs_proto::parse_request`, for round-trip checks), a response-shape
-//! checker, and the small embedded store the request-path target runs on.
+//! hsd's fuzz targets as a library: the checks of each target (`targets`),
+//! a request encoder (the inverse of `hs_proto::parse_request`, for
+//! round-trip checks), a response-shape checker, and the small embedded
+//! store the request-path target runs on.
 
 pub mod encode;
 pub mod store;
+pub mod targets;
 
 use hs_proto::Response;
 

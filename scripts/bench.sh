@@ -2,6 +2,8 @@
 # scripts/bench.sh: hsd side by side with memcached, Redis and MariaDB SQL.
 #
 # One load generator (crates/hsbench), one run, everything on 127.0.0.1:
+#   hs-original   MariaDB's own HandlerSocket plugin (the original), on the
+#                 same private MariaDB and table as hsd-mysql and mysql-sql
 #   hsd-embedded  hsd serve on its embedded SQLite store
 #   hsd-mysql     hsd serve --backend mysql://... serving MariaDB's table
 #   memcached     memcached (Debian package), one string per row
@@ -21,7 +23,8 @@
 # the median throughput is kept. The whole sweep is repeated RUNS times (so a
 # point's runs lie minutes apart) and within a point the systems take turns,
 # so machine noise hits them alike. Server CPU (utime+stime from /proc, for
-# hsd-mysql hsd's plus mariadbd's) is reported per request. A full run takes
+# hsd-mysql hsd's plus mariadbd's, for hs-original and mysql-sql mariadbd's)
+# is reported per request. A full run takes
 # about 15 minutes on 2 cores (plus the build), --quick about one.
 #
 # Usage: scripts/bench.sh [--quick] [--json FILE] [options]
@@ -33,8 +36,9 @@
 #                     raw.jsonl (every run), results.json, results.md (tables),
 #                     throughput.png (chart), machine.txt, logs
 #   --chart FILE      also copy the chart there (e.g. docs/bench-throughput.png)
-#   --perf            after the sweep, perf-record hsd-embedded under `get`
-#                     (64 x depth 16, then 16 x depth 1) into DIR/perf-get.md
+#   --perf            after the sweep, perf-record hsd under `get`, each backend
+#                     at 1 x 1 and at 64 x 16 (hsd-mysql: hsd and mariadbd)
+#                     into DIR/perf-get.md
 #   --rows N  --duration S  --warmup S  --runs N
 #   --systems LIST    comma-separated subset (default: all five)
 #   --workloads LIST  comma-separated subset of get,multiget10,insert,update
@@ -62,7 +66,7 @@ out_dir=""
 chart_copy=""
 do_perf=0
 rows="" duration="" warmup="" runs=""
-systems="hsd-embedded,hsd-mysql,memcached,redis,mysql-sql"
+systems="hs-original,hsd-embedded,hsd-mysql,memcached,redis,mysql-sql"
 workloads="get,multiget10,update,insert"
 conns="" depths=""
 profile=release
@@ -120,7 +124,7 @@ IFS=, read -r -a WORKLOADS <<<"$workloads"
 IFS=, read -r -a CONNS <<<"$conns"
 IFS=, read -r -a DEPTHS <<<"$depths"
 for s in "${SYSTEMS[@]}"; do
-    case "$s" in hsd-embedded|hsd-mysql|memcached|redis|mysql-sql) ;;
+    case "$s" in hs-original|hsd-embedded|hsd-mysql|memcached|redis|mysql-sql) ;;
         *) echo "bench.sh: unknown system $s" >&2; exit 2 ;; esac
 done
 for w in "${WORKLOADS[@]}"; do
@@ -262,8 +266,8 @@ DB=bench
 TABLE=user
 declare -A SPID RPORT WPORT   # per system: server pid(s), read port, write port
 
-# MariaDB (for mysql-sql and hsd-mysql)
-if want mysql-sql || want hsd-mysql; then
+# MariaDB (for mysql-sql, hsd-mysql and the original plugin)
+if want mysql-sql || want hsd-mysql || want hs-original; then
     if mdb status >/dev/null 2>&1; then
         say "MariaDB in $MDB_DIR already runs: reusing it (left running)"
     else
@@ -283,6 +287,15 @@ if want mysql-sql || want hsd-mysql; then
     mdb sql -e "ANALYZE TABLE $DB.$TABLE" >/dev/null
     SPID[mysql-sql]=$MDB_PID
     renice_all "$MDB_PID"
+fi
+
+if want hs-original; then
+    # scripts/mariadb.sh loads the plugin on two ports of its own.
+    : "${HSD_HS_ORIGINAL_PORT:?the private MariaDB did not report the ports of the plugin}"
+    wait_port 127.0.0.1 "$HSD_HS_ORIGINAL_PORT" 15 "$MDB_PID" mariadb
+    SPID[hs-original]=$MDB_PID
+    RPORT[hs-original]=$HSD_HS_ORIGINAL_PORT WPORT[hs-original]=$HSD_HS_ORIGINAL_PORT_WR
+    say "hs-original: the plugin in mariadbd $MDB_PID, read port $HSD_HS_ORIGINAL_PORT, write port $HSD_HS_ORIGINAL_PORT_WR"
 fi
 
 if want memcached; then
@@ -338,7 +351,7 @@ fi
 check_args=(--keys "1,2,$((rows / 2)),$((rows - 1)),$rows")
 for s in "${SYSTEMS[@]}"; do
     case "$s" in
-        hsd-*|memcached|redis) check_args+=(--system "$s=${RPORT[$s]}") ;;
+        hsd-*|hs-original|memcached|redis) check_args+=(--system "$s=${RPORT[$s]}") ;;
         mysql-sql) check_args+=(--system "$s=$HSD_MARIADB_PORT") ;;
     esac
 done
@@ -354,7 +367,7 @@ run_point() {
     args=(--workload "$wl" -c "$c" -d "$d" --duration "$duration" --warmup "$warmup"
           --keys "$KEYS" --server-pid "${SPID[$sys]}" --json --timeout 20)
     case "$sys" in
-        hsd-*)
+        hsd-*|hs-original)
             if [[ $wl == insert || $wl == update ]]; then port=${WPORT[$sys]}; else port=${RPORT[$sys]}; fi
             args+=(--system hs --port "$port" --db "$DB" --table "$TABLE") ;;
         memcached|redis) args+=(--system "$sys" --port "${RPORT[$sys]}") ;;
@@ -405,20 +418,24 @@ say "sweep took $((SECONDS - t_sweep)) s"
 echo "load average at end of sweep: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
 
 # ---------------------------------------------------------------- profile
-# perf_get NAME CONNS DEPTH: perf-record hsd-embedded while hsbench runs `get`.
+# perf_get SYSTEM CONNS DEPTH: perf-record hsd (and for hsd-mysql also
+# mariadbd) while hsbench runs `get` against SYSTEM.
 perf_get() {
-    local name=$1 c=$2 d=$3 data=$OUT/perf-$1.data perf_pid
-    say "perf: hsd-embedded under get, $c connections x depth $d, 5 s"
-    perf record -F 999 -g -o "$data" -p "${SPID[hsd-embedded]}" -- sleep 5.5 >"$OUT/perf-$name.log" 2>&1 &
+    local sys=$1 c=$2 d=$3 name="$1-$2x$3" data perf_pid pids
+    data=$OUT/perf-$name.data
+    pids=${SPID[$sys]}
+    say "perf: $sys under get, $c connections x depth $d, 5 s (pids $pids)"
+    perf record -F 999 -g -o "$data" -p "$pids" -- sleep 5.5 >"$OUT/perf-$name.log" 2>&1 &
     perf_pid=$!
     sleep 0.3
-    "${NICE[@]}" "$BIN/hsbench" run --system hs --port "${RPORT[hsd-embedded]}" --db "$DB" --table "$TABLE" \
-        --workload get -c "$c" -d "$d" --duration 5 --warmup 0 --keys "$KEYS" --json >"$OUT/perf-$name-run.json"
+    "${NICE[@]}" "$BIN/hsbench" run --system hs --port "${RPORT[$sys]}" --db "$DB" --table "$TABLE" \
+        --workload get -c "$c" -d "$d" --duration 5 --warmup 0 --keys "$KEYS" \
+        --server-pid "$pids" --json >"$OUT/perf-$name-run.json"
     wait "$perf_pid" || true
-    perf report -i "$data" --no-children --stdio --sort dso,symbol -g none 2>/dev/null \
+    perf report -i "$data" --no-children --stdio --sort comm,dso,symbol -g none 2>/dev/null \
         | grep -v '^#' | grep -v '^$' >"$OUT/perf-$name-flat.txt"
     {
-        echo "## hsd-embedded, get, $c connections x depth $d (perf record -F 999 -g)"
+        echo "## $sys, get, $c connections x depth $d (perf record -F 999 -g; pids $pids)"
         echo
         echo "load generator result: $(cat "$OUT/perf-$name-run.json")"
         echo
@@ -426,16 +443,19 @@ perf_get() {
         echo
         echo "top symbols (self time):"
         echo '```'
-        head -25 "$OUT/perf-$name-flat.txt" | sed -E 's/ +- +- *$//; s/ +$//'
+        head -30 "$OUT/perf-$name-flat.txt" | sed -E 's/ +- +- *$//; s/ +$//'
         echo '```'
         echo
     } >>"$OUT/perf-get.md"
 }
-if [[ $do_perf -eq 1 ]] && want hsd-embedded; then
+if [[ $do_perf -eq 1 ]]; then
     command -v perf >/dev/null || die "--perf needs perf (Debian: linux-perf)"
     : >"$OUT/perf-get.md"
-    perf_get pipelined 64 16
-    perf_get depth1 16 1
+    for sys in hsd-embedded hsd-mysql; do
+        want "$sys" || continue
+        perf_get "$sys" 1 1
+        perf_get "$sys" 64 16
+    done
     say "perf summary: $OUT/perf-get.md"
 fi
 
@@ -444,9 +464,15 @@ report_args=(report --raw "$RAW" --out "$OUT" --machine "$OUT/machine.txt")
 [[ -n "$json_out" ]] && report_args+=(--json "$json_out")
 "$PY" "$ROOT/scripts/bench_report.py" "${report_args[@]}"
 if command -v gnuplot >/dev/null 2>&1; then
-    gnuplot "$OUT/throughput.gp" 2>"$OUT/gnuplot.err" || { cat "$OUT/gnuplot.err" >&2; die "gnuplot failed"; }
-    [[ -s "$OUT/throughput.png" ]] || die "no chart written"
-    [[ -n "$chart_copy" ]] && cp "$OUT/throughput.png" "$chart_copy"
+    for chart in throughput ratio; do
+        [[ -s "$OUT/$chart.gp" ]] || continue
+        gnuplot "$OUT/$chart.gp" 2>"$OUT/gnuplot.err" || { cat "$OUT/gnuplot.err" >&2; die "gnuplot failed"; }
+        [[ -s "$OUT/$chart.png" ]] || die "no $chart chart written"
+    done
+    if [[ -n "$chart_copy" ]]; then
+        cp "$OUT/throughput.png" "$chart_copy"
+        [[ -s "$OUT/ratio.png" ]] && cp "$OUT/ratio.png" "$(dirname "$chart_copy")/bench-ratio.png"
+    fi
 else
     die "gnuplot missing (scripts/deps.sh installs gnuplot-nox)"
 fi

@@ -19,9 +19,10 @@ import subprocess
 import sys
 from collections import defaultdict
 
-SYSTEMS = ["hsd-embedded", "hsd-mysql", "memcached", "redis", "mysql-sql"]
+SYSTEMS = ["hs-original", "hsd-embedded", "hsd-mysql", "memcached", "redis", "mysql-sql"]
 WORKLOADS = ["get", "multiget10", "update", "insert"]
 COLORS = {
+    "hs-original": "#9467bd",
     "hsd-embedded": "#d62728",
     "hsd-mysql": "#ff7f0e",
     "memcached": "#1f77b4",
@@ -131,7 +132,7 @@ def cmd_check(a):
     for spec in a.system:
         name, port = spec.split("=")
         port = int(port)
-        if name.startswith("hsd-"):
+        if name.startswith("hsd-") or name == "hs-original":
             got[name] = rows_hs(port, a.db, a.table, keys)
         elif name == "memcached":
             got[name] = rows_memcached(port, keys)
@@ -251,71 +252,59 @@ def cmd_report(a):
         return None
 
     md = []
-    md.append("### Peak throughput per workload (best point of the sweep), and ratios\n")
-    md.append("| workload | system | peak req/s | at conns×depth | p99 there | server CPU µs/req | ÷ mysql-sql | ÷ memcached |")
-    md.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    md.append("### Peak throughput per workload (best point of the sweep), and ratios of peaks\n")
+    md.append("| workload | system | peak req/s | at conns×depth | p99 there | server CPU µs/req "
+              "| ÷ hs-original | ÷ mysql-sql | ÷ memcached |")
+    md.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for w in workloads:
         for s in systems:
             p = peak.get((s, w))
             if not p:
                 continue
-            md.append("| %s | %s | %s | %d×%d | %s | %s | %s | %s |" % (
+            md.append("| %s | %s | %s | %d×%d | %s | %s | %s | %s | %s |" % (
                 w, s, fmt_k(p["rps"]), p["c"], p["d"], fmt_us(p["p99_us"]),
-                fmt_cpu(p["cpu_us_per_req"]), fmt_ratio(ratio(w, s, "mysql-sql")),
-                fmt_ratio(ratio(w, s, "memcached"))))
+                fmt_cpu(p["cpu_us_per_req"]), fmt_ratio(ratio(w, s, "hs-original")),
+                fmt_ratio(ratio(w, s, "mysql-sql")), fmt_ratio(ratio(w, s, "memcached"))))
     md.append("")
 
-    # Same point, depth 1 (where every system can play): ratios at each conns.
-    md.append("### Ratios at equal footing: depth 1, same connections\n")
-    md.append("| workload | conns | " + " | ".join("%s ÷ mysql-sql" % s for s in systems if s != "mysql-sql")
-              + " | " + " | ".join("%s ÷ memcached" % s for s in systems if s.startswith("hsd")) + " |")
-    md.append("| --- | ---: |" + " ---: |" * (len([s for s in systems if s != "mysql-sql"]) + len([s for s in systems if s.startswith("hsd")])))
+    def point_ratio(s, w, c, d, base):
+        """s at (c, d) over base at the same point; mysql-sql cannot
+        pipeline, so at depth > 1 it is its depth-1 figure."""
+        a_ = med.get((s, w, c, d))
+        bd = 1 if base == "mysql-sql" else d
+        b_ = med.get((base, w, c, bd))
+        if a_ and b_ and b_["rps"]:
+            return a_["rps"] / b_["rps"]
+        return None
+
+    # Every point: each system over the original and over SQL.
+    md.append("### Every point as ratios: ÷ hs-original / ÷ mysql-sql\n")
+    md.append("Same workload, connections and depth; mysql-sql cannot pipeline, so at depth 16 "
+              "the SQL figure is its depth-1 figure at the same connections.\n")
+    shown = [s for s in systems if s not in ("hs-original",)]
     for w in workloads:
+        md.append("#### %s\n" % w)
+        md.append("| conns×depth | " + " | ".join(shown) + " |")
+        md.append("| --- |" + " ---: |" * len(shown))
         for c in conns:
-            cells = []
-            for s in systems:
-                if s == "mysql-sql":
-                    continue
-                a_, b_ = med.get((s, w, c, 1)), med.get(("mysql-sql", w, c, 1))
-                cells.append(fmt_ratio(a_["rps"] / b_["rps"]) if a_ and b_ and b_["rps"] else "-")
-            for s in systems:
-                if not s.startswith("hsd"):
-                    continue
-                a_, b_ = med.get((s, w, c, 1)), med.get(("memcached", w, c, 1))
-                cells.append(fmt_ratio(a_["rps"] / b_["rps"]) if a_ and b_ and b_["rps"] else "-")
-            md.append("| %s | %d | %s |" % (w, c, " | ".join(cells)))
-    md.append("")
-
-    if 16 in depths or len(depths) > 1:
-        dp = max(depths)
-        others = [s for s in systems if s not in ("memcached", "mysql-sql")]
-        md.append("### Ratios at equal footing: depth %d (pipelined), same connections, ÷ memcached\n" % dp)
-        md.append("| workload | conns | " + " | ".join("%s ÷ memcached" % s for s in others) + " |")
-        md.append("| --- | ---: |" + " ---: |" * len(others))
-        for w in workloads:
-            for c in conns:
+            for d in depths:
                 cells = []
-                for s in others:
-                    a_, b_ = med.get((s, w, c, dp)), med.get(("memcached", w, c, dp))
-                    cells.append(fmt_ratio(a_["rps"] / b_["rps"]) if a_ and b_ and b_["rps"] else "-")
-                md.append("| %s | %d | %s |" % (w, c, " | ".join(cells)))
+                for s in shown:
+                    if (s, w, c, d) not in med:
+                        cells.append("-")
+                        continue
+                    ro = point_ratio(s, w, c, d, "hs-original")
+                    rs = point_ratio(s, w, c, d, "mysql-sql") if s != "mysql-sql" else None
+                    cells.append("%s / %s" % (fmt_ratio(ro), fmt_ratio(rs)))
+                if any(x != "-" for x in cells):
+                    md.append("| %d×%d | %s |" % (c, d, " | ".join(cells)))
         md.append("")
 
-    goals = [
-        ("get", "hsd-embedded", "mysql-sql", 7.5),
-        ("get", "hsd-embedded", "memcached", 1.8),
-        ("get", "hsd-mysql", "mysql-sql", 5.0),
-        ("insert", "hsd-embedded", "mysql-sql", 3.0),
-        ("insert", "hsd-mysql", "mysql-sql", 3.0),
-    ]
-    md.append("### Goals (peak ÷ peak, this run)\n")
+    md.append("### Goals (this run)\n")
     md.append("| goal | measured | met? |")
-    md.append("| --- | ---: | --- |")
-    for w, s, base, want in goals:
-        r = ratio(w, s, base)
-        if r is None:
-            continue
-        md.append("| %s: %s ≥ %.1f× %s | %.2f× | %s |" % (w, s, want, base, r, "yes" if r >= want else "**no**"))
+    md.append("| --- | --- | --- |")
+    for text, measured, met in evaluate_goals(med, peak, conns, depths):
+        md.append("| %s | %s | %s |" % (text, measured, "yes" if met else "**no**"))
     md.append("")
 
     for w in workloads:
@@ -351,10 +340,127 @@ def cmd_report(a):
         f.write("\n".join(md) + "\n")
 
     write_gnuplot(a.out, med, systems, workloads, depths)
+    write_ratio_gnuplot(a.out, med, systems, workloads, depths)
     # A short summary on stdout.
     print("\n".join(md[: md.index("### get: median req/s · p99 · server CPU µs/req")] if
                     "### get: median req/s · p99 · server CPU µs/req" in md else md[:40]))
     return 0
+
+
+def evaluate_goals(med, peak, conns, depths):
+    """The speed goals of hsd's issues, each as (text, measured, met)."""
+    out = []
+
+    def rps(s, w, c, d):
+        m = med.get((s, w, c, d))
+        return m["rps"] if m else None
+
+    def every(s, w, base, want, points, base_depth=None):
+        got = []
+        for c, d in points:
+            a_, b_ = rps(s, w, c, d), rps(base, w, c, base_depth or d)
+            if a_ and b_:
+                got.append((c, d, a_ / b_))
+        if not got:
+            return
+        worst = min(got, key=lambda x: x[2])
+        text = "%s: %s ≥ %.2f× %s at every point (%s)" % (
+            w, s, want, base, ", ".join("%d×%d" % (c, d) for c, d, _ in got))
+        measured = "min %.2f× at %d×%d; " % (worst[2], worst[0], worst[1]) + ", ".join(
+            "%.2f" % r for _, _, r in got)
+        out.append((text, measured, worst[2] >= want))
+
+    def at_peak(s, w, base, want):
+        if (s, w) in peak and (base, w) in peak and peak[(base, w)]["rps"]:
+            r = peak[(s, w)]["rps"] / peak[(base, w)]["rps"]
+            out.append(("%s: %s peak ≥ %.2f× %s peak" % (w, s, want, base), "%.2f×" % r, r >= want))
+
+    all_points = [(c, d) for c in conns for d in depths]
+    depth1 = [(c, 1) for c in conns]
+    from16 = [(c, 1) for c in conns if c >= 16]
+    for w in ("get", "update", "insert"):
+        every("hsd-embedded", w, "hs-original", 1.0, all_points)
+    every("hsd-mysql", "get", "mysql-sql", 1.0, [(1, 1)])
+    every("hsd-mysql", "get", "mysql-sql", 1.5, from16)
+    at_peak("hsd-mysql", "get", "hs-original", 0.6)
+    for w in ("insert", "update"):
+        every("hsd-mysql", w, "mysql-sql", 1.5, from16)
+        every("hsd-mysql", w, "mysql-sql", 1.0, [(1, 1)])
+        at_peak("hsd-mysql", w, "hs-original", 0.5)
+    at_peak("hsd-mysql", "multiget10", "mysql-sql", 2.0)
+    every("hsd-mysql", "multiget10", "mysql-sql", 1.0, all_points, base_depth=1)
+
+    # Server CPU and p99 at 1 x 1, against the original.
+    for s, limit in (("hsd-embedded", 1.0), ("hsd-mysql", 2.0)):
+        a_, b_ = med.get((s, "get", 1, 1)), med.get(("hs-original", "get", 1, 1))
+        if a_ and b_:
+            if a_.get("cpu_us_per_req") and b_.get("cpu_us_per_req"):
+                r = a_["cpu_us_per_req"] / b_["cpu_us_per_req"]
+                out.append(("get 1×1: %s server CPU ≤ %.0f× hs-original's" % (s, limit),
+                            "%.1f vs %.1f µs (%.2f×)" % (a_["cpu_us_per_req"], b_["cpu_us_per_req"], r),
+                            r <= limit))
+            r = a_["p99_us"] / b_["p99_us"] if b_["p99_us"] else None
+            if r is not None:
+                out.append(("get 1×1: %s p99 ≤ %.0f× hs-original's" % (s, limit),
+                            "%.0f vs %.0f µs (%.2f×)" % (a_["p99_us"], b_["p99_us"], r), r <= limit))
+    return out
+
+
+def write_ratio_gnuplot(out, med, systems, workloads, depths):
+    """Each system's throughput over the original's, point by point."""
+    if not any(k[0] == "hs-original" for k in med):
+        return
+    png = os.path.join(out, "ratio.png")
+    conns = sorted({k[2] for k in med})
+    g = []
+    g.append('set terminal pngcairo size 1800,900 font "DejaVu Sans,10"')
+    g.append('set output "%s"' % png)
+    g.append("set logscale x 2")
+    g.append("set xrange [%g:%g]" % (conns[0] / 1.25, conns[-1] * 1.25))
+    g.append("set xtics (%s)" % ", ".join(str(c) for c in conns))
+    g.append("set grid ytics xtics lc rgb '#dddddd'")
+    g.append("set logscale y 2")
+    g.append("set yrange [0.03125:16]")
+    g.append('set ytics ("1/32" 0.03125, "1/16" 0.0625, "1/8" 0.125, "1/4" 0.25, "1/2" 0.5, "1" 1, "2" 2, "4" 4, "8" 8, "16" 16)')
+    g.append("unset key")
+    blocks = {}
+    for (s, w, c, d), m in med.items():
+        if s == "hs-original":
+            continue
+        bd = 1 if s == "mysql-sql" else d
+        base = med.get(("hs-original", w, c, bd if s == "mysql-sql" else d))
+        mine = med.get((s, w, c, bd)) if s == "mysql-sql" else m
+        if base and mine and base["rps"]:
+            blocks.setdefault((s, w, d), []).append((c, mine["rps"] / base["rps"]))
+    for (s, w, d), pts in blocks.items():
+        g.append("$R_%s_%s_%d << EOD" % (s.replace("-", "_"), w, d))
+        for c, r in sorted(pts):
+            g.append("%d %.4f" % (c, r))
+        g.append("EOD")
+    g.append('set multiplot layout %d,%d margins 0.05,0.99,0.12,0.91 spacing 0.055,0.11 '
+             'title "throughput ÷ the original HandlerSocket plugin (same MariaDB, same load generator; '
+             'above 1: faster than the original)" font ",13"' % (len(depths), len(workloads)))
+    others = [s for s in systems if s != "hs-original"]
+    for d in depths:
+        for w in workloads:
+            g.append('set title "%s, pipeline depth %d" font ",11"' % (w, d))
+            g.append("unset label")
+            if (w, d) == (workloads[0], depths[0]):
+                x0 = 0.5 - 0.075 * len(others)
+                for i, s in enumerate(others):
+                    g.append('set label %d "━━●━━ %s" at screen %.3f,0.035 left tc rgb "%s" font ",12"'
+                             % (i + 1, s, x0 + 0.15 * i, COLORS[s]))
+            g.append('set xlabel "connections"')
+            g.append('set ylabel "÷ hs-original (log scale)"')
+            plots = ["1 with lines lw 2 dt 2 lc rgb '#9467bd'"]
+            for s in others:
+                if (s, w, d) in blocks:
+                    plots.append('$R_%s_%s_%d using 1:2 with linespoints lw 2 pt 7 ps 0.8 lc rgb "%s"'
+                                 % (s.replace("-", "_"), w, d, COLORS[s]))
+            g.append("plot " + ", \\\n     ".join(plots))
+    g.append("unset multiplot")
+    with open(os.path.join(out, "ratio.gp"), "w") as f:
+        f.write("\n".join(g) + "\n")
 
 
 def write_gnuplot(out, med, systems, workloads, depths):
@@ -385,7 +491,7 @@ def write_gnuplot(out, med, systems, workloads, depths):
         g.append("EOD")
     nrow = len(depths)
     g.append('set multiplot layout %d,%d margins 0.05,0.99,0.12,0.91 spacing 0.055,0.11 '
-             'title "hsd vs memcached vs Redis vs MariaDB SQL: throughput (median req/s) vs connections, '
+             'title "hsd vs the original plugin, memcached, Redis, MariaDB SQL: throughput (median req/s) vs connections, '
              'one load generator, loopback\\n(mysql-sql cannot pipeline: in the depth-16 row its depth-1 '
              'figures are repeated, dashed)" font ",13"'
              % (nrow, len(workloads)))
@@ -423,40 +529,47 @@ def write_gnuplot(out, med, systems, workloads, depths):
 
 # ------------------------------------------------------------------ perfsum
 PERF_AREAS = [
-    ("SQLite itself (B-tree search, VDBE, pager/WAL)", lambda d, k, s: d == "hsd" and k == "."
+    ("MariaDB server (mariadbd threads, kernel time included)",
+     lambda c, d, k, s: c.startswith("mariadbd") or d.startswith("mariadbd")),
+    ("SQLite itself (B-tree search, VDBE, pager/WAL)", lambda c, d, k, s: d == "hsd" and k == "."
      and "::" not in s and not s.startswith(("<", "0x"))),
-    ("kernel (TCP loopback send/receive, epoll, scheduling)", lambda d, k, s: k == "k"),
-    ("malloc / free (and Rust's allocation paths)", lambda d, k, s: (d.startswith("libc") and any(
+    ("kernel (TCP loopback send/receive, epoll, scheduling)", lambda c, d, k, s: k == "k"),
+    ("malloc / free (and Rust's allocation paths)", lambda c, d, k, s: (d.startswith("libc") and any(
         x in s for x in ("malloc", "free", "_int_", "realloc", "calloc", "consolidate", "tcache")))
      or s.startswith(("alloc::", "__rustc::", "__rust_", "__rdl_"))),
-    ("memcpy / memcmp / memchr", lambda d, k, s: d.startswith("libc") and s.startswith(("__mem", "mem", "__str"))),
-    ("hashing (SipHash: statement shape and statement-cache lookups)", lambda d, k, s: "hash" in s.lower()),
-    ("rusqlite glue (statement cache, binding, rows)", lambda d, k, s: "rusqlite" in s),
-    ("hs-proto (parse requests, encode responses)", lambda d, k, s: "hs_proto" in s),
-    ("metrics (prometheus)", lambda d, k, s: "prometheus" in s),
-    ("tokio runtime", lambda d, k, s: "tokio" in s),
-    ("hsd (session, exec, backend glue)", lambda d, k, s: "hsd::" in s),
-    ("libc other (syscall wrappers, locks, fcntl)", lambda d, k, s: d.startswith("libc")),
+    ("memcpy / memcmp / memchr", lambda c, d, k, s: d.startswith("libc") and s.startswith(("__mem", "mem", "__str"))),
+    ("hashing", lambda c, d, k, s: "hash" in s.lower()),
+    ("rusqlite glue", lambda c, d, k, s: "rusqlite" in s),
+    ("hs-proto (parse requests, encode responses)", lambda c, d, k, s: "hs_proto" in s),
+    ("mysql-wire and the MySQL link (packets, rows)", lambda c, d, k, s: "mysql_wire" in s or "backend::mysql" in s),
+    ("metrics (prometheus)", lambda c, d, k, s: "prometheus" in s),
+    ("tokio runtime", lambda c, d, k, s: "tokio" in s),
+    ("hsd (session, exec, dispatch, backend glue)", lambda c, d, k, s: "hsd::" in s),
+    ("libc other (syscall wrappers, locks, fcntl)", lambda c, d, k, s: d.startswith("libc")),
 ]
 
 
 def cmd_perfsum(a):
+    """Sums a flat perf report (--sort comm,dso,symbol or dso,symbol) by area."""
     areas = defaultdict(float)
-    total = 0.0
     for line in open(a.flat):
         f = line.split()
-        if len(f) < 4 or not f[0].endswith("%") or not f[2].startswith("["):
+        if len(f) < 4 or not f[0].endswith("%"):
             continue
-        pct, dso, kind = float(f[0][:-1]), f[1], f[2][1]
-        sym = " ".join(x for x in f[3:] if x != "-")
-        total += pct
+        kind_at = next((i for i, x in enumerate(f) if x in ("[k]", "[.]")), None)
+        if kind_at is None or kind_at < 2:
+            continue
+        pct = float(f[0][:-1])
+        dso, kind = f[kind_at - 1], f[kind_at][1]
+        comm = f[1] if kind_at == 3 else ""
+        sym = " ".join(x for x in f[kind_at + 1:] if x != "-")
         for name, match in PERF_AREAS:
-            if match(dso, kind, sym):
+            if match(comm, dso, kind, sym):
                 areas[name] += pct
                 break
         else:
             areas["other"] += pct
-    print("| where hsd's CPU time goes | share |")
+    print("| where the CPU time goes | share |")
     print("| --- | ---: |")
     for name, pct in sorted(areas.items(), key=lambda kv: -kv[1]):
         print("| %s | %.1f%% |" % (name, pct))

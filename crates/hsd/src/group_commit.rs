@@ -7,14 +7,28 @@
 //! they stay queued (in order, behind nothing else) and are tried again
 //! with each later group and after short pauses, while writes to other
 //! files go on. After `BUSY_BUDGET` they are answered with the busy error.
+//!
+//! When a commit becomes durable only after a sync step (the embedded
+//! store's WAL), the committer runs it before answering: itself for a small
+//! group (a hand-off to another thread would cost more than the sync), on
+//! its sync thread for a large one (whose sync, megabytes of WAL, then
+//! overlaps the next group's work). While the sync thread holds anything,
+//! every group's answers go through it, in order, so no answer overtakes a
+//! sync it depends on. A sync that fails stops hsd: the writes are committed (others can see them) but may not
+//! survive a crash, so neither answer would be true; the clients see their
+//! connection end (outcome unknown) and SQLite recovers the file from what
+//! reached the disk at the next start, as a database does after a failed
+//! fsync.
 
-use crate::backend::{Backend, StorageConn, ERR_BUSY, ERR_UNAVAILABLE};
+use crate::backend::{Backend, Durability, StorageConn, SyncStep, ERR_BUSY, ERR_UNAVAILABLE};
 use crate::dispatch::Shared;
 use crate::exec::{self, WriteOutcome, WriteTask};
 use hs_proto::{ErrorKind, ResponseWriter};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashSet, VecDeque};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, Notify};
 
@@ -24,6 +38,9 @@ const MAX_GROUP_WRITES: usize = 1024;
 const BUSY_BUDGET: Duration = Duration::from_secs(10);
 /// Pauses between tries on a locked file, growing to the last one.
 const BUSY_PAUSES_MS: [u64; 6] = [1, 2, 5, 10, 20, 50];
+/// Groups of at least this many writes have their sync step run on the
+/// sync thread, overlapping the next group.
+const SYNC_BESIDE_FROM: usize = 32;
 
 struct WriteJob {
     tasks: Vec<WriteTask>,
@@ -111,6 +128,7 @@ async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>) {
     // Jobs taken but not fully answered (some writes wait on a locked file).
     let mut active: Vec<WriteJob> = Vec::new();
     let mut pause = 0usize;
+    let mut sync_thread: Option<SyncThread> = None;
     loop {
         let work = queue.work.notified();
         take_jobs(&queue, &mut active);
@@ -134,8 +152,29 @@ async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>) {
             }
         }
         let Some(c) = conn.as_mut() else { continue };
-        let busy = commit_group(c, &shared, &mut active).await;
-        answer_finished(&mut active);
+        let (busy, writes, durability) = commit_group(c, &shared, &mut active).await;
+        let finished = take_finished(&mut active);
+        let step = match durability {
+            Durability::Done => None,
+            Durability::Sync(step) => Some(step),
+        };
+        let beside = sync_thread.as_ref().is_some_and(SyncThread::busy)
+            || (step.is_some() && writes >= SYNC_BESIDE_FROM);
+        if beside && sync_thread.is_none() {
+            match SyncThread::start() {
+                Ok(t) => sync_thread = Some(t),
+                Err(e) => tracing::warn!(error = %e, "cannot start a sync thread; syncing inline"),
+            }
+        }
+        match (&sync_thread, beside) {
+            (Some(t), true) => t.send(step, finished),
+            _ => {
+                if let Some(step) = step {
+                    run_sync(step);
+                }
+                answer(finished);
+            }
+        }
         if busy {
             // Some file is locked from outside: pause a little (or until
             // new writes come), then try again.
@@ -149,8 +188,88 @@ async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>) {
             pause = 0;
         }
     }
+    if let Some(t) = sync_thread {
+        // Every answer it holds goes out before the loop ends.
+        let _ = tokio::task::spawn_blocking(move || t.finish()).await;
+    }
     queue.running.set(false);
     queue.stopped.notify_waiters();
+}
+
+/// The committer's thread for the sync steps of large groups: runs them in
+/// order and answers the writes that waited for each.
+struct SyncThread {
+    tx: mpsc::Sender<(Option<SyncStep>, Vec<WriteJob>)>,
+    in_flight: Arc<AtomicUsize>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl SyncThread {
+    fn start() -> std::io::Result<SyncThread> {
+        let (tx, rx) = mpsc::channel::<(Option<SyncStep>, Vec<WriteJob>)>();
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let count = in_flight.clone();
+        let thread = std::thread::Builder::new()
+            .name("hsd-sync".into())
+            .spawn(move || {
+                while let Ok((step, jobs)) = rx.recv() {
+                    if let Some(step) = step {
+                        run_sync(step);
+                    }
+                    answer(jobs);
+                    count.fetch_sub(1, Ordering::AcqRel);
+                }
+            })?;
+        Ok(SyncThread {
+            tx,
+            in_flight,
+            thread,
+        })
+    }
+
+    /// Whether some answers still wait on this thread.
+    fn busy(&self) -> bool {
+        self.in_flight.load(Ordering::Acquire) > 0
+    }
+
+    fn send(&self, step: Option<SyncStep>, jobs: Vec<WriteJob>) {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        if let Err(mpsc::SendError((step, jobs))) = self.tx.send((step, jobs)) {
+            // The thread is gone (it panicked): do its work here.
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            if let Some(step) = step {
+                run_sync(step);
+            }
+            answer(jobs);
+        }
+    }
+
+    fn finish(self) {
+        drop(self.tx);
+        let _ = self.thread.join();
+    }
+}
+
+/// Runs a sync step; stops hsd when it fails (see the module comment).
+fn run_sync(step: SyncStep) {
+    if let Err(f) = step() {
+        tracing::error!(
+            error = %f.error,
+            dbs = ?f.dbs,
+            "making committed writes durable failed; hsd stops without answering them \
+             (SQLite recovers the files at the next start)"
+        );
+        std::process::exit(70);
+    }
+}
+
+/// Sends each finished job its answers.
+fn answer(jobs: Vec<WriteJob>) {
+    for job in jobs {
+        let _ = job
+            .reply
+            .send(job.tasks.into_iter().map(|t| t.out).collect());
+    }
 }
 
 /// Moves queued jobs into `active`, up to `MAX_GROUP_WRITES` writes.
@@ -169,12 +288,13 @@ fn take_jobs(queue: &Queue, active: &mut Vec<WriteJob>) {
 }
 
 /// Runs every unanswered write of `active` in one transaction and commits.
-/// Returns whether some write found its file locked.
+/// Returns whether some write found its file locked, how many writes ran,
+/// and how the committed writes become durable.
 async fn commit_group<B: Backend>(
     conn: &mut B::Conn,
     shared: &Shared<B>,
     active: &mut [WriteJob],
-) -> bool {
+) -> (bool, usize, Durability) {
     let started = Instant::now();
     if let Err(e) = conn.begin().await {
         tracing::warn!(error = %e, "begin failed");
@@ -187,7 +307,7 @@ async fn commit_group<B: Backend>(
                 }
             }
         }
-        return false;
+        return (false, 0, Durability::Done);
     }
     // Files found locked in this group: their later writes wait too, so
     // each file's writes keep their order.
@@ -213,7 +333,8 @@ async fn commit_group<B: Backend>(
         }
     }
     shared.metrics.group_commit_size.observe(writes as f64);
-    if let Err(failure) = conn.commit().await {
+    let committed = conn.commit().await;
+    if let Some(failure) = committed.failure {
         tracing::warn!(error = %failure.error, dbs = ?failure.dbs, "group commit failed; the writes it rolled back are answered with the error");
         conn.rollback().await;
         let code = failure.error.client_code();
@@ -238,20 +359,19 @@ async fn commit_group<B: Backend>(
             }
         }
     }
-    !locked.is_empty()
+    (!locked.is_empty(), writes, committed.durability)
 }
 
-/// Answers and drops the jobs whose every write is answered.
-fn answer_finished(active: &mut Vec<WriteJob>) {
+/// Takes out the jobs whose every write has its answer.
+fn take_finished(active: &mut Vec<WriteJob>) -> Vec<WriteJob> {
+    let mut finished = Vec::new();
     let mut i = 0;
     while i < active.len() {
         if active[i].answered.iter().all(|&a| a) {
-            let job = active.remove(i);
-            let _ = job
-                .reply
-                .send(job.tasks.into_iter().map(|t| t.out).collect());
+            finished.push(active.remove(i));
         } else {
             i += 1;
         }
     }
+    finished
 }

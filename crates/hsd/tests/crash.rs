@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Backend, TestServer};
-use hs_client::{Client, ClientOptions};
+use hs_client::{insert_line, Client, ClientOptions};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 
 const GROUPS: u64 = 8;
 const ROWS_PER_GROUP: u64 = 10;
+/// Inserts per pipelined batch of the pipelining writers.
+const PIPELINE: u64 = 64;
+/// Batches each pipelining writer sends per round.
+const PIPELINED_BATCHES: usize = 6;
 
 fn create_tables(s: &TestServer) {
     s.sql("CREATE TABLE kv (k INT NOT NULL PRIMARY KEY, v VARCHAR(32))");
@@ -65,6 +69,43 @@ async fn write_until_broken(
                         acked.keys.insert(k);
                     }
                     _ => break,
+                }
+            }
+            acked
+        }));
+    }
+    // Pipelining inserters: groups large enough that the embedded store
+    // syncs them on its sync thread while the next group runs.
+    for _ in 0..2 {
+        let (addr, db, next_key) = (s.write_addr.clone(), s.db.clone(), next_key.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut acked = Acked::default();
+            let opts = ClientOptions::new().reconnect(false);
+            let Ok(mut c) = Client::connect_with(&addr, opts).await else {
+                return acked;
+            };
+            if !matches!(c.open_index(1, &db, "kv", "PRIMARY", &["k", "v"], &[]).await, Ok(r) if r.is_ok()) {
+                return acked;
+            }
+            // A few batches per round: enough to be killed mid-sync, without
+            // growing the table the rounds verify too fast.
+            for _ in 0..PIPELINED_BATCHES {
+                if Instant::now() >= deadline {
+                    break;
+                }
+                let first = next_key.fetch_add(PIPELINE, Ordering::Relaxed);
+                let lines: Vec<Vec<u8>> = (first..first + PIPELINE)
+                    .map(|k| insert_line(1, &[k.to_string().as_str(), "p"]))
+                    .collect();
+                match c.pipeline(&lines).await {
+                    Ok(answers) => {
+                        for (k, r) in (first..).zip(&answers) {
+                            if r.is_ok() {
+                                acked.keys.insert(k);
+                            }
+                        }
+                    }
+                    Err(_) => break,
                 }
             }
             acked

@@ -280,10 +280,11 @@ pub trait StorageConn {
 
     /// Starts the transaction a group of writes shares.
     async fn begin(&mut self) -> Result<(), StorageError>;
-    /// Makes the group's writes durable to the configured level. A failure
-    /// names the dbs whose writes were not committed, so that exactly those
-    /// writes are answered with an error.
-    async fn commit(&mut self) -> Result<(), CommitFailure>;
+    /// Commits the group. A failure names the dbs whose writes were not
+    /// committed, so that exactly those writes are answered with an error.
+    /// The others may need a sync step before they are durable (see
+    /// `Durability`); they are answered only after it.
+    async fn commit(&mut self) -> Committed;
     async fn rollback(&mut self);
 
     /// When this connection holds something it must give back if it stays
@@ -296,6 +297,44 @@ pub trait StorageConn {
     /// when no work came.
     async fn release_idle(&mut self) {}
 }
+
+/// What a group commit did.
+pub struct Committed {
+    /// The dbs whose writes were rolled back, and why (`None`: none).
+    pub failure: Option<CommitFailure>,
+    /// How the writes that were committed reach the disk.
+    pub durability: Durability,
+}
+
+impl Committed {
+    /// Everything committed, durable already.
+    pub fn done() -> Committed {
+        Committed {
+            failure: None,
+            durability: Durability::Done,
+        }
+    }
+
+    /// Nothing committed.
+    pub fn failed(failure: CommitFailure) -> Committed {
+        Committed {
+            failure: Some(failure),
+            durability: Durability::Done,
+        }
+    }
+}
+
+/// How a committed group reaches the disk.
+pub enum Durability {
+    /// It is durable already (or durability was not asked for).
+    Done,
+    /// It is durable once this has run (it may block on the disk); the
+    /// committer runs it before answering.
+    Sync(SyncStep),
+}
+
+/// A step that makes committed writes durable (e.g. fdatasync of a log).
+pub type SyncStep = Box<dyn FnOnce() -> Result<(), CommitFailure> + Send>;
 
 /// A group commit that did not commit everything.
 #[derive(Debug)]

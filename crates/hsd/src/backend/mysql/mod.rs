@@ -33,8 +33,8 @@ use self::handler::Handles;
 use self::link::{Answer, Discard, Failure, Link, LinkSettings};
 use super::write_sql::{self, WriteParam, WriteSink};
 use super::{
-    Backend, CommitFailure, ReadPlacement, RowVisitor, Scan, StorageConn, StorageError, TableMeta,
-    ERR_DUPLICATE_KEY, ERR_NOT_NULL,
+    Backend, CommitFailure, Committed, ReadPlacement, RowVisitor, Scan, StorageConn, StorageError,
+    TableMeta, ERR_DUPLICATE_KEY, ERR_NOT_NULL,
 };
 use hs_proto::Value as HsValue;
 use mysql_wire::{ErrPacket, MysqlUrl};
@@ -505,29 +505,33 @@ impl StorageConn for MysqlConn {
         Ok(())
     }
 
-    async fn commit(&mut self) -> Result<(), CommitFailure> {
+    /// COMMIT returns once InnoDB made the group durable (as configured by
+    /// innodb_flush_log_at_trx_commit). One transaction: all or nothing.
+    async fn commit(&mut self) -> Committed {
         match std::mem::replace(&mut self.txn, Txn::Off) {
-            Txn::Off | Txn::Wanted => Ok(()),
+            Txn::Off | Txn::Wanted => Committed::done(),
             Txn::Open => {
                 let Some(link) = self.link.as_mut() else {
-                    return Err(CommitFailure::all(StorageError::Unavailable(
+                    return Committed::failed(CommitFailure::all(StorageError::Unavailable(
                         "connection lost before commit".into(),
                     )));
                 };
                 link.queue(|sql| sql.extend_from_slice(b"COMMIT"));
                 match link.answer(&mut Discard).await {
-                    Ok(Answer::Done(_)) => Ok(()),
-                    Ok(Answer::Refused(e)) => Err(CommitFailure::all(refused_error(&e))),
+                    Ok(Answer::Done(_)) => Committed::done(),
+                    Ok(Answer::Refused(e)) => {
+                        Committed::failed(CommitFailure::all(refused_error(&e)))
+                    }
                     Err(f) => {
                         self.link = None;
                         self.handles.clear();
-                        Err(CommitFailure::all(f.error))
+                        Committed::failed(CommitFailure::all(f.error))
                     }
                 }
             }
             Txn::Doomed(e) => {
                 self.roll_back_link().await;
-                Err(CommitFailure::all(doomed(&e)))
+                Committed::failed(CommitFailure::all(doomed(&e)))
             }
         }
     }

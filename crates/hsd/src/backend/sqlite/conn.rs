@@ -10,16 +10,19 @@
 use super::meta::describe_table;
 use super::scan::{next_row, ScanStatements, SqliteRow};
 use super::stmt::RawStatement;
+use super::wal_sync::WalSyncer;
 use super::{open_db, refused, Synchronous};
 use crate::backend::write_sql::{self, WritePlaceholders};
 use crate::backend::{
-    CommitFailure, RowVisitor, Scan, ScanStep, StorageConn, StorageError, TableMeta,
+    CommitFailure, Committed, Durability, RowVisitor, Scan, ScanStep, StorageConn, StorageError,
+    TableMeta,
 };
 use hs_proto::Value;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::Connection;
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A scan hands the thread back to the event loop after running this long,
@@ -53,6 +56,8 @@ enum DbGroup {
 pub struct SqliteConn {
     data_dir: PathBuf,
     synchronous: Synchronous,
+    /// Set when commits are made durable by syncing the WAL beside the loop.
+    syncer: Option<Arc<WalSyncer>>,
     files: HashMap<String, DbFile>,
     /// Between `begin` and `commit`: statements join their file's transaction.
     in_write_group: bool,
@@ -61,10 +66,15 @@ pub struct SqliteConn {
 }
 
 impl SqliteConn {
-    pub fn new(data_dir: PathBuf, synchronous: Synchronous) -> SqliteConn {
+    pub fn new(
+        data_dir: PathBuf,
+        synchronous: Synchronous,
+        syncer: Option<Arc<WalSyncer>>,
+    ) -> SqliteConn {
         SqliteConn {
             data_dir,
             synchronous,
+            syncer,
             files: HashMap::new(),
             in_write_group: false,
             sql: Vec::with_capacity(256),
@@ -74,7 +84,17 @@ impl SqliteConn {
     /// The db file's handle, opened on first use.
     fn file(&mut self, db: &str) -> Result<&mut DbFile, StorageError> {
         if !self.files.contains_key(db) {
-            let conn = open_db(&self.data_dir, db, false, self.synchronous)?;
+            // With a syncer, SQLite appends the WAL without syncing it and
+            // never checkpoints inside a commit: `wal_sync` does both.
+            let sync = match self.syncer {
+                Some(_) => Synchronous::Normal,
+                None => self.synchronous,
+            };
+            let conn = open_db(&self.data_dir, db, false, sync)?;
+            if self.syncer.is_some() {
+                conn.pragma_update(None, "wal_autocheckpoint", 0)
+                    .map_err(refused)?;
+            }
             let file = DbFile {
                 scans: ScanStatements::default(),
                 begin: RawStatement::prepare(&conn, "BEGIN")?,
@@ -92,12 +112,21 @@ impl SqliteConn {
     /// The db file's handle; inside a write group with its transaction begun.
     fn file_for_group(&mut self, db: &str) -> Result<&mut DbFile, StorageError> {
         let in_write_group = self.in_write_group;
+        let syncer = self.syncer.clone();
         let file = self.file(db)?;
         if in_write_group {
             match &file.group {
                 DbGroup::Open => {}
                 DbGroup::Doomed(e) => return Err(e.clone()),
                 DbGroup::Idle => {
+                    if syncer.as_ref().is_some_and(|s| s.restart_due(db)) {
+                        // Rewind the WAL now that it is checkpointed (see
+                        // wal_sync); busy readers just make it wait a turn.
+                        let _ = file.conn.busy_timeout(Duration::ZERO);
+                        let _ = file
+                            .conn
+                            .query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()));
+                    }
                     // Never wait for another writer here: the committer
                     // retries a busy file later.
                     let _ = file.conn.busy_timeout(Duration::ZERO);
@@ -306,10 +335,11 @@ impl StorageConn for SqliteConn {
         Ok(())
     }
 
-    async fn commit(&mut self) -> Result<(), CommitFailure> {
+    async fn commit(&mut self) -> Committed {
         self.in_write_group = false;
         let mut lost = Vec::new();
         let mut first_error = None;
+        let mut tickets = Vec::new();
         for (name, f) in self.files.iter_mut() {
             let outcome = match std::mem::replace(&mut f.group, DbGroup::Idle) {
                 DbGroup::Idle => continue,
@@ -320,20 +350,31 @@ impl StorageConn for SqliteConn {
                 }
                 DbGroup::Doomed(e) => Err(e),
             };
-            if let Err(e) = outcome {
-                if !f.conn.is_autocommit() {
-                    let _ = f.conn.execute_batch("ROLLBACK");
+            match outcome {
+                Ok(()) => {
+                    if let Some(syncer) = &self.syncer {
+                        tickets.push(syncer.committed(name));
+                    }
                 }
-                lost.push(name.clone());
-                first_error.get_or_insert(e);
+                Err(e) => {
+                    if !f.conn.is_autocommit() {
+                        let _ = f.conn.execute_batch("ROLLBACK");
+                    }
+                    lost.push(name.clone());
+                    first_error.get_or_insert(e);
+                }
             }
         }
-        match first_error {
-            None => Ok(()),
-            Some(error) => Err(CommitFailure {
+        let durability = match (&self.syncer, tickets.is_empty()) {
+            (Some(syncer), false) => Durability::Sync(syncer.step(tickets)),
+            _ => Durability::Done,
+        };
+        Committed {
+            failure: first_error.map(|error| CommitFailure {
                 error,
                 dbs: Some(lost),
             }),
+            durability,
         }
     }
 

@@ -7,18 +7,22 @@
 //!   a write group commits file by file.
 //! - `scan`: running scans with statements held per opened index.
 //! - `stmt`: a prepared statement owned outside rusqlite's cache (the hot path).
+//! - `wal_sync`: durable commits with the WAL synced beside the event loop.
 
 mod conn;
 mod meta;
 mod scan;
 mod stmt;
+mod wal_sync;
 
 pub use conn::SqliteConn;
 
 use super::{Backend, ReadPlacement, StorageError, ERR_DUPLICATE_KEY, ERR_NOT_NULL};
 use rusqlite::{ffi, Connection, OpenFlags};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
+use wal_sync::WalSyncer;
 
 /// Bytes of each db file that reads use through mmap (a cap, not an allocation).
 const MMAP_SIZE: i64 = 1 << 30;
@@ -52,13 +56,19 @@ impl Synchronous {
 pub struct SqliteBackend {
     data_dir: PathBuf,
     synchronous: Synchronous,
+    /// With `Synchronous::Full`: makes commits durable beside the loops.
+    syncer: Option<Arc<WalSyncer>>,
 }
 
 impl SqliteBackend {
     pub fn new(data_dir: impl Into<PathBuf>, synchronous: Synchronous) -> Self {
+        let data_dir = data_dir.into();
+        let syncer =
+            (synchronous == Synchronous::Full).then(|| Arc::new(WalSyncer::new(&data_dir)));
         SqliteBackend {
-            data_dir: data_dir.into(),
+            data_dir,
             synchronous,
+            syncer,
         }
     }
 }
@@ -67,7 +77,11 @@ impl Backend for SqliteBackend {
     type Conn = SqliteConn;
 
     async fn connect(&self) -> Result<SqliteConn, StorageError> {
-        Ok(SqliteConn::new(self.data_dir.clone(), self.synchronous))
+        Ok(SqliteConn::new(
+            self.data_dir.clone(),
+            self.synchronous,
+            self.syncer.clone(),
+        ))
     }
 
     fn describe_target(&self) -> String {

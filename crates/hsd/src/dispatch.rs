@@ -38,7 +38,9 @@ use crate::metrics::Metrics;
 use crate::read_batch::ReadBatcher;
 use hs_proto::{ErrorKind, OpenIndexRequest, ResponseWriter};
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
+use tokio::sync::Notify;
 
 /// Which port an event loop serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,14 +75,20 @@ pub struct Dispatcher<B: Backend> {
 }
 
 enum ReadPath<C> {
-    Inline(ConnPool<C>),
+    Inline(Rc<ConnPool<C>>),
     Batched(ReadBatcher<C>),
 }
 
 /// Storage connections of the loop for inline work; one is checked out per
-/// running request batch (usually just one exists).
+/// running request batch (usually just one exists). A keeper task gives
+/// back what an idle connection must not hold (see
+/// `StorageConn::idle_deadline`).
 struct ConnPool<C> {
     idle: RefCell<Vec<C>>,
+    keeper: Notify,
+    /// The keeper sleeps until a deadline already (a checked-in connection
+    /// then needs no wake-up: the keeper looks again when it wakes).
+    keeper_armed: std::cell::Cell<bool>,
 }
 
 /// Most idle connections a pool keeps.
@@ -91,9 +99,15 @@ impl<B: Backend> Dispatcher<B> {
     /// (it starts the batcher and committer tasks there).
     pub fn new(kind: PortKind, shared: Shared<B>) -> Dispatcher<B> {
         let reads = match shared.backend.read_placement() {
-            ReadPlacement::Inline => ReadPath::Inline(ConnPool {
-                idle: RefCell::new(Vec::new()),
-            }),
+            ReadPlacement::Inline => {
+                let pool = Rc::new(ConnPool {
+                    idle: RefCell::new(Vec::new()),
+                    keeper: Notify::new(),
+                    keeper_armed: std::cell::Cell::new(false),
+                });
+                tokio::task::spawn_local(keep(pool.clone()));
+                ReadPath::Inline(pool)
+            }
             ReadPlacement::Batched { links } => {
                 ReadPath::Batched(ReadBatcher::start(shared.clone(), links))
             }
@@ -182,9 +196,51 @@ impl<C: StorageConn> ConnPool<C> {
     }
 
     fn checkin(&self, conn: C) {
+        let holds = conn.idle_deadline().is_some();
         let mut idle = self.idle.borrow_mut();
         if idle.len() < POOL_KEEP {
             idle.push(conn);
+            if holds && !self.keeper_armed.get() {
+                self.keeper.notify_one();
+            }
+        }
+    }
+}
+
+/// The pool's keeper: at each idle connection's deadline, has it give back
+/// what it holds. Lives as long as the event loop.
+async fn keep<C: StorageConn>(pool: Rc<ConnPool<C>>) {
+    loop {
+        let woken = pool.keeper.notified();
+        let next = pool
+            .idle
+            .borrow()
+            .iter()
+            .filter_map(StorageConn::idle_deadline)
+            .min();
+        match next {
+            Some(at) => {
+                pool.keeper_armed.set(true);
+                tokio::select! {
+                    _ = woken => {}
+                    _ = tokio::time::sleep_until(at.into()) => {}
+                }
+                pool.keeper_armed.set(false);
+            }
+            None => woken.await,
+        }
+        let now = std::time::Instant::now();
+        let due: Vec<C> = {
+            let mut idle = pool.idle.borrow_mut();
+            let (due, keep): (Vec<C>, Vec<C>) = idle
+                .drain(..)
+                .partition(|c| c.idle_deadline().is_some_and(|at| at <= now));
+            *idle = keep;
+            due
+        };
+        for mut c in due {
+            c.release_idle().await;
+            pool.idle.borrow_mut().push(c);
         }
     }
 }

@@ -224,3 +224,60 @@ async fn a_full_disk_fails_exactly_the_writes_it_lost() {
         );
     }
 }
+
+/// Finds read through a transaction kept open between batches (a read
+/// lease). A write committed by anyone before a find must be seen by it:
+/// here by another process (`hsd sql`) and through hsd's own write port,
+/// each followed at once by a find on a connection whose lease is open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finds_see_every_commit_before_them() {
+    let s = sqlite_server("hst_read_lease").await;
+    s.sql("CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)");
+    s.sql("INSERT INTO kv VALUES (1, 'v0')");
+    let mut r = s.reader().await;
+    let mut w = s.writer().await;
+    let db = &s.db;
+    assert_eq!(q(&mut r, &format!("P|1|{db}|kv||v")).await, t("0|1"));
+    assert_eq!(q(&mut w, &format!("P|1|{db}|kv||v")).await, t("0|1"));
+    for i in 1..=20 {
+        // A lease is open after this find...
+        let before = q(&mut r, "1|=|1|1").await;
+        assert!(before.starts_with("0\t1\t"), "{before}");
+        // ...and the next find still sees a write made meanwhile.
+        if i % 2 == 0 {
+            s.sql(&format!("UPDATE kv SET v = 'sql{i}' WHERE k = 1"));
+            assert_eq!(q(&mut r, "1|=|1|1").await, t(&format!("0|1|sql{i}")));
+        } else {
+            assert_eq!(q(&mut w, &format!("1|=|1|1|1|0|U|hs{i}")).await, t("0|1|1"));
+            assert_eq!(q(&mut r, "1|=|1|1").await, t(&format!("0|1|hs{i}")));
+        }
+    }
+}
+
+/// An idle hsd holds no read transaction: shortly after its last find,
+/// another process can checkpoint and truncate the WAL, which needs every
+/// reader gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_hsd_holds_no_snapshot() {
+    let s = sqlite_server("hst_idle_lease").await;
+    s.sql("CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)");
+    s.sql("INSERT INTO kv VALUES (1, 'a'), (2, 'b')");
+    let mut r = s.reader().await;
+    let db = &s.db;
+    assert_eq!(q(&mut r, &format!("P|1|{db}|kv||v")).await, t("0|1"));
+    assert_eq!(q(&mut r, "1|>=|1|1|10|0").await, t("0|1|a|b"));
+    // A write after the find: the WAL now has frames the lease would pin.
+    s.sql("UPDATE kv SET v = 'c' WHERE k = 2");
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let result = s.sql("PRAGMA wal_checkpoint(TRUNCATE)");
+    assert_eq!(
+        result[0][0].as_deref(),
+        Some("0"),
+        "the checkpoint was blocked by a reader: {result:?}"
+    );
+    let wal = s.data_dir().join(format!("{db}.sqlite-wal"));
+    let len = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    assert_eq!(len, 0, "the WAL was not truncated");
+    // And hsd still reads the newest state afterwards.
+    assert_eq!(q(&mut r, "1|>=|1|1|10|0").await, t("0|1|a|c"));
+}

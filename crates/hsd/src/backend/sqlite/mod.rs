@@ -7,11 +7,13 @@
 //!   a write group commits file by file.
 //! - `scan`: running scans with statements held per opened index.
 //! - `stmt`: a prepared statement owned outside rusqlite's cache (the hot path).
+//! - `shm`: a lock-free look at the WAL-index header (for read leases).
 //! - `wal_sync`: durable commits with the WAL synced beside the event loop.
 
 mod conn;
 mod meta;
 mod scan;
+mod shm;
 mod stmt;
 mod wal_sync;
 

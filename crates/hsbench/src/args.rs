@@ -1,10 +1,10 @@
 //! Command-line definitions (clap derive) for `hsbench` and `hsbench load`,
 //! plus the resolution of per-system defaults (ports, database, columns).
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::proto::mysql_conn::MyUrl;
+use mysql_wire::MysqlUrl;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -197,7 +197,7 @@ pub struct Target {
     pub cols: [String; 4],
     pub secret: Option<String>,
     pub key_prefix: String,
-    pub mysql: Option<MyUrl>,
+    pub mysql: Option<MysqlUrl>,
     pub prepared: bool,
 }
 
@@ -219,9 +219,10 @@ impl TargetArgs {
             System::Memcached => ("127.0.0.1".to_string(), 11211),
             System::Redis => ("127.0.0.1".to_string(), 6379),
             System::Mysql => {
-                let u = MyUrl::parse(&self.mysql_url).context("--mysql-url")?;
+                let u = MysqlUrl::parse(&self.mysql_url)
+                    .map_err(|e| anyhow::anyhow!("--mysql-url: {e}"))?;
                 let hp = (u.host.clone(), u.port);
-                url_db = u.db.clone();
+                url_db = u.database.clone();
                 mysql = Some(u);
                 hp
             }

@@ -56,16 +56,9 @@ pub fn parse_line(line: &[u8]) -> HsResp<'_> {
     }
 }
 
-/// Appends one HS token, encoding bytes 0x00..0x0f as 0x01, byte+0x40.
+/// Appends one HS token (hs-proto's encoding).
 pub fn push_token(out: &mut Vec<u8>, v: &[u8]) {
-    for &b in v {
-        if b < 0x10 {
-            out.push(0x01);
-            out.push(b + 0x40);
-        } else {
-            out.push(b);
-        }
-    }
+    hs_proto::codec::encode_bytes(v, out);
 }
 
 impl HsCodec {

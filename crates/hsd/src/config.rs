@@ -75,6 +75,28 @@ pub struct ServeOptions {
     /// Longest request line in bytes; longer closes the connection [default: 16 MiB].
     #[arg(long, env = "HSD_MAX_LINE_SIZE")]
     pub max_line_size: Option<usize>,
+    /// Seconds a client may take to finish a request line it began; 0 no
+    /// limit [default: 10].
+    #[arg(long, env = "HSD_LINE_TIMEOUT")]
+    pub line_timeout: Option<u64>,
+    /// Seconds a client of a port with a secret may take to authenticate;
+    /// 0 no limit [default: 10].
+    #[arg(long, env = "HSD_AUTH_TIMEOUT")]
+    pub auth_timeout: Option<u64>,
+    /// Bytes of unfinished request lines all connections together may hold
+    /// beyond 16 KiB each; a connection that needs more is closed
+    /// [default: 128 MiB].
+    #[arg(long, env = "HSD_MAX_INPUT_MEMORY")]
+    pub max_input_memory: Option<usize>,
+    /// Bytes of answers all connections together may hold while waiting for
+    /// their clients to read them; a connection that needs more is closed
+    /// [default: 256 MiB].
+    #[arg(long, env = "HSD_MAX_OUTPUT_MEMORY")]
+    pub max_output_memory: Option<usize>,
+    /// Seconds shutdown waits for connections to finish what they read
+    /// before closing them [default: 30].
+    #[arg(long, env = "HSD_DRAIN_TIMEOUT")]
+    pub drain_timeout: Option<u64>,
     /// Embedded store durability: off, normal or full [default: full].
     #[arg(long, env = "HSD_SYNCHRONOUS", value_enum)]
     pub synchronous: Option<Synchronous>,
@@ -119,6 +141,11 @@ pub struct Config {
     pub admin_address: Option<String>,
     pub idle_timeout: Option<Duration>,
     pub max_line_size: usize,
+    pub line_timeout: Option<Duration>,
+    pub auth_timeout: Option<Duration>,
+    pub max_input_memory: usize,
+    pub max_output_memory: usize,
+    pub drain_timeout: Duration,
     pub synchronous: Synchronous,
     pub mysql_pool: Option<usize>,
     pub mysql_timeout: Duration,
@@ -216,6 +243,17 @@ impl ServeOptions {
             None => None,
         };
         let idle = self.idle_timeout.or(file.idle_timeout).unwrap_or(300);
+        let line_timeout = self.line_timeout.or(file.line_timeout).unwrap_or(10);
+        let auth_timeout = self.auth_timeout.or(file.auth_timeout).unwrap_or(10);
+        let drain_timeout = self.drain_timeout.or(file.drain_timeout).unwrap_or(30);
+        let max_input_memory = self
+            .max_input_memory
+            .or(file.max_input_memory)
+            .unwrap_or(128 << 20);
+        let max_output_memory = self
+            .max_output_memory
+            .or(file.max_output_memory)
+            .unwrap_or(256 << 20);
         let tls = match (
             self.tls_cert.or(file.tls_cert),
             self.tls_key.or(file.tls_key),
@@ -253,6 +291,11 @@ impl ServeOptions {
                 .max(1),
             admin_address: self.admin_address.or(file.admin_address),
             idle_timeout: (idle > 0).then(|| Duration::from_secs(idle)),
+            line_timeout: (line_timeout > 0).then(|| Duration::from_secs(line_timeout)),
+            auth_timeout: (auth_timeout > 0).then(|| Duration::from_secs(auth_timeout)),
+            max_input_memory,
+            max_output_memory,
+            drain_timeout: Duration::from_secs(drain_timeout),
             max_line_size: self
                 .max_line_size
                 .or(file.max_line_size)

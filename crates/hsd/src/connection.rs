@@ -3,25 +3,93 @@
 //! holds with one write, and only then reads again, so a client that never
 //! reads its responses stops being read from (TCP pushes back) instead of
 //! making hsd buffer without bound.
+//!
+//! What one client may hold is bounded: its input buffer beyond a small
+//! allowance is charged to a budget shared by all connections, and so are
+//! answers it is not reading (`MemoryBudget`; a connection that needs more
+//! than is left is closed); an unfinished line must be completed within the
+//! line timeout; a port with a secret must be authenticated within the auth
+//! timeout; and a connection takes one of the --max-connections seats only
+//! with its first request (`admission`).
 
+use crate::admission::Place;
 use crate::backend::Backend;
 use crate::session::Session;
 use crate::shutdown::Shutdown;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
 
 /// Per-connection limits.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ConnectionLimits {
     /// A line longer than this closes the connection.
     pub max_line: usize,
     /// Close a connection that sends nothing for this long (None: never).
     pub idle_timeout: Option<Duration>,
+    /// A line begun must end (LF) within this long (None: no limit).
+    pub line_timeout: Option<Duration>,
+    /// A port with a secret closes a connection not authenticated this long
+    /// after it opened (None: no limit).
+    pub auth_timeout: Option<Duration>,
+    /// Input beyond each connection's allowance is charged here.
+    pub input_budget: Arc<MemoryBudget>,
+    /// Answers a client has not read yet (what the kernel would not take)
+    /// are charged here while they wait.
+    pub output_budget: Arc<MemoryBudget>,
 }
 
-const READ_CHUNK: usize = 64 * 1024;
+/// What each connection's input buffer may hold without charging the budget.
+pub const INPUT_ALLOWANCE: usize = 16 * 1024;
+const READ_CHUNK: usize = 8 * 1024;
 /// Answers buffered beyond this are written before more lines are handled.
 const OUT_HIGH_WATER: usize = 256 * 1024;
+
+/// Bytes that all connections together may hold beyond their allowances:
+/// one for unfinished request lines, one for unread answers.
+#[derive(Debug)]
+pub struct MemoryBudget {
+    limit: usize,
+    used: AtomicUsize,
+}
+
+impl MemoryBudget {
+    pub fn new(limit: usize) -> MemoryBudget {
+        MemoryBudget {
+            limit,
+            used: AtomicUsize::new(0),
+        }
+    }
+
+    fn take(&self, n: usize) -> bool {
+        let mut used = self.used.load(Ordering::Relaxed);
+        loop {
+            if used + n > self.limit {
+                return false;
+            }
+            match self.used.compare_exchange_weak(
+                used,
+                used + n,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => used = now,
+            }
+        }
+    }
+
+    fn give_back(&self, n: usize) {
+        self.used.fetch_sub(n, Ordering::AcqRel);
+    }
+
+    /// Bytes charged now (for metrics and tests).
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+}
 
 /// Why a connection ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -29,48 +97,135 @@ pub enum Close {
     PeerClosed,
     Idle,
     LineTooLong,
+    /// A line was not completed within the line timeout.
+    LineTimeout,
+    /// Not authenticated within the auth timeout.
+    AuthTimeout,
+    /// The input or output budget is spent.
+    OverBudget,
+    /// A newcomer pushed out to make room for a newer one.
+    PushedOut,
+    /// Every seat was taken when it made its first request.
+    NoSeat,
     Shutdown,
     Io,
+}
+
+/// The input buffer, with its charge to the budget.
+struct Input {
+    buf: Vec<u8>,
+    charged: usize,
+    budget: Arc<MemoryBudget>,
+}
+
+impl Input {
+    /// Makes room for a read; `false` when the budget cannot pay for it.
+    fn reserve(&mut self) -> bool {
+        if self.buf.capacity() - self.buf.len() >= READ_CHUNK / 4 {
+            return true;
+        }
+        let wanted = (self.buf.len() + READ_CHUNK).next_power_of_two();
+        let charge = wanted.saturating_sub(INPUT_ALLOWANCE);
+        if charge > self.charged {
+            if !self.budget.take(charge - self.charged) {
+                return false;
+            }
+            self.charged = charge;
+        }
+        self.buf.reserve_exact(wanted - self.buf.len());
+        true
+    }
+
+    /// Drops consumed bytes; gives memory back once the buffer is small.
+    fn consumed(&mut self, n: usize) {
+        self.buf.drain(..n);
+        if self.buf.capacity() > INPUT_ALLOWANCE && self.buf.len() < READ_CHUNK {
+            self.buf.shrink_to(READ_CHUNK.max(self.buf.len()));
+            let charge = self.buf.capacity().saturating_sub(INPUT_ALLOWANCE);
+            if charge < self.charged {
+                self.budget.give_back(self.charged - charge);
+                self.charged = charge;
+            }
+        }
+    }
+}
+
+impl Drop for Input {
+    fn drop(&mut self) {
+        self.budget.give_back(self.charged);
+    }
 }
 
 pub async fn serve<S, B>(
     mut stream: S,
     mut session: Session<B>,
     limits: ConnectionLimits,
+    mut place: Place,
     mut shutdown: Shutdown,
 ) -> Close
 where
     S: AsyncRead + AsyncWrite + Unpin,
     B: Backend,
 {
-    let mut inbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut input = Input {
+        buf: Vec::with_capacity(READ_CHUNK),
+        charged: 0,
+        budget: limits.input_budget.clone(),
+    };
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
-    // Bytes of `inbuf` already searched for LF without finding one.
+    let writer = Writer {
+        idle: limits.idle_timeout,
+        budget: &limits.output_budget,
+    };
+    // Bytes of the input already searched for LF without finding one.
     let mut searched = 0;
+    let opened = Instant::now();
+    let mut last_read = opened;
+    // Since when an unfinished line has been pending.
+    let mut partial_since: Option<Instant> = None;
+    // One timer for every deadline, moved only when the deadline does.
+    let never = Instant::now() + Duration::from_secs(86_400 * 365);
+    let deadline = tokio::time::sleep_until(never);
+    tokio::pin!(deadline);
     loop {
         if shutdown.is_triggered() {
             return Close::Shutdown;
         }
-        if inbuf.capacity() - inbuf.len() < READ_CHUNK / 4 {
-            inbuf.reserve(READ_CHUNK);
+        if !input.reserve() {
+            tracing::debug!(
+                len = input.buf.len(),
+                "input budget spent; closing a connection with an unfinished line"
+            );
+            return Close::OverBudget;
+        }
+        let (due, why) = next_deadline(&limits, &session, opened, last_read, partial_since, never);
+        if deadline.deadline() != due {
+            deadline.as_mut().reset(due);
         }
         let read = tokio::select! {
-            r = read_some(&mut stream, &mut inbuf, limits.idle_timeout) => r,
+            r = stream.read_buf(&mut input.buf) => r,
+            _ = &mut deadline => return why,
+            _ = place.pushed_out() => return Close::PushedOut,
             _ = shutdown.recv() => return Close::Shutdown,
         };
         match read {
             Ok(0) => return Close::PeerClosed,
             Ok(_) => {}
-            Err(ReadError::Idle) => return Close::Idle,
-            Err(ReadError::Io) => return Close::Io,
+            Err(_) => return Close::Io,
         }
+        last_read = Instant::now();
         let mut start = 0;
         let mut from = searched;
-        while let Some(pos) = memchr::memchr(b'\n', &inbuf[from..]) {
+        while let Some(pos) = memchr::memchr(b'\n', &input.buf[from..]) {
             let end = from + pos;
-            let mut line = &inbuf[start..end];
+            let mut line = &input.buf[start..end];
             if line.last() == Some(&b'\r') {
                 line = &line[..line.len() - 1];
+            }
+            // The first request (after authentication, if the port has a
+            // secret) needs a seat; nothing has run before it.
+            if !place.is_seated() && session.is_authenticated() && !place.take_seat() {
+                return Close::NoSeat;
             }
             session.handle_line(line, &mut out).await;
             start = end + 1;
@@ -79,25 +234,31 @@ where
             // chunk: send them as they pile up, so a client that does not
             // read blocks us here instead of making us buffer them all.
             if out.len() >= OUT_HIGH_WATER {
-                if let Err(why) = write_out(&mut stream, &out, limits.idle_timeout).await {
+                if let Err(why) = writer.write(&mut stream, &mut out).await {
                     return why;
                 }
                 out.clear();
             }
         }
         session.flush(&mut out).await;
-        inbuf.drain(..start);
-        searched = inbuf.len();
-        if inbuf.len() > limits.max_line {
+        input.consumed(start);
+        searched = input.buf.len();
+        partial_since = match (input.buf.is_empty(), start > 0) {
+            (true, _) => None,
+            // A new unfinished line began with this read.
+            (false, true) => Some(last_read),
+            (false, false) => partial_since.or(Some(last_read)),
+        };
+        if input.buf.len() > limits.max_line {
             tracing::debug!(
-                len = inbuf.len(),
+                len = input.buf.len(),
                 "request line over the size limit; closing"
             );
-            let _ = write_out(&mut stream, &out, limits.idle_timeout).await;
+            let _ = writer.write(&mut stream, &mut out).await;
             return Close::LineTooLong;
         }
         if !out.is_empty() {
-            if let Err(why) = write_out(&mut stream, &out, limits.idle_timeout).await {
+            if let Err(why) = writer.write(&mut stream, &mut out).await {
                 return why;
             }
             out.clear();
@@ -109,40 +270,93 @@ where
     }
 }
 
-/// Writes responses; a client that reads nothing for the idle timeout is
-/// closed like an idle one, so it cannot hold its connection slot forever.
-async fn write_out<S: AsyncWrite + Unpin>(
-    stream: &mut S,
-    out: &[u8],
-    idle: Option<Duration>,
-) -> Result<(), Close> {
-    let write = stream.write_all(out);
-    match idle {
-        Some(t) => match tokio::time::timeout(t, write).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(_)) => Err(Close::Io),
-            Err(_) => Err(Close::Idle),
-        },
-        None => write.await.map_err(|_| Close::Io),
+/// The earliest deadline that applies now, and what passing it means.
+fn next_deadline<B: Backend>(
+    limits: &ConnectionLimits,
+    session: &Session<B>,
+    opened: Instant,
+    last_read: Instant,
+    partial_since: Option<Instant>,
+    never: Instant,
+) -> (Instant, Close) {
+    let mut due = (never, Close::Idle);
+    let mut consider = |at: Instant, why: Close| {
+        if at < due.0 {
+            due = (at, why);
+        }
+    };
+    if let Some(t) = limits.idle_timeout {
+        consider(last_read + t, Close::Idle);
     }
+    if let (Some(t), Some(since)) = (limits.line_timeout, partial_since) {
+        consider(since + t, Close::LineTimeout);
+    }
+    if let (Some(t), false) = (limits.auth_timeout, session.is_authenticated()) {
+        consider(opened + t, Close::AuthTimeout);
+    }
+    due
 }
 
-enum ReadError {
-    Idle,
-    Io,
-}
-
-async fn read_some<S: AsyncRead + Unpin>(
-    stream: &mut S,
-    buf: &mut Vec<u8>,
+/// Writes answers. What the kernel takes at once costs nothing; what must
+/// wait for the client to read is charged to the output budget until it is
+/// sent, and a client that reads nothing for the idle timeout is closed
+/// like an idle one, so it cannot hold its slot or its answers forever.
+struct Writer<'a> {
     idle: Option<Duration>,
-) -> Result<usize, ReadError> {
-    let read = stream.read_buf(buf);
-    match idle {
-        Some(t) => match tokio::time::timeout(t, read).await {
-            Ok(r) => r.map_err(|_| ReadError::Io),
-            Err(_) => Err(ReadError::Idle),
-        },
-        None => read.await.map_err(|_| ReadError::Io),
+    budget: &'a MemoryBudget,
+}
+
+impl Writer<'_> {
+    async fn write<S: AsyncWrite + Unpin>(
+        &self,
+        stream: &mut S,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Close> {
+        let mut sent = 0;
+        while sent < out.len() {
+            // One attempt without waiting: `biased` polls the write first.
+            let attempt = tokio::select! {
+                biased;
+                r = stream.write(&out[sent..]) => Some(r),
+                _ = std::future::ready(()) => None,
+            };
+            match attempt {
+                Some(Ok(0)) | Some(Err(_)) => return Err(Close::Io),
+                Some(Ok(n)) => sent += n,
+                None => break,
+            }
+        }
+        if sent < out.len() {
+            // What waits is the whole buffer: shed its spare capacity (for
+            // a large buffer a remap, not a copy) and charge the rest.
+            out.shrink_to_fit();
+            let waiting = out.capacity();
+            if !self.budget.take(waiting) {
+                tracing::debug!(
+                    waiting,
+                    "output budget spent; closing a connection that is not reading its answers"
+                );
+                return Err(Close::OverBudget);
+            }
+            let result = self.timed(stream.write_all(&out[sent..])).await;
+            self.budget.give_back(waiting);
+            result?;
+        }
+        // Pushes out whatever a TLS layer still holds; nothing for plain TCP.
+        self.timed(stream.flush()).await
+    }
+
+    async fn timed(
+        &self,
+        io: impl std::future::Future<Output = std::io::Result<()>>,
+    ) -> Result<(), Close> {
+        match self.idle {
+            Some(t) => match tokio::time::timeout(t, io).await {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(_)) => Err(Close::Io),
+                Err(_) => Err(Close::Idle),
+            },
+            None => io.await.map_err(|_| Close::Io),
+        }
     }
 }

@@ -40,7 +40,7 @@ use hs_proto::{ErrorKind, OpenIndexRequest, ResponseWriter};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 /// Which port an event loop serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,19 +80,23 @@ enum ReadPath<C> {
 }
 
 /// Storage connections of the loop for inline work; one is checked out per
-/// running request batch (usually just one exists). A keeper task gives
-/// back what an idle connection must not hold (see
+/// running request batch (usually just one exists). At most `POOL_MAX` are
+/// in use at once: long scans hand the thread back mid-way, and without a
+/// bound a thousand clients' scans would each hold a storage connection
+/// (its page cache, its mapping of the file) and a half-built answer. A
+/// keeper task gives back what an idle connection must not hold (see
 /// `StorageConn::idle_deadline`).
 struct ConnPool<C> {
     idle: RefCell<Vec<C>>,
+    in_use: Arc<Semaphore>,
     keeper: Notify,
     /// The keeper sleeps until a deadline already (a checked-in connection
     /// then needs no wake-up: the keeper looks again when it wakes).
     keeper_armed: std::cell::Cell<bool>,
 }
 
-/// Most idle connections a pool keeps.
-const POOL_KEEP: usize = 4;
+/// Most connections a pool has in use at once, and keeps idle.
+const POOL_MAX: usize = 4;
 
 impl<B: Backend> Dispatcher<B> {
     /// Builds the loop's storage side; must run inside the loop's `LocalSet`
@@ -102,6 +106,7 @@ impl<B: Backend> Dispatcher<B> {
             ReadPlacement::Inline => {
                 let pool = Rc::new(ConnPool {
                     idle: RefCell::new(Vec::new()),
+                    in_use: Arc::new(Semaphore::new(POOL_MAX)),
                     keeper: Notify::new(),
                     keeper_armed: std::cell::Cell::new(false),
                 });
@@ -124,7 +129,7 @@ impl<B: Backend> Dispatcher<B> {
     pub async fn open(&self, req: OpenIndexRequest) -> Result<Arc<OpenedIndex>, ErrorKind> {
         match &self.reads {
             ReadPath::Inline(pool) => {
-                let Some(mut conn) = pool.checkout(&self.shared).await else {
+                let Some((mut conn, _in_use)) = pool.checkout(&self.shared).await else {
                     return Err(ErrorKind::OpenTable);
                 };
                 let result = exec::open_index(&mut conn, &self.shared.catalog, &req).await;
@@ -143,7 +148,7 @@ impl<B: Backend> Dispatcher<B> {
                 // Give the loop's other connections a turn now and then.
                 tokio::task::consume_budget().await;
                 match pool.checkout(&self.shared).await {
-                    Some(mut conn) => {
+                    Some((mut conn, _in_use)) => {
                         exec::run_reads(&mut conn, &mut tasks).await;
                         pool.checkin(conn);
                     }
@@ -181,12 +186,18 @@ impl<B: Backend> Dispatcher<B> {
 }
 
 impl<C: StorageConn> ConnPool<C> {
-    async fn checkout<B: Backend<Conn = C>>(&self, shared: &Shared<B>) -> Option<C> {
+    /// A connection and its place among those in use (hold it until the
+    /// connection is checked in).
+    async fn checkout<B: Backend<Conn = C>>(
+        &self,
+        shared: &Shared<B>,
+    ) -> Option<(C, OwnedSemaphorePermit)> {
+        let in_use = self.in_use.clone().acquire_owned().await.ok()?;
         let idle = self.idle.borrow_mut().pop();
         match idle {
-            Some(c) => Some(c),
+            Some(c) => Some((c, in_use)),
             None => match shared.backend.connect().await {
-                Ok(c) => Some(c),
+                Ok(c) => Some((c, in_use)),
                 Err(e) => {
                     tracing::warn!(error = %e, target = %shared.backend.describe_target(), "cannot connect to storage");
                     None
@@ -198,7 +209,7 @@ impl<C: StorageConn> ConnPool<C> {
     fn checkin(&self, conn: C) {
         let holds = conn.idle_deadline().is_some();
         let mut idle = self.idle.borrow_mut();
-        if idle.len() < POOL_KEEP {
+        if idle.len() < POOL_MAX {
             idle.push(conn);
             if holds && !self.keeper_armed.get() {
                 self.keeper.notify_one();

@@ -7,6 +7,7 @@
 //! to the drain timeout, closes whatever is left, then lets its committer
 //! commit what it holds.
 
+use crate::admission::Place;
 use crate::backend::Backend;
 use crate::connection::{self, Close, ConnectionLimits};
 use crate::dispatch::{Dispatcher, PortKind, Shared};
@@ -18,7 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
@@ -29,8 +30,8 @@ const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Incoming {
     pub stream: std::net::TcpStream,
     pub peer: SocketAddr,
-    /// Its place under --max-connections, given back when it closes.
-    pub permit: OwnedSemaphorePermit,
+    /// Its place among newcomers, later its seat (see `admission`).
+    pub place: Place,
 }
 
 /// What the connections of one port get.
@@ -164,10 +165,11 @@ async fn serve_client<B: Backend>(
     let Incoming {
         stream,
         peer,
-        permit,
+        place,
     } = incoming;
     // Counted until the task ends, even when shutdown aborts it.
-    let _open = OpenConnection::new(context.metrics.clone(), count, permit);
+    let metrics = context.metrics.clone();
+    let _open = OpenConnection::new(metrics.clone(), count);
     let why = match stream
         .set_nonblocking(true)
         .and_then(|()| tokio::net::TcpStream::from_std(stream))
@@ -176,13 +178,19 @@ async fn serve_client<B: Backend>(
             let _ = stream.set_nodelay(true);
             let session = Session::new(context, dispatcher);
             match port.tls {
-                None => connection::serve(stream, session, port.limits, shutdown).await,
+                None => connection::serve(stream, session, port.limits, place, shutdown).await,
                 Some(acceptor) => {
-                    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await
-                    {
-                        Ok(Ok(tls)) => connection::serve(tls, session, port.limits, shutdown).await,
+                    // A newcomer still: it can be pushed out mid-handshake.
+                    let handshake = tokio::select! {
+                        r = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)) => r.ok(),
+                        _ = place.pushed_out() => None,
+                    };
+                    match handshake {
+                        Some(Ok(tls)) => {
+                            connection::serve(tls, session, port.limits, place, shutdown).await
+                        }
                         _ => {
-                            tracing::debug!(%peer, "TLS handshake failed");
+                            tracing::debug!(%peer, "TLS handshake failed or pushed out");
                             Close::Io
                         }
                     }
@@ -194,6 +202,9 @@ async fn serve_client<B: Backend>(
             Close::Io
         }
     };
+    if why == Close::NoSeat {
+        metrics.refused_connections.inc();
+    }
     tracing::debug!(%peer, ?why, "connection closed");
 }
 
@@ -201,21 +212,12 @@ async fn serve_client<B: Backend>(
 struct OpenConnection {
     metrics: Arc<crate::metrics::Metrics>,
     count: Arc<AtomicUsize>,
-    _permit: OwnedSemaphorePermit,
 }
 
 impl OpenConnection {
-    fn new(
-        metrics: Arc<crate::metrics::Metrics>,
-        count: Arc<AtomicUsize>,
-        permit: OwnedSemaphorePermit,
-    ) -> OpenConnection {
+    fn new(metrics: Arc<crate::metrics::Metrics>, count: Arc<AtomicUsize>) -> OpenConnection {
         metrics.open_connections.inc();
-        OpenConnection {
-            metrics,
-            count,
-            _permit: permit,
-        }
+        OpenConnection { metrics, count }
     }
 }
 

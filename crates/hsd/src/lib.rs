@@ -6,6 +6,8 @@
 //! (where it runs: inline, the read batcher, the group committer) -> `exec`
 //! (HandlerSocket semantics) -> `backend` (SQL for one database) and back.
 
+pub mod admission;
+pub mod allocator;
 pub mod backend;
 pub mod config;
 pub mod connection;

@@ -40,6 +40,7 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    hsd::allocator::return_large_blocks();
     let cli = Cli::parse();
     let level = match cli.verbose {
         0 => "info",
@@ -110,12 +111,14 @@ fn raise_open_file_limit(max_connections: usize) {
             }
         }
     }
-    let needed = max_connections as u64 + 64;
+    // Seated connections and newcomers (see hsd::admission).
+    let needed = (max_connections + hsd::admission::newcomer_places(max_connections)) as u64 + 64;
     if lim.rlim_cur < needed {
         tracing::warn!(
             open_files = lim.rlim_cur,
             max_connections,
-            "the open-file limit is below --max-connections; accepts will fail before it is reached"
+            needed,
+            "the open-file limit is below what --max-connections needs (its seats, up to 1000 connections waiting for a first request, and files); accepts will fail before it is reached"
         );
     }
 }

@@ -80,9 +80,14 @@ impl Metrics {
 
 /// Serves `GET /metrics` (any path, really) until the task is dropped.
 pub async fn serve_admin(listener: TcpListener, metrics: Arc<Metrics>) {
+    let mut backoff = crate::server::AcceptBackoff::default();
     loop {
-        let Ok((mut sock, _)) = listener.accept().await else {
-            continue;
+        let mut sock = match listener.accept().await {
+            Ok((sock, _)) => sock,
+            Err(e) => {
+                backoff.failed(&e, "admin").await;
+                continue;
+            }
         };
         let metrics = metrics.clone();
         tokio::spawn(async move {

@@ -3,11 +3,12 @@
 //! order on a signal. Runs on the main thread, which only accepts (see the
 //! thread map in `dispatch`).
 
+use crate::admission::Admission;
 use crate::backend::mysql::{MysqlBackend, MysqlSettings};
 use crate::backend::sqlite::SqliteBackend;
 use crate::backend::Backend;
 use crate::config::Config;
-use crate::connection::ConnectionLimits;
+use crate::connection::{ConnectionLimits, MemoryBudget};
 use crate::dispatch::{PortKind, Shared};
 use crate::event_loop::{EventLoop, Incoming, PortSettings};
 use crate::exec::Catalog;
@@ -18,10 +19,6 @@ use anyhow::Context;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
-
-/// How long shutdown waits for connections to finish what they read.
-pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// MySQL connections each event loop reads through, unless --mysql-pool
 /// says otherwise.
@@ -114,6 +111,10 @@ async fn serve<B: Backend>(config: Config, backend: B) -> anyhow::Result<()> {
     let limits = ConnectionLimits {
         max_line: config.max_line_size,
         idle_timeout: config.idle_timeout,
+        line_timeout: config.line_timeout,
+        auth_timeout: config.auth_timeout,
+        input_budget: Arc::new(MemoryBudget::new(config.max_input_memory)),
+        output_budget: Arc::new(MemoryBudget::new(config.max_output_memory)),
     };
     let mut ports = Vec::new();
     for (listener, kind, secret, loops, name) in [
@@ -135,9 +136,9 @@ async fn serve<B: Backend>(config: Config, backend: B) -> anyhow::Result<()> {
         let settings = PortSettings {
             kind,
             secret,
-            limits,
+            limits: limits.clone(),
             tls: tls.clone(),
-            drain: DRAIN_TIMEOUT,
+            drain: config.drain_timeout,
         };
         let mut event_loops = Vec::new();
         for i in 0..loops.max(1) {
@@ -170,16 +171,18 @@ async fn serve<B: Backend>(config: Config, backend: B) -> anyhow::Result<()> {
     }
     tracing::info!(%read_local, %write_local, backend = %target, "hsd ready");
 
-    let slots = Arc::new(Semaphore::new(config.max_connections));
+    let admission = Admission::new(config.max_connections);
     let mut accepting = Vec::new();
     let mut all_loops = Vec::new();
-    for (listener, event_loops) in ports {
+    for ((listener, event_loops), kind) in ports.into_iter().zip([PortKind::Read, PortKind::Write])
+    {
         let event_loops = Arc::new(event_loops);
         all_loops.push(event_loops.clone());
         accepting.push(tokio::spawn(accept_loop(
             listener,
+            kind,
             event_loops,
-            slots.clone(),
+            admission.clone(),
             metrics.clone(),
             shutdown.clone(),
         )));
@@ -220,11 +223,13 @@ async fn serve<B: Backend>(config: Config, backend: B) -> anyhow::Result<()> {
 /// the fewest connections.
 async fn accept_loop(
     listener: TcpListener,
+    kind: PortKind,
     event_loops: Arc<Vec<EventLoop>>,
-    slots: Arc<Semaphore>,
+    admission: Arc<Admission>,
     metrics: Arc<Metrics>,
     mut shutdown: Shutdown,
 ) {
+    let mut backoff = AcceptBackoff::default();
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -233,13 +238,11 @@ async fn accept_loop(
         let (stream, peer) = match accepted {
             Ok(a) => a,
             Err(e) => {
-                // Out of file descriptors and the like: back off, keep serving.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                backoff.failed(&e, "HandlerSocket").await;
                 continue;
             }
         };
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
+        let Some(place) = admission.welcome(kind).await else {
             metrics.refused_connections.inc();
             tracing::debug!(%peer, "max connections reached; refusing");
             drop(stream);
@@ -255,11 +258,32 @@ async fn accept_loop(
             .hand(Incoming {
                 stream,
                 peer,
-                permit,
+                place,
             })
             .is_err()
         {
             tracing::debug!(%peer, "event loop gone; dropping connection");
         }
+    }
+}
+
+/// What an accept loop does when accept fails (out of file descriptors and
+/// the like): the pending connection stays pending, so retrying at once
+/// would spin. Waits a little, and warns at most every ten seconds.
+#[derive(Default)]
+pub struct AcceptBackoff {
+    last_warning: Option<std::time::Instant>,
+}
+
+impl AcceptBackoff {
+    pub async fn failed(&mut self, error: &std::io::Error, listener: &str) {
+        let due = self
+            .last_warning
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(10));
+        if due {
+            tracing::warn!(%error, listener, "accept failed; retrying every 100 ms");
+            self.last_warning = Some(std::time::Instant::now());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

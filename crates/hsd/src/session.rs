@@ -102,6 +102,11 @@ impl<B: Backend> Session<B> {
         }
     }
 
+    /// Whether requests may run (the port has no secret, or it was given).
+    pub fn is_authenticated(&self) -> bool {
+        self.authenticated
+    }
+
     /// Handles one request line (LF and tolerated CR already removed). Its
     /// response is appended to `out` now or when the pending batch flushes.
     pub async fn handle_line(&mut self, line: &[u8], out: &mut Vec<u8>) {

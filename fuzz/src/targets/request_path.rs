@@ -15,8 +15,9 @@
 use crate::assert_response_shape;
 use crate::store::Store;
 use hs_proto::{parse_request, Request};
+use hsd::admission::Admission;
 use hsd::backend::sqlite::{SqliteBackend, Synchronous};
-use hsd::connection::{self, Close, ConnectionLimits};
+use hsd::connection::{self, Close, ConnectionLimits, MemoryBudget};
 use hsd::dispatch::{Dispatcher, PortKind, Shared};
 use hsd::exec::Catalog;
 use hsd::metrics::Metrics;
@@ -137,9 +138,17 @@ async fn one_connection(port: &Port, input: &[u8], max_line: usize) -> (Vec<u8>,
     let limits = ConnectionLimits {
         max_line,
         idle_timeout: None,
+        line_timeout: None,
+        auth_timeout: None,
+        input_budget: Arc::new(MemoryBudget::new(64 << 20)),
+        output_budget: Arc::new(MemoryBudget::new(64 << 20)),
     };
     let session = Session::new(port.context.clone(), port.dispatcher.clone());
-    let serve = connection::serve(server, session, limits, shutdown);
+    let place = Admission::new(1)
+        .welcome(port.context.kind)
+        .await
+        .expect("an empty admission has room");
+    let serve = connection::serve(server, session, limits, place, shutdown);
     let send = async {
         let _ = wr.write_all(input).await;
         let _ = wr.shutdown().await;

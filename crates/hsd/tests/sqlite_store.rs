@@ -281,3 +281,73 @@ async fn an_idle_hsd_holds_no_snapshot() {
     // And hsd still reads the newest state afterwards.
     assert_eq!(q(&mut r, "1|>=|1|1|10|0").await, t("0|1|a|c"));
 }
+
+/// Another process holds a write lock on one db file (`BEGIN IMMEDIATE`
+/// in an SQLite shell, say). Writes to other files go on at their usual
+/// pace, with one writer or two; the writes to the locked file wait and
+/// succeed once it is released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_db_locked_from_outside_does_not_stall_the_others() {
+    for threads_wr in ["1", "2"] {
+        let s = TestServer::start(Backend::Sqlite, "hst_lock_a", &["--threads-wr", threads_wr])
+            .expect("sqlite server");
+        s.sql("CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)");
+        let locked_path = s.data_dir().join("hst_lock_b.sqlite");
+        let outside = rusqlite::Connection::open(&locked_path).expect("open b");
+        outside
+            .execute_batch(
+                "PRAGMA journal_mode=WAL; CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT);",
+            )
+            .expect("create b");
+        // Every write connection opens both tables.
+        let mut writers = Vec::new();
+        for _ in 0..4 {
+            let mut w = s.writer().await;
+            assert_eq!(q(&mut w, "P|1|hst_lock_a|kv||k,v").await, t("0|1"));
+            assert_eq!(q(&mut w, "P|2|hst_lock_b|kv||k,v").await, t("0|1"));
+            writers.push(w);
+        }
+        outside
+            .execute_batch("BEGIN IMMEDIATE; INSERT INTO kv VALUES (1000, 'outside');")
+            .expect("lock b");
+        // Writes into the locked file, queued first, from two connections.
+        let mut blocked = Vec::new();
+        for (i, mut w) in writers.drain(..2).enumerate() {
+            blocked.push(tokio::spawn(async move {
+                q(&mut w, &format!("2|+|2|{}|waited", i + 1)).await
+            }));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        // Inserts into the other file, timed one by one.
+        let mut took = Vec::new();
+        for n in 0..40 {
+            let w = &mut writers[n % 2];
+            let started = std::time::Instant::now();
+            let answer = q(w, &format!("1|+|2|{}|x", n + 1)).await;
+            assert!(answer.starts_with("0\t1"), "insert into a: {answer:?}");
+            took.push(started.elapsed());
+        }
+        took.sort();
+        let (median, worst) = (took[took.len() / 2], took[took.len() - 1]);
+        eprintln!(
+            "sqlite_store: --threads-wr {threads_wr}, b locked from outside: inserts into a median {median:?}, worst {worst:?}"
+        );
+        assert!(
+            median <= std::time::Duration::from_millis(100),
+            "inserts into a waited on b's lock: median {median:?}"
+        );
+        assert!(worst < std::time::Duration::from_secs(1), "worst {worst:?}");
+        // The writes into b were held, not lost: they land once b is free.
+        outside.execute_batch("COMMIT").expect("unlock b");
+        for b in blocked {
+            let answer = b.await.expect("blocked writer");
+            assert!(answer.starts_with("0\t1"), "insert into b: {answer:?}");
+        }
+        let rows = outside
+            .query_row("SELECT count(*) FROM kv", [], |r| r.get::<_, i64>(0))
+            .expect("count b");
+        assert_eq!(rows, 3, "b has the outside row and both waiting inserts");
+        let rows = s.sql("SELECT count(*) FROM kv");
+        assert_eq!(rows[0][0].as_deref(), Some("40"));
+    }
+}

@@ -183,7 +183,10 @@ where
     let mut last_read = opened;
     // Since when an unfinished line has been pending.
     let mut partial_since: Option<Instant> = None;
-    // One timer for every deadline, moved only when the deadline does.
+    // One timer for every deadline. It is moved only when a deadline comes
+    // nearer; when one moves away (every read pushes the idle deadline) the
+    // timer fires early once and is set again, which costs far less than
+    // moving it on every read.
     let never = Instant::now() + Duration::from_secs(86_400 * 365);
     let deadline = tokio::time::sleep_until(never);
     tokio::pin!(deadline);
@@ -199,12 +202,17 @@ where
             return Close::OverBudget;
         }
         let (due, why) = next_deadline(&limits, &session, opened, last_read, partial_since, never);
-        if deadline.deadline() != due {
+        if due < deadline.deadline() || deadline.is_elapsed() {
             deadline.as_mut().reset(due);
         }
         let read = tokio::select! {
             r = stream.read_buf(&mut input.buf) => r,
-            _ = &mut deadline => return why,
+            _ = &mut deadline => {
+                if Instant::now() >= due {
+                    return why;
+                }
+                continue;
+            }
             _ = place.pushed_out() => return Close::PushedOut,
             _ = shutdown.recv() => return Close::Shutdown,
         };

@@ -132,7 +132,8 @@ async fn metrics_endpoint() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_connections_refuses_the_excess_and_serves_the_rest() {
-    let s = TestServer::start(Backend::Sqlite, "mc", &["--demo", "--max-connections", "5"])
+    // Six seats: five for readers, one kept for the write port.
+    let s = TestServer::start(Backend::Sqlite, "mc", &["--demo", "--max-connections", "6"])
         .expect("server");
     let mut held = Vec::new();
     for _ in 0..5 {
@@ -151,7 +152,13 @@ async fn max_connections_refuses_the_excess_and_serves_the_rest() {
         .expect("refused connection is closed promptly")
         .unwrap_or(0);
     assert_eq!(n, 0, "a refused connection gets no answer");
-    // The others keep working; closing one frees a slot.
+    // The write port's seat is still free.
+    let mut writer = s.writer().await;
+    assert_eq!(
+        q(&mut writer, "P|0|test|user|PRIMARY|user_id").await,
+        t("0|1")
+    );
+    // The others keep working; closing one frees a seat.
     assert_eq!(q(&mut held[0], "0|=|1|7").await, t("0|1|7"));
     held.pop();
     tokio::time::sleep(Duration::from_millis(100)).await;

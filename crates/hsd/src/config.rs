@@ -1,7 +1,6 @@
 //! Settings for `hsd serve`: command-line flags, environment variables
 //! (`HSD_*`) and a TOML file, in that order of precedence, then defaults.
 
-use crate::backend::sqlite::Synchronous;
 use crate::secrets::{BackendUrl, Secret};
 use anyhow::Context;
 use serde::Deserialize;
@@ -11,9 +10,22 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio_rustls::TlsAcceptor;
 
+/// `--synchronous`: how hard the embedded store makes a commit durable
+/// before it is answered (SQLite's `synchronous` levels).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    Off,
+    Normal,
+    Full,
+}
+
 /// Every option of `hsd serve`. All are optional here so that a config file
 /// can fill what the command line and environment leave unset. No `Debug`:
 /// it holds secrets as given; `Config` holds them redacted.
+
 #[derive(clap::Args, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ServeOptions {
@@ -99,7 +111,7 @@ pub struct ServeOptions {
     pub drain_timeout: Option<u64>,
     /// Embedded store durability: off, normal or full [default: full].
     #[arg(long, env = "HSD_SYNCHRONOUS", value_enum)]
-    pub synchronous: Option<Synchronous>,
+    pub synchronous: Option<Durability>,
     /// PEM certificate chain: serve both ports over TLS (with --tls-key).
     #[arg(long, env = "HSD_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -146,7 +158,7 @@ pub struct Config {
     pub max_input_memory: usize,
     pub max_output_memory: usize,
     pub drain_timeout: Duration,
-    pub synchronous: Synchronous,
+    pub synchronous: Durability,
     pub mysql_pool: Option<usize>,
     pub mysql_timeout: Duration,
     /// Certificate, key and the acceptor built from them when TLS is on.
@@ -304,7 +316,7 @@ impl ServeOptions {
             synchronous: self
                 .synchronous
                 .or(file.synchronous)
-                .unwrap_or(Synchronous::Full),
+                .unwrap_or(Durability::Full),
             mysql_pool,
             mysql_timeout: Duration::from_secs(
                 self.mysql_timeout

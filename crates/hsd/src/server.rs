@@ -5,9 +5,9 @@
 
 use crate::admission::Admission;
 use crate::backend::mysql::{MysqlBackend, MysqlSettings};
-use crate::backend::sqlite::SqliteBackend;
+use crate::backend::sqlite::{SqliteBackend, Synchronous};
 use crate::backend::Backend;
-use crate::config::Config;
+use crate::config::{Config, Durability};
 use crate::connection::{ConnectionLimits, MemoryBudget};
 use crate::dispatch::{PortKind, Shared};
 use crate::event_loop::{EventLoop, Incoming, PortSettings};
@@ -54,7 +54,12 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
                 );
             }
         }
-        let backend = SqliteBackend::new(&config.data_dir, config.synchronous);
+        let synchronous = match config.synchronous {
+            Durability::Off => Synchronous::Off,
+            Durability::Normal => Synchronous::Normal,
+            Durability::Full => Synchronous::Full,
+        };
+        let backend = SqliteBackend::new(&config.data_dir, synchronous);
         return serve(config, backend).await;
     }
     if config.backend.starts_with("mysql://") {

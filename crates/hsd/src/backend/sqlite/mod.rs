@@ -35,10 +35,7 @@ const MMAP_SIZE: i64 = 1 << 30;
 const READ_BUSY_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How hard a commit is made durable (SQLite's `synchronous` pragma).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, clap::ValueEnum,
-)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Synchronous {
     Off,
     Normal,

@@ -8,9 +8,11 @@
 pub mod mysql;
 pub mod scan_sql;
 pub mod sqlite;
+pub mod values;
 pub mod write_sql;
 
 use hs_proto::{FilterKind, FilterOp, FindOp, Value};
+pub use values::IntRead;
 use std::sync::Arc;
 
 /// What a backend could not do.
@@ -88,6 +90,16 @@ pub struct ColumnMeta {
     pub is_blob: bool,
     /// What kind of values the column holds, as far as building SQL needs.
     pub kind: ColumnKind,
+    pub nullable: bool,
+    pub auto_increment: bool,
+    /// An insert that does not give this column stores the empty string
+    /// into it (its type's zero value), as the original did for columns
+    /// whose default is NULL or an expression (it started from the
+    /// table's default row with every NULL flag cleared). Otherwise the
+    /// column's own default applies.
+    pub zero_on_insert: bool,
+    /// What `+`/`-` read the column's value as.
+    pub int_read: IntRead,
 }
 
 /// A column's type family: enough to write a literal the database compares
@@ -131,31 +143,37 @@ pub struct IndexMeta {
 }
 
 impl TableMeta {
+    /// A column by its exact name (the original compares byte for byte).
     pub fn column_position(&self, name: &[u8]) -> Option<usize> {
-        self.columns
-            .iter()
-            .position(|c| c.name.as_bytes().eq_ignore_ascii_case(name))
+        self.columns.iter().position(|c| c.name.as_bytes() == name)
     }
 
+    /// An index as `P` names it, by the original's rules: a name starting
+    /// with a digit is a key number (read as C's `atoi`: leading digits,
+    /// then cut to a 32-bit int), the empty name is PRIMARY, any other name
+    /// must match exactly.
     pub fn index_position(&self, name: &[u8]) -> Option<usize> {
-        if name.is_empty() {
-            return self.indexes.iter().position(|i| i.name == "PRIMARY");
-        }
-        if let Some(pos) = self
-            .indexes
-            .iter()
-            .position(|i| i.name.as_bytes().eq_ignore_ascii_case(name))
-        {
-            return Some(pos);
-        }
-        if name.iter().all(u8::is_ascii_digit) {
-            let n = hs_proto::parse_number(name) as usize;
-            if n < self.indexes.len() {
-                return Some(n);
+        if name.first().is_some_and(u8::is_ascii_digit) {
+            let mut n: i64 = 0;
+            for &b in name.iter().take_while(|b| b.is_ascii_digit()) {
+                n = n.saturating_mul(10).saturating_add(i64::from(b - b'0'));
             }
+            let n = n as i32;
+            return usize::try_from(n).ok().filter(|&n| n < self.indexes.len());
         }
-        None
+        let want: &[u8] = if name.is_empty() { b"PRIMARY" } else { name };
+        self.indexes.iter().position(|i| i.name.as_bytes() == want)
     }
+}
+
+/// A value an update stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteValue<'a> {
+    /// Bytes (or NULL), stored as the original stored a request's value.
+    Bytes(Option<&'a [u8]>),
+    /// An integer, stored as a number (`+`/`-`: a DATE column given
+    /// 20100103 holds 2010-01-03).
+    Int(i64),
 }
 
 /// An index opened with `P`: which table, index, returned and filter columns.
@@ -273,7 +291,7 @@ pub trait StorageConn {
         table: &TableMeta,
         locator: &[Value],
         columns: &[usize],
-        values: &[Option<&[u8]>],
+        values: &[WriteValue<'_>],
     ) -> Result<(), StorageError>;
 
     async fn delete(&mut self, table: &TableMeta, locator: &[Value]) -> Result<(), StorageError>;

@@ -199,7 +199,8 @@ fn state_expr(
 }
 
 /// A filter as a condition that is never NULL. NULL is equal to NULL and
-/// lower than any value; an unknown operator is always false.
+/// lower than any value; an unknown operator is false or true by the
+/// original's rules (`FilterOp::Never`, `FilterOp::Always`).
 pub fn filter_condition(
     f: &ResolvedFilter,
     i: usize,
@@ -213,12 +214,16 @@ pub fn filter_condition(
             sql.extend_from_slice(p);
         }
     };
+    if f.op == FilterOp::Always {
+        return put(&[b"(1=1)"]);
+    }
     if f.value.is_none() {
         return match f.op {
             FilterOp::Eq | FilterOp::Le => put(&[b"(", c, b" IS NULL)"]),
             FilterOp::Ne | FilterOp::Gt => put(&[b"(", c, b" IS NOT NULL)"]),
             FilterOp::Ge => put(&[b"(1=1)"]),
             FilterOp::Lt | FilterOp::Never => put(&[b"(1=0)"]),
+            FilterOp::Always => put(&[b"(1=1)"]),
         };
     }
     let (sql_op, null_col_result): (&[u8], &[u8]) = match f.op {
@@ -229,6 +234,7 @@ pub fn filter_condition(
         FilterOp::Lt => (b" < ", b"1"),
         FilterOp::Le => (b" <= ", b"1"),
         FilterOp::Never => return put(&[b"(1=0)"]),
+        FilterOp::Always => return put(&[b"(1=1)"]),
     };
     put(&[b"(COALESCE(", c, sql_op]);
     sink.value(sql, Param::Filter(i));

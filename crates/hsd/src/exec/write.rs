@@ -3,8 +3,13 @@
 //! sent once that transaction has committed.
 
 use super::{prepare_find, storage_error_kind, RowCounter, RowDecision};
-use crate::backend::{OpenedIndex, RowView, ScanStep, StorageConn, StorageError};
-use hs_proto::{ErrorKind, FindRequest, InsertRequest, ModifyOp, ResponseWriter, Value};
+use crate::backend::values::{modify_amount, stored_integer};
+use crate::backend::{
+    ColumnKind, OpenedIndex, RowView, ScanStep, StorageConn, StorageError, WriteValue,
+};
+use hs_proto::{
+    ErrorKind, FindRequest, InsertRequest, ModifyOp, ModifySpec, ResponseWriter, Value,
+};
 use std::sync::Arc;
 
 pub enum WriteOp {
@@ -82,18 +87,72 @@ pub async fn run_write<C: StorageConn>(conn: &mut C, task: &mut WriteTask) -> Wr
     }
 }
 
+/// The original's handler error for an explicit auto-increment value
+/// (HA_ERR_AUTOINC_ERANGE): on MariaDB 10.11 it answers this for any insert
+/// that gives the auto-increment column a non-zero value, and stores
+/// nothing.
+pub const ERR_AUTOINC_EXPLICIT: u32 = 167;
+
+/// An insert as the original made it: it starts from the table's default
+/// row with every NULL flag cleared, stores the first `min(n, opened)`
+/// values into the opened columns in order (a column opened twice keeps its
+/// last value; NULL on a NOT NULL column changes nothing), then writes.
+/// Columns it did not set keep their default, or the zero value when that
+/// default is NULL or an expression (`zero_on_insert`). A non-zero
+/// auto-increment value answers `1 1 167`; zero or none takes the next id.
 async fn insert<C: StorageConn>(
     conn: &mut C,
     index: &OpenedIndex,
     req: &InsertRequest,
     out: &mut ResponseWriter,
 ) -> Result<(), WriteFailure> {
-    let n = req.values.len().min(index.columns.len());
-    let values: Vec<Option<&[u8]>> = req.values[..n].iter().map(|v| v.as_deref()).collect();
-    match conn
-        .insert(&index.table, &index.columns[..n], &values)
-        .await?
-    {
+    let table = &index.table;
+    let n = (req.count as usize).min(index.columns.len());
+    let mut columns: Vec<usize> = Vec::with_capacity(n);
+    let mut values: Vec<Option<&[u8]>> = Vec::with_capacity(n);
+    for (i, &c) in index.columns[..n].iter().enumerate() {
+        let v = req.value(i);
+        let meta = &table.columns[c];
+        if v.is_none() && !meta.nullable {
+            continue;
+        }
+        match columns.iter().position(|&x| x == c) {
+            Some(p) => values[p] = v,
+            None => {
+                columns.push(c);
+                values.push(v);
+            }
+        }
+    }
+    // The auto-increment column: zero (or NULL) takes the next id.
+    let mut k = 0;
+    while k < columns.len() {
+        let meta = &table.columns[columns[k]];
+        if meta.auto_increment {
+            let (min, max) = match meta.kind {
+                ColumnKind::Integer { min, max } => (min, max),
+                _ => (i128::from(i64::MIN), i128::from(i64::MAX)),
+            };
+            match values[k] {
+                Some(v) if stored_integer(v, min, max) != 0 => {
+                    return Err(ErrorKind::Storage(ERR_AUTOINC_EXPLICIT).into());
+                }
+                _ => {
+                    columns.remove(k);
+                    values.remove(k);
+                    continue;
+                }
+            }
+        }
+        k += 1;
+    }
+    for (c, meta) in table.columns.iter().enumerate() {
+        if meta.zero_on_insert && !columns.contains(&c) {
+            columns.push(c);
+            values.push(Some(b""));
+        }
+    }
+    match conn.insert(table, &columns, &values).await? {
         Some(id) => out.ok_number(id),
         None => out.ok(),
     }
@@ -106,6 +165,10 @@ struct Target {
     before: Vec<Value>,
 }
 
+/// Find-and-modify, as the original's loop: each row the find takes is
+/// answered (the `?` forms, with its values before the change) and then
+/// changed; an error stops the loop and is the answer, rows changed before
+/// it stay changed.
 async fn modify<C: StorageConn>(
     conn: &mut C,
     index: &OpenedIndex,
@@ -113,6 +176,9 @@ async fn modify<C: StorageConn>(
     out: &mut ResponseWriter,
 ) -> Result<(), WriteFailure> {
     let Some(spec) = &req.modify else {
+        return Err(ErrorKind::ModOp.into());
+    };
+    let Some(op) = spec.op else {
         return Err(ErrorKind::ModOp.into());
     };
     let prepared = prepare_find(index, req)?;
@@ -137,39 +203,31 @@ async fn modify<C: StorageConn>(
                 ScanStep::Continue
             }
         }
+        RowDecision::Skip if counter.done => ScanStep::Stop,
         RowDecision::Skip => ScanStep::Continue,
         RowDecision::End => ScanStep::Stop,
     };
     conn.scan_many(&scans, &mut visit).await?;
 
-    // Exactly one value per opened column; missing ones are empty strings.
-    let given: Vec<Option<&[u8]>> = (0..ncols)
-        .map(|i| match spec.values.get(i) {
-            Some(v) => v.as_deref(),
-            None => Some(&b""[..]),
-        })
-        .collect();
+    let table = &index.table;
     let mut modified: u64 = 0;
     for t in &targets {
-        let changed = match spec.op {
+        let changed = match op {
             ModifyOp::Update => {
-                conn.update(&index.table, &t.locator, &index.columns, &given)
-                    .await?;
+                let (cols, vals) = update_values(index, spec);
+                conn.update(table, &t.locator, &cols, &vals).await?;
                 true
             }
             ModifyOp::Delete => {
-                conn.delete(&index.table, &t.locator).await?;
+                conn.delete(table, &t.locator).await?;
                 true
             }
             ModifyOp::Increment | ModifyOp::Decrement => {
-                match arithmetic(spec.op, &t.before, &given) {
+                match arithmetic(index, op, &t.before, spec) {
                     Some((cols, vals)) => {
-                        let cols: Vec<usize> = cols.iter().map(|&i| index.columns[i]).collect();
-                        let vals: Vec<Option<&[u8]>> =
-                            vals.iter().map(|v| Some(v.as_slice())).collect();
-                        if !cols.is_empty() {
-                            conn.update(&index.table, &t.locator, &cols, &vals).await?;
-                        }
+                        let vals: Vec<WriteValue<'_>> =
+                            vals.into_iter().map(WriteValue::Int).collect();
+                        conn.update(table, &t.locator, &cols, &vals).await?;
                         true
                     }
                     None => false,
@@ -194,90 +252,74 @@ async fn modify<C: StorageConn>(
     Ok(())
 }
 
-/// `+`/`-` on one row: which opened columns change and their new text. A NULL
-/// current or given value leaves that column alone. `None` when a `-` would
-/// change a column's sign: the whole row is then left unmodified (quirk).
+/// `U`: one value per opened column (missing ones are empty strings). A
+/// column opened twice takes its last value; NULL on a NOT NULL column
+/// leaves it as it was.
+fn update_values<'s>(index: &OpenedIndex, spec: &'s ModifySpec) -> (Vec<usize>, Vec<WriteValue<'s>>) {
+    let mut cols: Vec<usize> = Vec::new();
+    let mut vals: Vec<WriteValue<'s>> = Vec::new();
+    for (i, &c) in index.columns.iter().enumerate() {
+        let v = spec.value(i);
+        if v.is_none() && !index.table.columns[c].nullable {
+            continue;
+        }
+        match cols.iter().position(|&x| x == c) {
+            Some(p) => vals[p] = WriteValue::Bytes(v),
+            None => {
+                cols.push(c);
+                vals.push(WriteValue::Bytes(v));
+            }
+        }
+    }
+    (cols, vals)
+}
+
+/// `+`/`-` on one row: the table columns that change and their new
+/// integers. Each opened column's value is read as an integer (`IntRead`)
+/// and the amount (`atoll`) added or subtracted; a NULL value or amount
+/// leaves the column alone. `None` when a `-` would change a value's sign:
+/// the row is then left as it was and not counted (quirk).
 fn arithmetic(
+    index: &OpenedIndex,
     op: ModifyOp,
     before: &[Value],
-    given: &[Option<&[u8]>],
-) -> Option<(Vec<usize>, Vec<Vec<u8>>)> {
-    let mut cols = Vec::new();
-    let mut vals = Vec::new();
-    for (i, (cur, delta)) in before.iter().zip(given).enumerate() {
-        let (Some(cur), Some(delta)) = (cur, delta) else {
+    spec: &ModifySpec,
+) -> Option<(Vec<usize>, Vec<i64>)> {
+    let mut cols: Vec<usize> = Vec::new();
+    let mut vals: Vec<i64> = Vec::new();
+    for (i, &c) in index.columns.iter().enumerate() {
+        let (Some(cur), Some(amount)) = (before.get(i).and_then(|v| v.as_deref()), spec.value(i))
+        else {
             continue;
         };
-        let cur = leading_integer(cur);
-        let delta = leading_integer(delta);
+        let meta = &index.table.columns[c];
+        // A column opened twice reads what the first change stored.
+        let pos = cols.iter().position(|&x| x == c);
+        let cur = match pos {
+            Some(p) => vals[p],
+            None => meta.int_read.read(cur),
+        };
+        let amount = modify_amount(amount);
         let new = if op == ModifyOp::Increment {
-            cur.wrapping_add(delta)
+            cur.wrapping_add(amount)
         } else {
-            let new = cur.wrapping_sub(delta);
+            let new = cur.wrapping_sub(amount);
             if (cur < 0 && new > 0) || (cur > 0 && new < 0) {
                 return None;
             }
             new
         };
-        cols.push(i);
-        vals.push(new.to_string().into_bytes());
+        let new = match meta.kind {
+            ColumnKind::Integer { min, max } => i128::from(new).clamp(min, max) as i64,
+            _ => new,
+        };
+        match pos {
+            Some(p) => vals[p] = new,
+            None => {
+                cols.push(c);
+                vals.push(new);
+            }
+        }
     }
     Some((cols, vals))
-}
-
-/// `atoll`: optional sign, then digits up to the first non-digit; garbage is 0.
-pub fn leading_integer(s: &[u8]) -> i64 {
-    let s = s.trim_ascii_start();
-    let (neg, digits) = match s.first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let mut n: i64 = 0;
-    for &b in digits {
-        if !b.is_ascii_digit() {
-            break;
-        }
-        n = n.saturating_mul(10).saturating_add(i64::from(b - b'0'));
-    }
-    if neg {
-        -n
-    } else {
-        n
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn leading_integer_parses_like_atoll() {
-        assert_eq!(leading_integer(b"42abc"), 42);
-        assert_eq!(leading_integer(b"-7"), -7);
-        assert_eq!(leading_integer(b" 3"), 3);
-        assert_eq!(leading_integer(b"x"), 0);
-        assert_eq!(leading_integer(b"12.9"), 12);
-    }
-
-    #[test]
-    fn decrement_sign_rule() {
-        let before = vec![Some(b"5".to_vec()), Some(b"1".to_vec())];
-        // 5-3 = 2 fine, 1-3 = -2 changes sign: whole row untouched.
-        assert!(arithmetic(ModifyOp::Decrement, &before, &[Some(b"3"), Some(b"3")]).is_none());
-        let (cols, vals) =
-            arithmetic(ModifyOp::Decrement, &before, &[Some(b"3"), Some(b"1")]).unwrap();
-        assert_eq!(cols, vec![0, 1]);
-        assert_eq!(vals, vec![b"2".to_vec(), b"0".to_vec()]);
-        // From zero going negative is not a sign change.
-        let zero = vec![Some(b"0".to_vec())];
-        assert!(arithmetic(ModifyOp::Decrement, &zero, &[Some(b"1")]).is_some());
-    }
-
-    #[test]
-    fn null_leaves_column_alone() {
-        let before = vec![None, Some(b"1".to_vec())];
-        let (cols, _) = arithmetic(ModifyOp::Increment, &before, &[Some(b"1"), None]).unwrap();
-        assert!(cols.is_empty());
-    }
 }

@@ -7,7 +7,7 @@
 //! `P` means what it meant to the original plugin.
 
 use super::link::{Answer, Failure, Link, ResultSink};
-use crate::backend::{ColumnKind, ColumnMeta, IndexMeta, StorageError, TableMeta};
+use crate::backend::{ColumnKind, ColumnMeta, IndexMeta, IntRead, StorageError, TableMeta};
 use mysql_wire::literal::{push_binary, push_identifier};
 use mysql_wire::TextRow;
 
@@ -157,6 +157,80 @@ struct Column {
     nullable: bool,
     auto_increment: bool,
     kind: ColumnKind,
+    zero_on_insert: bool,
+    int_read: IntRead,
+}
+
+/// Whether an insert that leaves the column out stores its type's zero
+/// value (the original's rows start from the default row with every NULL
+/// flag cleared): when its default is NULL, or an expression the original
+/// never evaluated (`current_timestamp()`). A NOT NULL column without a
+/// default keeps the server's implicit default (an ENUM's first element).
+/// `default` is information_schema's COLUMN_DEFAULT: SQL NULL for none,
+/// `NULL` for a NULL default, quoted text or a number for a constant.
+fn zero_on_insert(default: Option<&str>, nullable: bool, auto_increment: bool) -> bool {
+    if auto_increment {
+        return false;
+    }
+    match default {
+        None => nullable,
+        Some(d) if d.eq_ignore_ascii_case("NULL") => true,
+        Some(d) => {
+            let constant = d.starts_with('\'')
+                || d.parse::<f64>().is_ok()
+                || d.starts_with("b'")
+                || d.starts_with("x'");
+            !constant
+        }
+    }
+}
+
+/// The elements of `enum('a','b')` or `set(...)` as information_schema
+/// writes them (quotes doubled inside).
+fn type_elements(column_type: &str) -> Vec<Vec<u8>> {
+    let Some(open) = column_type.find('(') else {
+        return Vec::new();
+    };
+    let inner = column_type[open + 1..].strip_suffix(')').unwrap_or(&column_type[open + 1..]);
+    let bytes = inner.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\'' {
+            i += 1;
+            continue;
+        }
+        let mut v = Vec::new();
+        i += 1;
+        while i < bytes.len() {
+            if bytes[i] == b'\'' {
+                if bytes.get(i + 1) == Some(&b'\'') {
+                    v.push(b'\'');
+                    i += 2;
+                    continue;
+                }
+                i += 1;
+                break;
+            }
+            v.push(bytes[i]);
+            i += 1;
+        }
+        out.push(v);
+    }
+    out
+}
+
+/// What `+`/`-` read a column's value as.
+fn int_read(data_type: &str, column_type: &str, kind: &ColumnKind) -> IntRead {
+    match data_type {
+        _ if matches!(kind, ColumnKind::Integer { .. }) => IntRead::Integer,
+        "decimal" => IntRead::Decimal,
+        "float" | "double" => IntRead::Real,
+        "date" | "datetime" | "timestamp" | "time" | "year" => IntRead::Temporal,
+        "enum" => IntRead::Enum(type_elements(column_type)),
+        "set" => IntRead::Set(type_elements(column_type)),
+        _ => IntRead::Text,
+    }
 }
 
 /// One index as SHOW INDEX lists it.
@@ -196,7 +270,7 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
     }
 
     let mut sql = b"SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, IS_NULLABLE, EXTRA, \
-                    COLUMN_TYPE, CHARACTER_SET_NAME, CHARACTER_MAXIMUM_LENGTH \
+                    COLUMN_TYPE, CHARACTER_SET_NAME, CHARACTER_MAXIMUM_LENGTH, COLUMN_DEFAULT \
                     FROM information_schema.COLUMNS"
         .to_vec();
     sql.extend_from_slice(&filter);
@@ -212,11 +286,17 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
             let column_type = text(6).to_ascii_lowercase();
             let charset = r.get(7).cloned().flatten();
             let max_len = r.get(8).cloned().flatten().and_then(|n| n.parse().ok());
+            let default = r.get(9).cloned().flatten();
+            let nullable = text(4) == "YES";
+            let auto_increment = text(5).to_ascii_lowercase().contains("auto_increment");
+            let kind = column_kind(&data_type, &column_type, charset.as_deref(), max_len);
             Column {
                 name: text(2),
-                nullable: text(4) == "YES",
-                auto_increment: text(5).to_ascii_lowercase().contains("auto_increment"),
-                kind: column_kind(&data_type, &column_type, charset.as_deref(), max_len),
+                nullable,
+                auto_increment,
+                zero_on_insert: zero_on_insert(default.as_deref(), nullable, auto_increment),
+                int_read: int_read(&data_type, &column_type, &kind),
+                kind,
                 data_type,
             }
         })
@@ -304,6 +384,10 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
                     select_sql: name_sql.clone(),
                     is_blob: is_blob(&c.data_type),
                     kind: c.kind.clone(),
+                    nullable: c.nullable,
+                    auto_increment: c.auto_increment,
+                    zero_on_insert: c.zero_on_insert,
+                    int_read: c.int_read.clone(),
                     name: c.name.clone(),
                     name_sql,
                 }
@@ -383,6 +467,21 @@ async fn show_index(link: &mut Link, table_sql: &str) -> Result<Vec<RawIndex>, F
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn insert_defaults_and_elements() {
+        assert!(zero_on_insert(Some("NULL"), true, false));
+        assert!(zero_on_insert(None, true, false));
+        assert!(!zero_on_insert(None, false, false));
+        assert!(!zero_on_insert(Some("'dflt'"), false, false));
+        assert!(!zero_on_insert(Some("7"), true, false));
+        assert!(zero_on_insert(Some("current_timestamp()"), false, false));
+        assert!(!zero_on_insert(None, false, true));
+        assert_eq!(
+            type_elements("enum('a','b''c','')"),
+            vec![b"a".to_vec(), b"b'c".to_vec(), Vec::new()]
+        );
+    }
 
     #[test]
     fn quoting_and_kinds() {

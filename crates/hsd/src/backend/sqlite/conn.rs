@@ -12,8 +12,10 @@ use super::scan::{next_row, ScanStatements, SqliteRow};
 use super::stmt::RawStatement;
 use super::{open_db, refused, Synchronous};
 use crate::backend::write_sql::{self, WritePlaceholders};
+use crate::backend::values::stored_integer;
 use crate::backend::{
-    CommitFailure, RowVisitor, Scan, ScanStep, StorageConn, StorageError, TableMeta,
+    ColumnKind, CommitFailure, RowVisitor, Scan, ScanStep, StorageConn, StorageError, TableMeta,
+    WriteValue,
 };
 use hs_proto::Value;
 use rusqlite::types::{ToSqlOutput, ValueRef};
@@ -202,6 +204,19 @@ fn text(v: Option<&[u8]>) -> ToSqlOutput<'_> {
     })
 }
 
+/// A value written into a column: an INTEGER column gets the integer the
+/// original's integer column would have stored (`'5abc'` is 5, `''` 0);
+/// other columns the bytes as TEXT.
+fn stored<'a>(kind: &ColumnKind, v: WriteValue<'a>) -> ToSqlOutput<'a> {
+    match (kind, v) {
+        (_, WriteValue::Int(n)) => ToSqlOutput::Borrowed(ValueRef::Integer(n)),
+        (ColumnKind::Integer { min, max }, WriteValue::Bytes(Some(b))) => {
+            ToSqlOutput::Borrowed(ValueRef::Integer(stored_integer(b, *min, *max) as i64))
+        }
+        (_, WriteValue::Bytes(b)) => text(b),
+    }
+}
+
 impl StorageConn for SqliteConn {
     async fn describe(&mut self, db: &str, table: &str) -> Result<TableMeta, StorageError> {
         let file = self.file(db)?;
@@ -257,8 +272,9 @@ impl StorageConn for SqliteConn {
             write_sql::insert(table, columns, &mut WritePlaceholders, &mut self.sql);
         }
         let id = self.write_statement(&table.db, |stmt| {
-            for (i, v) in values.iter().enumerate() {
-                stmt.raw_bind_parameter(i + 1, text(*v)).map_err(refused)?;
+            for (i, (v, &c)) in values.iter().zip(columns).enumerate() {
+                stmt.raw_bind_parameter(i + 1, stored(&table.columns[c].kind, WriteValue::Bytes(*v)))
+                    .map_err(refused)?;
             }
             Ok(())
         })?;
@@ -270,17 +286,21 @@ impl StorageConn for SqliteConn {
         table: &TableMeta,
         locator: &[Value],
         columns: &[usize],
-        values: &[Option<&[u8]>],
+        values: &[WriteValue<'_>],
     ) -> Result<(), StorageError> {
+        if columns.is_empty() {
+            return Ok(());
+        }
         self.sql.clear();
         write_sql::update(table, columns, &mut WritePlaceholders, &mut self.sql);
         self.write_statement(&table.db, |stmt| {
-            let params = values
-                .iter()
-                .copied()
-                .chain(locator.iter().map(|l| l.as_deref()));
-            for (i, v) in params.enumerate() {
-                stmt.raw_bind_parameter(i + 1, text(v)).map_err(refused)?;
+            for (i, (v, &c)) in values.iter().zip(columns).enumerate() {
+                stmt.raw_bind_parameter(i + 1, stored(&table.columns[c].kind, *v))
+                    .map_err(refused)?;
+            }
+            for (i, l) in locator.iter().enumerate() {
+                stmt.raw_bind_parameter(values.len() + i + 1, text(l.as_deref()))
+                    .map_err(refused)?;
             }
             Ok(())
         })

@@ -1,7 +1,7 @@
 //! A table's columns and indexes from SQLite's catalog, as `TableMeta`.
 
 use super::{quote, refused};
-use crate::backend::{ColumnKind, ColumnMeta, IndexMeta, StorageError, TableMeta};
+use crate::backend::{ColumnKind, ColumnMeta, IndexMeta, IntRead, StorageError, TableMeta};
 use rusqlite::Connection;
 
 /// SQLite's names for the rowid, in the order hsd tries them.
@@ -47,23 +47,50 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
     }
     let table_sql = quote(table);
 
-    // (name, declared type, pk ordinal)
+    // (name, declared type, pk ordinal), (NOT NULL, has a default)
     let mut stmt = conn
-        .prepare_cached("SELECT name, type, pk FROM pragma_table_info(?1) ORDER BY cid")
+        .prepare_cached(
+            "SELECT name, type, pk, \"notnull\", dflt_value IS NOT NULL \
+             FROM pragma_table_info(?1) ORDER BY cid",
+        )
         .map_err(refused)?;
-    let cols: Vec<(String, String, i64)> = stmt
-        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+    let rows: Vec<((String, String, i64), (bool, bool))> = stmt
+        .query_map([table], |r| {
+            Ok((
+                (r.get(0)?, r.get(1)?, r.get(2)?),
+                (r.get::<_, i64>(3)? != 0, r.get::<_, i64>(4)? != 0),
+            ))
+        })
         .map_err(refused)?
         .collect::<Result<_, _>>()
         .map_err(refused)?;
-    let columns: Vec<ColumnMeta> = cols
+    let (cols, flags): (Vec<(String, String, i64)>, Vec<(bool, bool)>) = rows.into_iter().unzip();
+    let pk_count = cols.iter().filter(|(_, _, p)| *p > 0).count();
+    let mut columns: Vec<ColumnMeta> = cols
         .iter()
-        .map(|(name, ty, _)| ColumnMeta {
-            name: name.clone(),
-            name_sql: quote(name),
-            select_sql: format!("CAST({} AS TEXT)", quote(name)),
-            is_blob: ty.to_ascii_uppercase().contains("BLOB"),
-            kind: column_kind(ty),
+        .zip(&flags)
+        .map(|((name, ty, pk), &(not_null, has_default))| {
+            let kind = column_kind(ty);
+            // The rowid alias takes the next id when left out.
+            let auto_increment = *pk > 0 && pk_count == 1 && ty.eq_ignore_ascii_case("INTEGER");
+            ColumnMeta {
+                name: name.clone(),
+                name_sql: quote(name),
+                select_sql: format!("CAST({} AS TEXT)", quote(name)),
+                is_blob: ty.to_ascii_uppercase().contains("BLOB"),
+                int_read: if matches!(kind, ColumnKind::Integer { .. }) {
+                    IntRead::Integer
+                } else {
+                    IntRead::Text
+                },
+                kind,
+                nullable: !not_null,
+                auto_increment,
+                // The original's columns left out of an insert hold their
+                // zero value unless they have a default; SQLite would store
+                // NULL (or refuse a NOT NULL column).
+                zero_on_insert: !auto_increment && !has_default,
+            }
         })
         .collect();
     let position = |name: &str| cols.iter().position(|(n, _, _)| n == name);
@@ -100,6 +127,14 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
         && cols.iter().any(|(n, ty, p)| {
             *p > 0 && ty.eq_ignore_ascii_case("INTEGER") && quote(n) == pk_cols[0]
         });
+    if !rowid_alias {
+        for (c, &(_, has_default)) in columns.iter_mut().zip(&flags) {
+            if c.auto_increment {
+                c.auto_increment = false;
+                c.zero_on_insert = !has_default;
+            }
+        }
+    }
 
     // Indexes in creation order: (name, origin, partial).
     let mut stmt = conn

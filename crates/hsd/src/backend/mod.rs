@@ -132,6 +132,8 @@ pub struct IndexMeta {
     pub key_columns: Vec<Option<usize>>,
     /// Expressions appended to ORDER BY so equal keys come back in index order.
     pub tiebreak_sql: Vec<String>,
+    /// The tiebreak columns' positions (`None` for the rowid).
+    pub tiebreak_columns: Vec<Option<usize>>,
     /// FROM clause with whatever hint makes the database use this index.
     pub from_sql: String,
     /// At most one row per full key without NULLs (PRIMARY or UNIQUE); lets
@@ -232,8 +234,14 @@ pub struct Scan<'a> {
     pub filter_mode: FilterMode,
     /// At most this many rows (SQL LIMIT).
     pub fetch: u64,
-    /// Also select the row locator (for modify).
+    /// Also select the row locator and the row's position in the index
+    /// (for modify).
     pub with_locator: bool,
+    /// Only rows strictly after this position (the values of the index's
+    /// key and tiebreak columns of a row read before) in the scan's
+    /// direction: a modify walks the index one row at a time, as the
+    /// original's cursor did, and sees what its earlier changes moved.
+    pub after: Option<&'a [Value]>,
 }
 
 /// A row as a backend hands it to the executor. Columns are the opened

@@ -24,6 +24,8 @@ pub struct ScanShape {
     pub filters: Vec<(FilterKind, FilterOp, usize, bool)>,
     pub filter_mode: FilterMode,
     pub with_locator: bool,
+    /// One flag per `after` value (set when NULL); `None` without `after`.
+    pub after_nulls: Option<Vec<bool>>,
 }
 
 impl ScanShape {
@@ -39,6 +41,9 @@ impl ScanShape {
                 .collect(),
             filter_mode: scan.filter_mode,
             with_locator: scan.with_locator,
+            after_nulls: scan
+                .after
+                .map(|a| a.iter().map(Option::is_none).collect()),
         }
     }
 }
@@ -50,6 +55,9 @@ pub enum Param {
     Key(usize),
     /// Filter `i`'s value, compared with that filter's column.
     Filter(usize),
+    /// Value `i` of the scan's `after` position, compared with position
+    /// column `i` (the index's key columns, then its tiebreak columns).
+    After(usize),
     /// The row limit.
     Limit,
 }
@@ -77,8 +85,42 @@ impl ValueSink for Placeholders {
 pub struct ScanLayout {
     /// Opened columns first; then the filter state column if any.
     pub has_state: bool,
-    /// Then this many locator columns.
+    /// Then this many locator columns: the table's locator, then the row's
+    /// position in the index (`position_columns`).
     pub locator_len: usize,
+}
+
+impl ScanLayout {
+    /// What `build` makes of `scan`.
+    pub fn of(scan: &Scan<'_>) -> ScanLayout {
+        let index = scan.index.index_meta();
+        ScanLayout {
+            has_state: matches!(scan.filter_mode, FilterMode::StateColumn { .. }),
+            locator_len: if scan.with_locator {
+                scan.index.table.locator_sql.len() + index.key_sql.len() + index.tiebreak_sql.len()
+            } else {
+                0
+            },
+        }
+    }
+}
+
+/// The columns that order an index's rows (key columns, then the
+/// tiebreak), as SQL and as table column positions (`None`: the rowid).
+pub fn position_columns(index: &super::IndexMeta) -> (Vec<&str>, Vec<Option<usize>>) {
+    let sql = index
+        .key_sql
+        .iter()
+        .chain(&index.tiebreak_sql)
+        .map(String::as_str)
+        .collect();
+    let cols = index
+        .key_columns
+        .iter()
+        .chain(&index.tiebreak_columns)
+        .copied()
+        .collect();
+    (sql, cols)
 }
 
 /// Options a dialect needs beyond the metadata's fragments.
@@ -109,18 +151,14 @@ pub fn build(
         sep(sql);
         sql.extend_from_slice(table.columns[c].select_sql.as_bytes());
     }
-    let has_state = matches!(scan.filter_mode, FilterMode::StateColumn { .. });
-    if has_state {
+    let layout = ScanLayout::of(scan);
+    if layout.has_state {
         sep(sql);
         state_expr(scan.filters, table, sink, sql);
     }
-    let locator_len = if scan.with_locator {
-        table.locator_sql.len()
-    } else {
-        0
-    };
+    let (position_sql, _) = position_columns(index);
     if scan.with_locator {
-        for l in &table.locator_sql {
+        for l in table.locator_sql.iter().map(String::as_str).chain(position_sql.iter().copied()) {
             sep(sql);
             sql.extend_from_slice(l.as_bytes());
         }
@@ -149,6 +187,18 @@ pub fn build(
         }
         _ => {}
     }
+    if let Some(after) = scan.after {
+        sql.extend_from_slice(b" AND ");
+        let strict = if scan.op.is_descending() {
+            FindOp::Lt
+        } else {
+            FindOp::Gt
+        };
+        let n = after.len().min(position_sql.len());
+        let cols: Vec<String> = position_sql[..n].iter().map(|c| c.to_string()).collect();
+        let is_null = |i: usize| after[i].is_none();
+        lexicographic(&cols, 0, strict, strict, &is_null, &Param::After, sink, sql);
+    }
     let dir: &[u8] = if scan.op.is_descending() {
         b" DESC"
     } else {
@@ -172,10 +222,7 @@ pub fn build(
     if scan.with_locator {
         sql.extend_from_slice(dialect.lock_suffix.as_bytes());
     }
-    ScanLayout {
-        has_state,
-        locator_len,
-    }
+    layout
 }
 
 /// `CASE WHEN NOT f1 THEN k1 ... ELSE 0 END`: the first false filter decides.
@@ -260,7 +307,7 @@ fn key_condition(
             if i > 0 {
                 sql.extend_from_slice(b" AND ");
             }
-            eq(c, i, is_null(i), sink, sql);
+            eq(c, Param::Key(i), is_null(i), sink, sql);
         }
         return;
     }
@@ -276,50 +323,59 @@ fn key_condition(
             FindOp::Gt => FindOp::Ge,
             _ => FindOp::Le,
         };
-        cmp(&cols[0], 0, inclusive, is_null(0), sink, sql);
+        cmp(&cols[0], Param::Key(0), inclusive, is_null(0), sink, sql);
         sql.extend_from_slice(b" AND ");
     }
-    lexicographic(cols, 0, scan.op, strict, &is_null, sink, sql);
+    lexicographic(cols, 0, scan.op, strict, &is_null, &Param::Key, sink, sql);
 }
 
+#[allow(clippy::too_many_arguments)]
 fn lexicographic(
     cols: &[String],
     i: usize,
     op: FindOp,
     strict: FindOp,
     is_null: &dyn Fn(usize) -> bool,
+    param: &dyn Fn(usize) -> Param,
     sink: &mut impl ValueSink,
     sql: &mut Vec<u8>,
 ) {
     if i + 1 == cols.len() {
         sql.push(b'(');
-        cmp(&cols[i], i, op, is_null(i), sink, sql);
+        cmp(&cols[i], param(i), op, is_null(i), sink, sql);
         sql.push(b')');
         return;
     }
     sql.push(b'(');
-    cmp(&cols[i], i, strict, is_null(i), sink, sql);
+    cmp(&cols[i], param(i), strict, is_null(i), sink, sql);
     sql.extend_from_slice(b" OR (");
-    eq(&cols[i], i, is_null(i), sink, sql);
+    eq(&cols[i], param(i), is_null(i), sink, sql);
     sql.extend_from_slice(b" AND ");
-    lexicographic(cols, i + 1, op, strict, is_null, sink, sql);
+    lexicographic(cols, i + 1, op, strict, is_null, param, sink, sql);
     sql.extend_from_slice(b"))");
 }
 
-fn eq(col: &str, i: usize, null: bool, sink: &mut impl ValueSink, sql: &mut Vec<u8>) {
+fn eq(col: &str, param: Param, null: bool, sink: &mut impl ValueSink, sql: &mut Vec<u8>) {
     sql.extend_from_slice(col.as_bytes());
     if null {
         sql.extend_from_slice(b" IS NULL");
     } else {
         sql.extend_from_slice(b" = ");
-        sink.value(sql, Param::Key(i));
+        sink.value(sql, param);
     }
 }
 
-fn cmp(col: &str, i: usize, op: FindOp, null: bool, sink: &mut impl ValueSink, sql: &mut Vec<u8>) {
+fn cmp(
+    col: &str,
+    param: Param,
+    op: FindOp,
+    null: bool,
+    sink: &mut impl ValueSink,
+    sql: &mut Vec<u8>,
+) {
     let c = col.as_bytes();
     let (pre, post): (&[u8], &[u8]) = match (op, null) {
-        (FindOp::Eq, _) => return eq(col, i, null, sink, sql),
+        (FindOp::Eq, _) => return eq(col, param, null, sink, sql),
         (FindOp::Gt, true) => return extend(sql, &[c, b" IS NOT NULL"]),
         (FindOp::Ge, true) => return extend(sql, &[b"1=1"]),
         (FindOp::Lt, true) => return extend(sql, &[b"1=0"]),
@@ -331,10 +387,10 @@ fn cmp(col: &str, i: usize, op: FindOp, null: bool, sink: &mut impl ValueSink, s
     };
     if post.is_empty() {
         extend(sql, &[c, pre]);
-        sink.value(sql, Param::Key(i));
+        sink.value(sql, param);
     } else {
         extend(sql, &[b"(", c, pre]);
-        sink.value(sql, Param::Key(i));
+        sink.value(sql, param);
         extend(sql, &[post, c, b" IS NULL)"]);
     }
 }

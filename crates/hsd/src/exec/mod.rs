@@ -115,6 +115,7 @@ impl<'a> PreparedFind<'a> {
                     filter_mode,
                     fetch: RowCounter::reads(self.req),
                     with_locator,
+                    after: None,
                 }]
             }
             Some(inc) => {
@@ -145,6 +146,7 @@ impl<'a> PreparedFind<'a> {
                             filter_mode,
                             fetch: 1,
                             with_locator,
+                            after: None,
                         }
                     })
                     .collect()

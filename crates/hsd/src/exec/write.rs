@@ -5,7 +5,7 @@
 use super::{prepare_find, storage_error_kind, RowCounter, RowDecision};
 use crate::backend::values::{modify_amount, stored_integer};
 use crate::backend::{
-    ColumnKind, OpenedIndex, RowView, ScanStep, StorageConn, StorageError, WriteValue,
+    ColumnKind, OpenedIndex, RowView, Scan, ScanStep, StorageConn, StorageError, WriteValue,
 };
 use hs_proto::{
     ErrorKind, FindRequest, InsertRequest, ModifyOp, ModifySpec, ResponseWriter, Value,
@@ -159,16 +159,21 @@ async fn insert<C: StorageConn>(
     Ok(())
 }
 
-/// A row chosen for modification: its locator and its values before the change.
-struct Target {
+/// A row a modify read: its filter state, locator, position in the index
+/// and values before any change.
+struct ReadRow {
+    state: i64,
     locator: Vec<Value>,
+    position: Vec<Value>,
     before: Vec<Value>,
 }
 
-/// Find-and-modify, as the original's loop: each row the find takes is
-/// answered (the `?` forms, with its values before the change) and then
-/// changed; an error stops the loop and is the answer, rows changed before
-/// it stay changed.
+/// Find-and-modify, as the original's loop: one row is read, answered (the
+/// `?` forms, with its values before the change) and changed before the
+/// next is read, so a later read sees what earlier changes did (a row whose
+/// key moved ahead is met again; an IN value seeks among the rows as they
+/// are then). An error stops the loop and is the answer; rows changed
+/// before it stay changed.
 async fn modify<C: StorageConn>(
     conn: &mut C,
     index: &OpenedIndex,
@@ -182,52 +187,85 @@ async fn modify<C: StorageConn>(
         return Err(ErrorKind::ModOp.into());
     };
     let prepared = prepare_find(index, req)?;
-    if index.table.locator_sql.is_empty() {
-        return Err(StorageError::NoRowLocator(index.table.name.clone()).into());
+    let table = &index.table;
+    if table.locator_sql.is_empty() {
+        return Err(StorageError::NoRowLocator(table.name.clone()).into());
     }
-    let scans = prepared.scans(true);
     let ncols = index.columns.len();
+    let locator_len = table.locator_sql.len();
+    let seeks = prepared.scans(true);
+    let walk = req.active_in().is_none();
     let mut counter = RowCounter::new(req);
-    let mut targets: Vec<Target> = Vec::new();
-    let mut visit = |_: usize, row: &dyn RowView| match counter.decide(row.filter_state()) {
-        RowDecision::Take => {
-            targets.push(Target {
-                locator: row.locator(),
+    let mut returned: Vec<Value> = Vec::new();
+    let mut modified: u64 = 0;
+    let mut after: Option<Vec<Value>> = None;
+    let mut seek = 0;
+    while !counter.done {
+        let base = if walk {
+            seeks.first()
+        } else {
+            seek += 1;
+            seeks.get(seek - 1)
+        };
+        let Some(base) = base else {
+            break;
+        };
+        let scan = Scan {
+            index: base.index,
+            op: base.op,
+            keys: base.keys.clone(),
+            filters: base.filters,
+            filter_mode: base.filter_mode,
+            fetch: 1,
+            with_locator: true,
+            after: if walk { after.as_deref() } else { None },
+        };
+        let mut read: Option<ReadRow> = None;
+        let mut visit = |_: usize, row: &dyn RowView| {
+            let mut locator = row.locator();
+            let position = locator.split_off(locator_len.min(locator.len()));
+            read = Some(ReadRow {
+                state: row.filter_state(),
+                locator,
+                position,
                 before: (0..ncols)
                     .map(|c| row.column(c).map(<[u8]>::to_vec))
                     .collect(),
             });
-            if counter.done {
-                ScanStep::Stop
-            } else {
-                ScanStep::Continue
+            ScanStep::Stop
+        };
+        conn.scan_many(std::slice::from_ref(&scan), &mut visit).await?;
+        let Some(row) = read else {
+            if walk {
+                break;
             }
+            continue;
+        };
+        if walk {
+            after = Some(row.position);
         }
-        RowDecision::Skip if counter.done => ScanStep::Stop,
-        RowDecision::Skip => ScanStep::Continue,
-        RowDecision::End => ScanStep::Stop,
-    };
-    conn.scan_many(&scans, &mut visit).await?;
-
-    let table = &index.table;
-    let mut modified: u64 = 0;
-    for t in &targets {
+        if counter.decide(row.state) != RowDecision::Take {
+            continue;
+        }
+        if spec.returning {
+            returned.extend(row.before.iter().cloned());
+        }
         let changed = match op {
             ModifyOp::Update => {
                 let (cols, vals) = update_values(index, spec);
-                conn.update(table, &t.locator, &cols, &vals).await?;
+                conn.update(table, &row.locator, &cols, &vals).await?;
                 true
             }
             ModifyOp::Delete => {
-                conn.delete(table, &t.locator).await?;
+                conn.delete(table, &row.locator).await?;
                 true
             }
             ModifyOp::Increment | ModifyOp::Decrement => {
-                match arithmetic(index, op, &t.before, spec) {
+                match arithmetic(index, op, &row.before, spec) {
                     Some((cols, vals)) => {
                         let vals: Vec<WriteValue<'_>> =
                             vals.into_iter().map(WriteValue::Int).collect();
-                        conn.update(table, &t.locator, &cols, &vals).await?;
+                        conn.update(table, &row.locator, &cols, &vals).await?;
                         true
                     }
                     None => false,
@@ -240,10 +278,8 @@ async fn modify<C: StorageConn>(
     }
     if spec.returning {
         out.begin_ok(ncols);
-        for t in &targets {
-            for v in &t.before {
-                out.value(v.as_deref());
-            }
+        for v in &returned {
+            out.value(v.as_deref());
         }
         out.end();
     } else {

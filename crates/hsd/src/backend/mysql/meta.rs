@@ -341,12 +341,14 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
     for i in &raw {
         let usable = i.columns.iter().all(Option::is_some);
         let key_sql = if usable { names(i) } else { Vec::new() };
-        let tiebreak_sql = match clustered {
+        let (tiebreak_sql, tiebreak_columns): (Vec<String>, Vec<Option<usize>>) = match clustered
+        {
             Some(c) if !std::ptr::eq(c, i) => names(c)
                 .into_iter()
-                .filter(|pk| !key_sql.contains(pk))
-                .collect(),
-            _ => Vec::new(),
+                .zip(c.columns.iter().map(position))
+                .filter(|(pk, _)| !key_sql.contains(pk))
+                .unzip(),
+            _ => (Vec::new(), Vec::new()),
         };
         let from_sql = if i.unordered {
             table_sql.clone()
@@ -365,6 +367,7 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
             },
             key_sql,
             tiebreak_sql,
+            tiebreak_columns,
             from_sql,
             ordered: !i.unordered,
         });

@@ -188,13 +188,24 @@ impl ValueSink for Literals<'_, '_> {
                 let f = &self.scan.filters[i];
                 push_stored(sql, &table.columns[f.column].kind, f.value.as_deref());
             }
+            Param::After(i) => {
+                let (_, cols) = scan_sql::position_columns(self.scan.index.index_meta());
+                let kind = cols
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .map_or(&OTHER, |c| &table.columns[c].kind);
+                let v = self.scan.after.and_then(|a| a.get(i)).and_then(|v| v.as_deref());
+                push_stored(sql, kind, v);
+            }
             Param::Limit => push_number(sql, self.scan.fetch),
         }
     }
 }
 
+static OTHER: ColumnKind = ColumnKind::Other { cast: None };
+
 fn key_kind<'a>(scan: &'a Scan<'_>, i: usize) -> &'a ColumnKind {
-    static OTHER: ColumnKind = ColumnKind::Other { cast: None };
     scan.index
         .index_meta()
         .key_columns
@@ -212,6 +223,7 @@ fn is_point_lookup(scan: &Scan<'_>) -> bool {
         && scan.keys.len() == index.key_sql.len()
         && scan.filter_mode == FilterMode::None
         && !scan.with_locator
+        && scan.after.is_none()
         && scan
             .keys
             .iter()
@@ -222,6 +234,7 @@ fn is_point_lookup(scan: &Scan<'_>) -> bool {
 fn handler_can_read(scan: &Scan<'_>) -> bool {
     scan.index.index_meta().ordered
         && !scan.with_locator
+        && scan.after.is_none()
         && matches!(scan.filter_mode, FilterMode::None | FilterMode::InWhere)
         && !scan.keys.is_empty()
 }
@@ -350,14 +363,7 @@ pub async fn scan_many(
         }
         next.next();
         let layout = match route {
-            Route::Select => ScanLayout {
-                has_state: matches!(scan.filter_mode, FilterMode::StateColumn { .. }),
-                locator_len: if scan.with_locator {
-                    scan.index.table.locator_sql.len()
-                } else {
-                    0
-                },
-            },
+            Route::Select => ScanLayout::of(scan),
             _ => ScanLayout {
                 has_state: false,
                 locator_len: 0,

@@ -152,10 +152,10 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
 
     // What orders equal keys of a secondary index: the rowid, or the primary
     // key of a WITHOUT ROWID table (a shadowed rowid leaves the index order).
-    let tiebreak: Vec<String> = match rowid_name {
-        Some(r) => vec![r.to_string()],
-        None if without_rowid => pk_cols.clone(),
-        None => Vec::new(),
+    let (tiebreak, tiebreak_columns): (Vec<String>, Vec<Option<usize>>) = match rowid_name {
+        Some(r) => (vec![r.to_string()], vec![None]),
+        None if without_rowid => (pk_cols.clone(), pk_positions.clone()),
+        None => (Vec::new(), Vec::new()),
     };
     let mut indexes = Vec::new();
     // PRIMARY: the rowid alias, the declared primary key, or the bare rowid.
@@ -169,6 +169,7 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
             key_sql: pk_cols.clone(),
             key_columns: pk_positions.clone(),
             tiebreak_sql: Vec::new(),
+            tiebreak_columns: Vec::new(),
             from_sql: table_sql.clone(),
             unique: true,
             ordered: true,
@@ -179,6 +180,7 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
             key_sql: pk_cols.clone(),
             key_columns: pk_positions.clone(),
             tiebreak_sql: Vec::new(),
+            tiebreak_columns: Vec::new(),
             from_sql: format!("{table_sql} INDEXED BY {}", quote(pk_name)),
             unique: true,
             ordered: true,
@@ -189,6 +191,7 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
             key_sql: vec![r.to_string()],
             key_columns: vec![None],
             tiebreak_sql: Vec::new(),
+            tiebreak_columns: Vec::new(),
             from_sql: table_sql.clone(),
             unique: true,
             ordered: true,
@@ -215,6 +218,7 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
             key_sql: key_names.iter().map(|c| quote(c)).collect(),
             key_columns: key_names.iter().map(|c| position(c)).collect(),
             tiebreak_sql: tiebreak.clone(),
+            tiebreak_columns: tiebreak_columns.clone(),
             from_sql: format!("{table_sql} INDEXED BY {}", quote(name)),
             // Not used by this backend, which runs every scan on its own.
             unique: false,

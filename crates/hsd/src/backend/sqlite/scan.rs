@@ -71,6 +71,15 @@ impl ScanStatement {
                         filter.value.as_deref(),
                     )?
                 }
+                Param::After(a) => {
+                    let (_, cols) = scan_sql::position_columns(scan.index.index_meta());
+                    let kind = match cols.get(a).copied().flatten() {
+                        Some(c) => &table.columns[c].kind,
+                        None => &ROWID,
+                    };
+                    let v = scan.after.and_then(|p| p.get(a)).and_then(|v| v.as_deref());
+                    bind_stored(&mut self.stmt, i + 1, kind, v)?
+                }
                 Param::Limit => self
                     .stmt
                     .bind_int(i + 1, i64::try_from(scan.fetch).unwrap_or(i64::MAX))?,
@@ -128,6 +137,7 @@ fn op_number(op: FindOp) -> usize {
 fn plain_slot(scan: &Scan<'_>) -> Option<usize> {
     let n = scan.keys.len();
     if scan.filter_mode != FilterMode::None
+        || scan.after.is_some()
         || n == 0
         || n > PLAIN_KEYS
         || scan.keys.iter().any(Option::is_none)

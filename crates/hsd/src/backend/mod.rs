@@ -115,9 +115,24 @@ pub enum ColumnKind {
     Text { charset: String, max_chars: u64 },
     /// Bytes (BINARY, VARBINARY, BLOB): `fixed` pads to `max_len`.
     Bytes { max_len: u64, fixed: bool },
-    /// Anything else (decimal, float, temporal, enum, ...), with the SQL type
-    /// a value is CAST to so that it becomes what storing it would make
-    /// (`None`: compared as text).
+    /// DATE, DATETIME, TIMESTAMP, TIME: `cast` is the SQL type a value is
+    /// CAST to, `zero` the type's zero value (what an unreadable value
+    /// stores as); a TIMESTAMP also stores values outside its range as zero.
+    Temporal {
+        cast: String,
+        zero: &'static str,
+        timestamp: bool,
+    },
+    /// YEAR.
+    Year,
+    /// ENUM: its elements (a value stores as an element's position).
+    Enum {
+        elements: Vec<Vec<u8>>,
+        case_insensitive: bool,
+    },
+    /// Anything else (decimal, float, ...), with the SQL type a value is
+    /// CAST to so that it becomes what storing it would make (`None`:
+    /// compared as text).
     Other { cast: Option<String> },
 }
 

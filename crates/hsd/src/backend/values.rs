@@ -220,6 +220,59 @@ pub fn stored_integer(bytes: &[u8], min: i128, max: i128) -> i128 {
     v.clamp(min, max)
 }
 
+/// The year storing `bytes` into a YEAR column keeps (0 for 0000): one or
+/// two digits (or three zeros) are 2000..2069 / 1970..1999, four digits
+/// 1901..2155, anything else 0.
+pub fn stored_year(bytes: &[u8]) -> i64 {
+    let s = trim_start(bytes);
+    let digits = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        return 0;
+    }
+    let mut nr: i64 = 0;
+    for &b in &s[..digits] {
+        nr = nr.saturating_mul(10).saturating_add(i64::from(b - b'0'));
+    }
+    if (100..=1900).contains(&nr) || nr > 2155 {
+        return 0;
+    }
+    if nr != 0 || s.len() != 4 {
+        if nr < 70 {
+            nr += 2000;
+        } else if nr < 100 {
+            nr += 1900;
+        }
+    }
+    nr
+}
+
+/// The position (from 1; 0 for the empty value) storing `bytes` into an
+/// ENUM column keeps: the element it names (trailing spaces ignored, case
+/// too under a case-insensitive collation), else a number up to the count
+/// of elements, else 0.
+pub fn stored_enum(bytes: &[u8], elements: &[Vec<u8>], case_insensitive: bool) -> i64 {
+    let trim = |s: &[u8]| -> usize { s.len() - s.iter().rev().take_while(|&&b| b == b' ').count() };
+    let v = &bytes[..trim(bytes)];
+    let same = |e: &[u8]| {
+        let e = &e[..trim(e)];
+        if case_insensitive {
+            e.eq_ignore_ascii_case(v)
+        } else {
+            e == v
+        }
+    };
+    if let Some(p) = elements.iter().position(|e| same(e)) {
+        return p as i64 + 1;
+    }
+    if !v.is_empty() && v.iter().all(u8::is_ascii_digit) && v.len() < 10 {
+        let n: i64 = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+        if n as usize <= elements.len() {
+            return n;
+        }
+    }
+    0
+}
+
 /// `atoll` as the original reads a `+`/`-` amount: an optional sign, then
 /// digits up to the first other byte, wrapping; no white space skipped.
 pub fn modify_amount(s: &[u8]) -> i64 {
@@ -286,6 +339,32 @@ mod tests {
         assert_eq!((e.read(b"b"), e.read(b"")), (2, 0));
         let s = IntRead::Set(vec![b"x".to_vec(), b"y".to_vec()]);
         assert_eq!(s.read(b"x,y"), 3);
+    }
+
+    #[test]
+    fn years_and_enums() {
+        // Verified by storing each into a YEAR / ENUM('a','b','c') column.
+        for (v, y) in [
+            ("2010", 2010),
+            ("2156", 0),
+            ("1900", 0),
+            ("0", 2000),
+            ("00", 2000),
+            ("000", 2000),
+            ("0000", 0),
+            ("70", 1970),
+            ("69", 2069),
+            ("1", 2001),
+            ("abc", 0),
+            ("", 0),
+        ] {
+            assert_eq!(stored_year(v.as_bytes()), y, "{v}");
+        }
+        let e = vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()];
+        for (v, n) in [("a", 1), ("B", 2), ("d", 0), ("0", 0), ("3", 3), ("4", 0), ("", 0)] {
+            assert_eq!(stored_enum(v.as_bytes(), &e, true), n, "{v}");
+        }
+        assert_eq!(stored_enum(b"B", &e, false), 0);
     }
 
     #[test]

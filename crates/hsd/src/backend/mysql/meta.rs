@@ -95,6 +95,7 @@ pub fn column_kind(
     column_type: &str,
     charset: Option<&str>,
     max_len: Option<u64>,
+    collation: Option<&str>,
 ) -> ColumnKind {
     let unsigned = column_type.contains("unsigned");
     let bits = match data_type {
@@ -112,6 +113,42 @@ pub fn column_kind(
             (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
         };
         return ColumnKind::Integer { min, max };
+    }
+    // "datetime(6)" -> "(6)".
+    let params = column_type
+        .find('(')
+        .and_then(|i| column_type[i..].find(')').map(|j| &column_type[i..=i + j]))
+        .unwrap_or("");
+    match data_type {
+        "date" => {
+            return ColumnKind::Temporal {
+                cast: "DATE".into(),
+                zero: "0000-00-00",
+                timestamp: false,
+            }
+        }
+        "datetime" | "timestamp" => {
+            return ColumnKind::Temporal {
+                cast: format!("DATETIME{params}"),
+                zero: "0000-00-00 00:00:00",
+                timestamp: data_type == "timestamp",
+            }
+        }
+        "time" => {
+            return ColumnKind::Temporal {
+                cast: format!("TIME{params}"),
+                zero: "00:00:00",
+                timestamp: false,
+            }
+        }
+        "year" => return ColumnKind::Year,
+        "enum" => {
+            return ColumnKind::Enum {
+                elements: type_elements(column_type),
+                case_insensitive: collation.is_some_and(|c| c.ends_with("_ci")),
+            }
+        }
+        _ => {}
     }
     match (data_type, charset) {
         ("char" | "varchar" | "tinytext" | "text" | "mediumtext" | "longtext", Some(cs)) => {
@@ -144,9 +181,6 @@ fn cast_type(data_type: &str, column_type: &str) -> Option<String> {
         "decimal" => Some(format!("DECIMAL{params}")),
         "float" => Some("FLOAT".into()),
         "double" => Some("DOUBLE".into()),
-        "date" => Some("DATE".into()),
-        "datetime" | "timestamp" => Some(format!("DATETIME{params}")),
-        "time" => Some(format!("TIME{params}")),
         _ => None,
     }
 }
@@ -270,7 +304,8 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
     }
 
     let mut sql = b"SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, IS_NULLABLE, EXTRA, \
-                    COLUMN_TYPE, CHARACTER_SET_NAME, CHARACTER_MAXIMUM_LENGTH, COLUMN_DEFAULT \
+                    COLUMN_TYPE, CHARACTER_SET_NAME, CHARACTER_MAXIMUM_LENGTH, COLUMN_DEFAULT, \
+                    COLLATION_NAME \
                     FROM information_schema.COLUMNS"
         .to_vec();
     sql.extend_from_slice(&filter);
@@ -287,9 +322,16 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
             let charset = r.get(7).cloned().flatten();
             let max_len = r.get(8).cloned().flatten().and_then(|n| n.parse().ok());
             let default = r.get(9).cloned().flatten();
+            let collation = r.get(10).cloned().flatten();
             let nullable = text(4) == "YES";
             let auto_increment = text(5).to_ascii_lowercase().contains("auto_increment");
-            let kind = column_kind(&data_type, &column_type, charset.as_deref(), max_len);
+            let kind = column_kind(
+                &data_type,
+                &column_type,
+                charset.as_deref(),
+                max_len,
+                collation.as_deref(),
+            );
             Column {
                 name: text(2),
                 nullable,
@@ -492,45 +534,50 @@ mod tests {
         assert!(is_blob("mediumtext") && is_blob("longblob") && is_blob("point"));
         assert!(!is_blob("varchar") && !is_blob("binary"));
         assert_eq!(
-            column_kind("tinyint", "tinyint(3) unsigned", None, None),
+            column_kind("tinyint", "tinyint(3) unsigned", None, None, None),
             ColumnKind::Integer { min: 0, max: 255 }
         );
         assert_eq!(
-            column_kind("bigint", "bigint(20)", None, None),
+            column_kind("bigint", "bigint(20)", None, None, None),
             ColumnKind::Integer {
                 min: i128::from(i64::MIN),
                 max: i128::from(i64::MAX)
             }
         );
         assert_eq!(
-            column_kind("varchar", "varchar(10)", Some("utf8mb4"), Some(10)),
+            column_kind("varchar", "varchar(10)", Some("utf8mb4"), Some(10), None),
             ColumnKind::Text {
                 charset: "utf8mb4".into(),
                 max_chars: 10
             }
         );
         assert_eq!(
-            column_kind("binary", "binary(4)", None, Some(4)),
+            column_kind("binary", "binary(4)", None, Some(4), None),
             ColumnKind::Bytes {
                 max_len: 4,
                 fixed: true
             }
         );
         assert_eq!(
-            column_kind("date", "date", None, None),
-            ColumnKind::Other {
-                cast: Some("DATE".into())
+            column_kind("date", "date", None, None, None),
+            ColumnKind::Temporal {
+                cast: "DATE".into(),
+                zero: "0000-00-00",
+                timestamp: false,
             }
         );
         assert_eq!(
-            column_kind("decimal", "decimal(10,2) unsigned", None, None),
+            column_kind("decimal", "decimal(10,2) unsigned", None, None, None),
             ColumnKind::Other {
                 cast: Some("DECIMAL(10,2)".into())
             }
         );
         assert_eq!(
-            column_kind("enum", "enum('a','b')", None, None),
-            ColumnKind::Other { cast: None }
+            column_kind("enum", "enum('a','b')", None, None, Some("utf8mb4_general_ci")),
+            ColumnKind::Enum {
+                elements: vec![b"a".to_vec(), b"b".to_vec()],
+                case_insensitive: true,
+            }
         );
     }
 }

@@ -23,6 +23,7 @@ use super::handler::{push_index_name, Handles, Housekeeping};
 use super::link::{Answer, Failure, Link, ResultSink};
 use super::refused_error;
 use crate::backend::scan_sql::{self, Dialect, Param, ScanLayout, ValueSink};
+use crate::backend::values::{stored_enum, stored_year};
 use crate::backend::{ColumnKind, FilterMode, RowView, RowVisitor, Scan, ScanStep, TableMeta};
 use hs_proto::{FindOp, Value};
 use mysql_wire::literal::{push_binary, push_number};
@@ -52,6 +53,41 @@ pub fn push_literal(sql: &mut Vec<u8>, kind: &ColumnKind, value: Option<&[u8]>) 
         ColumnKind::Text { charset, .. } => push_text(sql, charset, v),
         ColumnKind::Other { cast: None } => push_text(sql, "utf8mb4", v),
         _ => push_binary(sql, Some(v)),
+    }
+}
+
+/// `CAST(v AS t)`, or the type's zero value where the cast fails (an
+/// invalid date stores as zero); a TIMESTAMP also turns zero outside its
+/// range.
+fn push_temporal(sql: &mut Vec<u8>, cast: &str, zero: &str, timestamp: bool, v: &[u8]) {
+    let cast_value = |sql: &mut Vec<u8>| {
+        sql.extend_from_slice(b"CAST(");
+        push_binary(sql, Some(v));
+        sql.extend_from_slice(b" AS ");
+        sql.extend_from_slice(cast.as_bytes());
+        sql.push(b')');
+    };
+    let zero_value = |sql: &mut Vec<u8>| {
+        sql.extend_from_slice(b"CAST(");
+        push_binary(sql, Some(zero.as_bytes()));
+        sql.extend_from_slice(b" AS ");
+        sql.extend_from_slice(cast.as_bytes());
+        sql.push(b')');
+    };
+    if timestamp {
+        sql.extend_from_slice(b"(CASE WHEN UNIX_TIMESTAMP(");
+        cast_value(sql);
+        sql.extend_from_slice(b") BETWEEN 1 AND 2147483647.999999 THEN ");
+        cast_value(sql);
+        sql.extend_from_slice(b" ELSE ");
+        zero_value(sql);
+        sql.extend_from_slice(b" END)");
+    } else {
+        sql.extend_from_slice(b"IFNULL(");
+        cast_value(sql);
+        sql.extend_from_slice(b", ");
+        zero_value(sql);
+        sql.push(b')');
     }
 }
 
@@ -115,6 +151,16 @@ pub fn push_stored(sql: &mut Vec<u8>, kind: &ColumnKind, value: Option<&[u8]>) {
                 sql.extend_from_slice(format!(", {max_len})").as_bytes());
             }
         }
+        ColumnKind::Temporal {
+            cast,
+            zero,
+            timestamp,
+        } => push_temporal(sql, cast, zero, *timestamp, v),
+        ColumnKind::Year => push_number_i64(sql, stored_year(v)),
+        ColumnKind::Enum {
+            elements,
+            case_insensitive,
+        } => push_number_i64(sql, stored_enum(v, elements, *case_insensitive)),
         ColumnKind::Other { cast: Some(t) } => {
             sql.extend_from_slice(b"CAST(");
             push_binary(sql, Some(v));
@@ -167,8 +213,15 @@ pub fn canonical(kind: &ColumnKind, key: &[u8]) -> bool {
                 n <= *max_len
             }
         }
-        ColumnKind::Other { .. } => false,
+        ColumnKind::Temporal { .. }
+        | ColumnKind::Year
+        | ColumnKind::Enum { .. }
+        | ColumnKind::Other { .. } => false,
     }
+}
+
+fn push_number_i64(sql: &mut Vec<u8>, n: i64) {
+    sql.extend_from_slice(n.to_string().as_bytes());
 }
 
 /// Writes a scan's values as literals for the shared SELECT.

@@ -145,6 +145,9 @@ pub struct IndexMeta {
     /// The key columns' positions in the table (`None` for a part that is
     /// not a column, like SQLite's rowid).
     pub key_columns: Vec<Option<usize>>,
+    /// Per key part, the prefix length of a prefix part (`key_sql` then
+    /// names the prefix); empty when no part is one.
+    pub key_prefix: Vec<Option<u64>>,
     /// Expressions appended to ORDER BY so equal keys come back in index order.
     pub tiebreak_sql: Vec<String>,
     /// The tiebreak columns' positions (`None` for the rowid).

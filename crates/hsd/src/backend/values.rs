@@ -220,6 +220,82 @@ pub fn stored_integer(bytes: &[u8], min: i128, max: i128) -> i128 {
     v.clamp(min, max)
 }
 
+/// Whether storing `bytes` into a DATE, DATETIME or TIMESTAMP column
+/// (`with_time`: the latter two) stores the zero value because it is no
+/// valid date: no date in it, a month above 12, a day beyond its month, a
+/// time beyond 23:59:59. (The server's own CAST cannot tell: compared with
+/// an indexed column, it reads invalid dates leniently.)
+pub fn invalid_date(bytes: &[u8], with_time: bool) -> bool {
+    let s = trim_start(bytes);
+    let first = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    if first == 0 {
+        return true;
+    }
+    let mut parts: Vec<u64> = Vec::new();
+    if matches!(first, 8 | 14) && !s.get(first).is_some_and(|&b| matches!(b, b'-' | b'/' | b'.' | b':')) {
+        // YYYYMMDD[HHMMSS]
+        let digits = &s[..first];
+        for (a, b) in [(0, 4), (4, 6), (6, 8), (8, 10), (10, 12), (12, 14)] {
+            if b <= digits.len() {
+                parts.push(number(&digits[a..b]));
+            }
+        }
+    } else {
+        // Delimited: year, month, day, then hour, minute, second.
+        let mut i = 0;
+        while parts.len() < 6 && i < s.len() {
+            let n = s[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+            if n == 0 {
+                break;
+            }
+            parts.push(number(&s[i..i + n]));
+            i += n;
+            // One separator between parts; a space or T between date and time.
+            match s.get(i) {
+                Some(b) if b.is_ascii_punctuation() || (parts.len() == 3 && matches!(b, b' ' | b'T')) => i += 1,
+                _ => break,
+            }
+            if parts.len() == 3 {
+                while s.get(i) == Some(&b' ') {
+                    i += 1;
+                }
+            }
+        }
+    }
+    if parts.len() < 3 {
+        return true;
+    }
+    let (y, m, d) = (parts[0], parts[1], parts[2]);
+    if y > 9999 || m > 12 || d > 31 {
+        return true;
+    }
+    if m > 0 && d > days_in_month(y, m) {
+        return true;
+    }
+    if with_time {
+        let t = |i: usize| parts.get(i).copied().unwrap_or(0);
+        if t(3) > 23 || t(4) > 59 || t(5) > 59 {
+            return true;
+        }
+    }
+    false
+}
+
+fn number(digits: &[u8]) -> u64 {
+    digits
+        .iter()
+        .fold(0u64, |n, &b| n.saturating_mul(10).saturating_add(u64::from(b - b'0')))
+}
+
+fn days_in_month(y: u64, m: u64) -> u64 {
+    match m {
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
 /// The year storing `bytes` into a YEAR column keeps (0 for 0000): one or
 /// two digits (or three zeros) are 2000..2069 / 1970..1999, four digits
 /// 1901..2155, anything else 0.
@@ -339,6 +415,27 @@ mod tests {
         assert_eq!((e.read(b"b"), e.read(b"")), (2, 0));
         let s = IntRead::Set(vec![b"x".to_vec(), b"y".to_vec()]);
         assert_eq!(s.read(b"x,y"), 3);
+    }
+
+    #[test]
+    fn invalid_dates() {
+        for v in ["2010-02-30", "2010-13-01", "abc", "", "2010-01-02 25:00:00"] {
+            assert!(invalid_date(v.as_bytes(), true), "{v}");
+        }
+        for v in [
+            "2010-01-02",
+            "2010-01-02 03:04:05.678",
+            "20100102",
+            "20100102030405",
+            "2010-1-2",
+            "0000-00-00",
+            "2010-01-02x",
+            "2012-02-29",
+            "2010-01-02 03:04",
+        ] {
+            assert!(!invalid_date(v.as_bytes(), true), "{v}");
+        }
+        assert!(invalid_date(b"2011-02-29", false));
     }
 
     #[test]

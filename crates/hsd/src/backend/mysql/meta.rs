@@ -273,8 +273,10 @@ struct RawIndex {
     unique: bool,
     /// Column names in index order; None for an expression part.
     columns: Vec<Option<String>>,
-    /// (Seq_in_index, column) as listed, while reading SHOW INDEX.
-    parts: Vec<(u32, Option<String>)>,
+    /// (Seq_in_index, column, Sub_part) as listed, while reading SHOW INDEX.
+    parts: Vec<(u32, Option<String>, Option<u64>)>,
+    /// Each part's prefix length (characters of text, bytes of binary).
+    prefixes: Vec<Option<u64>>,
     has_prefix: bool,
     /// FULLTEXT/SPATIAL, or ignored/invisible: not readable in key order
     /// by HANDLER, no FORCE INDEX hint.
@@ -382,7 +384,20 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
     let mut indexes = Vec::with_capacity(raw.len());
     for i in &raw {
         let usable = i.columns.iter().all(Option::is_some);
-        let key_sql = if usable { names(i) } else { Vec::new() };
+        // A prefix part compares (and orders) the column's first n
+        // characters, as the original's key did.
+        let key_sql: Vec<String> = if usable {
+            names(i)
+                .into_iter()
+                .zip(&i.prefixes)
+                .map(|(c, p)| match p {
+                    Some(n) => format!("LEFT({c}, {n})"),
+                    None => c,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let (tiebreak_sql, tiebreak_columns): (Vec<String>, Vec<Option<usize>>) = match clustered
         {
             Some(c) if !std::ptr::eq(c, i) => names(c)
@@ -407,6 +422,7 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
             } else {
                 Vec::new()
             },
+            key_prefix: if usable { i.prefixes.clone() } else { Vec::new() },
             key_sql,
             tiebreak_sql,
             tiebreak_columns,
@@ -487,6 +503,7 @@ async fn show_index(link: &mut Link, table_sql: &str) -> Result<Vec<RawIndex>, F
                         && kind != "SPATIAL",
                     columns: Vec::new(),
                     parts: Vec::new(),
+                    prefixes: Vec::new(),
                     has_prefix: false,
                     unordered,
                 });
@@ -496,15 +513,17 @@ async fn show_index(link: &mut Link, table_sql: &str) -> Result<Vec<RawIndex>, F
         let n: u32 = get(r, Some(seq))
             .and_then(|s| s.parse().ok())
             .unwrap_or(u32::MAX);
-        if get(r, sub_part).is_some() {
+        let prefix = get(r, sub_part).and_then(|p| p.parse::<u64>().ok());
+        if prefix.is_some() {
             out[pos].has_prefix = true;
         }
-        out[pos].parts.push((n, get(r, Some(column))));
+        out[pos].parts.push((n, get(r, Some(column)), prefix));
     }
     for i in &mut out {
         let mut parts = std::mem::take(&mut i.parts);
-        parts.sort_by_key(|(n, _)| *n);
-        i.columns = parts.into_iter().map(|(_, c)| c).collect();
+        parts.sort_by_key(|(n, _, _)| *n);
+        i.prefixes = parts.iter().map(|(_, _, p)| *p).collect();
+        i.columns = parts.into_iter().map(|(_, c, _)| c).collect();
     }
     Ok(out)
 }

@@ -23,7 +23,7 @@ use super::handler::{push_index_name, Handles, Housekeeping};
 use super::link::{Answer, Failure, Link, ResultSink};
 use super::refused_error;
 use crate::backend::scan_sql::{self, Dialect, Param, ScanLayout, ValueSink};
-use crate::backend::values::{stored_enum, stored_year};
+use crate::backend::values::{invalid_date, stored_enum, stored_year};
 use crate::backend::{ColumnKind, FilterMode, RowView, RowVisitor, Scan, ScanStep, TableMeta};
 use hs_proto::{FindOp, Value};
 use mysql_wire::literal::{push_binary, push_number};
@@ -74,6 +74,10 @@ fn push_temporal(sql: &mut Vec<u8>, cast: &str, zero: &str, timestamp: bool, v: 
         sql.extend_from_slice(cast.as_bytes());
         sql.push(b')');
     };
+    let is_date = cast.starts_with("DATE");
+    if is_date && invalid_date(v, cast.starts_with("DATETIME")) {
+        return zero_value(sql);
+    }
     if timestamp {
         sql.extend_from_slice(b"(CASE WHEN UNIX_TIMESTAMP(");
         cast_value(sql);
@@ -83,11 +87,15 @@ fn push_temporal(sql: &mut Vec<u8>, cast: &str, zero: &str, timestamp: bool, v: 
         zero_value(sql);
         sql.extend_from_slice(b" END)");
     } else {
-        sql.extend_from_slice(b"IFNULL(");
+        // Not IFNULL: compared with a column, the server reads an invalid
+        // CAST date leniently (2010-02-30), while IS NULL sees the failure.
+        sql.extend_from_slice(b"(CASE WHEN ");
         cast_value(sql);
-        sql.extend_from_slice(b", ");
+        sql.extend_from_slice(b" IS NULL THEN ");
         zero_value(sql);
-        sql.push(b')');
+        sql.extend_from_slice(b" ELSE ");
+        cast_value(sql);
+        sql.extend_from_slice(b" END)");
     }
 }
 
@@ -235,13 +243,23 @@ impl ValueSink for Literals<'_, '_> {
         match param {
             Param::Key(i) => {
                 let kind = key_kind(self.scan, i);
-                push_stored(sql, kind, self.scan.keys[i]);
+                let prefix = self.scan.index.index_meta().key_prefix.get(i).copied().flatten();
+                match (prefix, self.scan.keys[i]) {
+                    (Some(n), Some(_)) => {
+                        sql.extend_from_slice(b"LEFT(");
+                        push_stored(sql, kind, self.scan.keys[i]);
+                        sql.extend_from_slice(format!(", {n})").as_bytes());
+                    }
+                    _ => push_stored(sql, kind, self.scan.keys[i]),
+                }
             }
             Param::Filter(i) => {
                 let f = &self.scan.filters[i];
                 push_stored(sql, &table.columns[f.column].kind, f.value.as_deref());
             }
             Param::After(i) => {
+                // Position values come from the position columns themselves
+                // (a prefix part already selected as its prefix).
                 let (_, cols) = scan_sql::position_columns(self.scan.index.index_meta());
                 let kind = cols
                     .get(i)

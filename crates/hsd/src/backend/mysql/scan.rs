@@ -11,9 +11,9 @@
 //!   collation two different keys can find one row, and CASE names only the
 //!   first: lookups that missed in a statement that found something are
 //!   asked again, until a round finds nothing.
-//! - Scans the `HANDLER` statement can do (no W filter, no IN with filters,
-//!   not inside a write): `HANDLER h READ idx op (keys) [WHERE F filters]
-//!   LIMIT n`, with the plugin's own key handling (see `handler`).
+//! - Scans the `HANDLER` statement can do (no filter, not inside a write):
+//!   `HANDLER h READ idx op (keys) LIMIT n`, with the plugin's own key
+//!   handling (see `handler`).
 //! - The rest: the shared SELECT of `scan_sql`, with values as literals.
 //!
 //! Rows of grouped lookups are buffered per scan and handed to `visit` in
@@ -302,11 +302,15 @@ fn is_point_lookup(scan: &Scan<'_>) -> bool {
             .all(|(i, k)| k.is_some_and(|k| canonical(key_kind(scan, i), k)))
 }
 
+/// Scans without filters: a `HANDLER ... WHERE` condition is fixed on the
+/// table as it was when the statement started, and a handle the server
+/// reopens under it (the table was dropped and made again) evaluates the
+/// condition against the old table, letting every row through.
 fn handler_can_read(scan: &Scan<'_>) -> bool {
     scan.index.index_meta().ordered
         && !scan.with_locator
         && scan.after.is_none()
-        && matches!(scan.filter_mode, FilterMode::None | FilterMode::InWhere)
+        && scan.filter_mode == FilterMode::None
         && !scan.keys.is_empty()
 }
 
@@ -482,7 +486,7 @@ pub async fn scan_many(
     }
 }
 
-/// `HANDLER alias READ idx op (k1, ...) [WHERE filters] LIMIT n`
+/// `HANDLER alias READ idx op (k1, ...) LIMIT n`
 fn handler_read(sql: &mut Vec<u8>, alias: &[u8], scan: &Scan<'_>) {
     sql.extend_from_slice(b"HANDLER ");
     sql.extend_from_slice(alias);
@@ -503,13 +507,6 @@ fn handler_read(sql: &mut Vec<u8>, alias: &[u8], scan: &Scan<'_>) {
         push_binary(sql, *k);
     }
     sql.push(b')');
-    if scan.filter_mode == FilterMode::InWhere {
-        let mut sink = Literals { scan };
-        for (i, f) in scan.filters.iter().enumerate() {
-            sql.extend_from_slice(if i == 0 { b" WHERE " } else { b" AND " });
-            scan_sql::filter_condition(f, i, &scan.index.table, &mut sink, sql);
-        }
-    }
     sql.extend_from_slice(b" LIMIT ");
     push_number(sql, scan.fetch);
 }

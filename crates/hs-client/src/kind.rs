@@ -34,10 +34,14 @@ pub(crate) fn classify(line: &[u8]) -> Kind {
         Ok(Request::OpenIndex(open)) if open.index_id <= MAX_INDEX_ID => {
             Kind::Open(open.index_id, line.to_vec())
         }
-        Ok(Request::Exec(exec)) if exec.index_id <= MAX_INDEX_ID && exec.parse_error(usize::MAX).is_none() => {
+        Ok(Request::Exec(exec))
+            if exec.index_id <= MAX_INDEX_ID && exec.parse_error(usize::MAX).is_none() =>
+        {
             match exec.operation() {
                 Ok(IndexOperation::Insert(_)) => Kind::Write,
-                Ok(IndexOperation::Find(f)) if f.modify.as_ref().is_some_and(|m| m.op.is_some()) => {
+                Ok(IndexOperation::Find(f))
+                    if f.modify.as_ref().is_some_and(|m| m.op.is_some()) =>
+                {
                     Kind::Write
                 }
                 _ => Kind::Read,

@@ -107,7 +107,6 @@ pub struct ExecRequest {
     pub modify: Option<ModifySpec>,
 }
 
-
 /// What an exec line asks, once `op` and `klen` are checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IndexOperation {
@@ -514,7 +513,9 @@ fn parse_exec(index_id: u32, tokens: &mut Tokens<'_>) -> ExecRequest {
 pub fn parse_u32(raw: &[u8]) -> u32 {
     raw.iter()
         .filter(|b| b.is_ascii_digit())
-        .fold(0u32, |n, &b| n.wrapping_mul(10).wrapping_add(u32::from(b - b'0')))
+        .fold(0u32, |n, &b| {
+            n.wrapping_mul(10).wrapping_add(u32::from(b - b'0'))
+        })
 }
 
 /// Cursor over the raw HT-separated tokens of a line. Past the end of the

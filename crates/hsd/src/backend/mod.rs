@@ -12,8 +12,8 @@ pub mod values;
 pub mod write_sql;
 
 use hs_proto::{FilterKind, FilterOp, FindOp, Value};
-pub use values::IntRead;
 use std::sync::Arc;
+pub use values::IntRead;
 
 /// What a backend could not do.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -41,9 +41,7 @@ impl ScanShape {
                 .collect(),
             filter_mode: scan.filter_mode,
             with_locator: scan.with_locator,
-            after_nulls: scan
-                .after
-                .map(|a| a.iter().map(Option::is_none).collect()),
+            after_nulls: scan.after.map(|a| a.iter().map(Option::is_none).collect()),
         }
     }
 }
@@ -158,7 +156,12 @@ pub fn build(
     }
     let (position_sql, _) = position_columns(index);
     if scan.with_locator {
-        for l in table.locator_sql.iter().map(String::as_str).chain(position_sql.iter().copied()) {
+        for l in table
+            .locator_sql
+            .iter()
+            .map(String::as_str)
+            .chain(position_sql.iter().copied())
+        {
             sep(sql);
             sql.extend_from_slice(l.as_bytes());
         }

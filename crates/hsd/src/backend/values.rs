@@ -49,7 +49,9 @@ impl IntRead {
                     n as i64
                 }
             }
-            IntRead::Decimal => stored_integer(text, i128::from(i64::MIN), i128::from(i64::MAX)) as i64,
+            IntRead::Decimal => {
+                stored_integer(text, i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+            }
             IntRead::Real => {
                 let v: f64 = std::str::from_utf8(text)
                     .ok()
@@ -232,7 +234,11 @@ pub fn invalid_date(bytes: &[u8], with_time: bool) -> bool {
         return true;
     }
     let mut parts: Vec<u64> = Vec::new();
-    if matches!(first, 8 | 14) && !s.get(first).is_some_and(|&b| matches!(b, b'-' | b'/' | b'.' | b':')) {
+    if matches!(first, 8 | 14)
+        && !s
+            .get(first)
+            .is_some_and(|&b| matches!(b, b'-' | b'/' | b'.' | b':'))
+    {
         // YYYYMMDD[HHMMSS]
         let digits = &s[..first];
         for (a, b) in [(0, 4), (4, 6), (6, 8), (8, 10), (10, 12), (12, 14)] {
@@ -252,7 +258,12 @@ pub fn invalid_date(bytes: &[u8], with_time: bool) -> bool {
             i += n;
             // One separator between parts; a space or T between date and time.
             match s.get(i) {
-                Some(b) if b.is_ascii_punctuation() || (parts.len() == 3 && matches!(b, b' ' | b'T')) => i += 1,
+                Some(b)
+                    if b.is_ascii_punctuation()
+                        || (parts.len() == 3 && matches!(b, b' ' | b'T')) =>
+                {
+                    i += 1
+                }
                 _ => break,
             }
             if parts.len() == 3 {
@@ -282,9 +293,9 @@ pub fn invalid_date(bytes: &[u8], with_time: bool) -> bool {
 }
 
 fn number(digits: &[u8]) -> u64 {
-    digits
-        .iter()
-        .fold(0u64, |n, &b| n.saturating_mul(10).saturating_add(u64::from(b - b'0')))
+    digits.iter().fold(0u64, |n, &b| {
+        n.saturating_mul(10).saturating_add(u64::from(b - b'0'))
+    })
 }
 
 fn days_in_month(y: u64, m: u64) -> u64 {
@@ -341,7 +352,10 @@ pub fn stored_enum(bytes: &[u8], elements: &[Vec<u8>], case_insensitive: bool) -
         return p as i64 + 1;
     }
     if !v.is_empty() && v.iter().all(u8::is_ascii_digit) && v.len() < 10 {
-        let n: i64 = std::str::from_utf8(v).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+        let n: i64 = std::str::from_utf8(v)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
         if n as usize <= elements.len() {
             return n;
         }
@@ -361,7 +375,11 @@ pub fn modify_amount(s: &[u8]) -> i64 {
     for &b in digits.iter().take_while(|b| b.is_ascii_digit()) {
         let d = i64::from(b - b'0');
         n = n.wrapping_mul(10);
-        n = if neg { n.wrapping_sub(d) } else { n.wrapping_add(d) };
+        n = if neg {
+            n.wrapping_sub(d)
+        } else {
+            n.wrapping_add(d)
+        };
     }
     n
 }
@@ -458,7 +476,15 @@ mod tests {
             assert_eq!(stored_year(v.as_bytes()), y, "{v}");
         }
         let e = vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()];
-        for (v, n) in [("a", 1), ("B", 2), ("d", 0), ("0", 0), ("3", 3), ("4", 0), ("", 0)] {
+        for (v, n) in [
+            ("a", 1),
+            ("B", 2),
+            ("d", 0),
+            ("0", 0),
+            ("3", 3),
+            ("4", 0),
+            ("", 0),
+        ] {
             assert_eq!(stored_enum(v.as_bytes(), &e, true), n, "{v}");
         }
         assert_eq!(stored_enum(b"B", &e, false), 0);

@@ -234,7 +234,8 @@ async fn modify<C: StorageConn>(
             });
             ScanStep::Stop
         };
-        conn.scan_many(std::slice::from_ref(&scan), &mut visit).await?;
+        conn.scan_many(std::slice::from_ref(&scan), &mut visit)
+            .await?;
         let Some(row) = read else {
             if walk {
                 break;
@@ -291,7 +292,10 @@ async fn modify<C: StorageConn>(
 /// `U`: one value per opened column (missing ones are empty strings). A
 /// column opened twice takes its last value; NULL on a NOT NULL column
 /// leaves it as it was.
-fn update_values<'s>(index: &OpenedIndex, spec: &'s ModifySpec) -> (Vec<usize>, Vec<WriteValue<'s>>) {
+fn update_values<'s>(
+    index: &OpenedIndex,
+    spec: &'s ModifySpec,
+) -> (Vec<usize>, Vec<WriteValue<'s>>) {
     let mut cols: Vec<usize> = Vec::new();
     let mut vals: Vec<WriteValue<'s>> = Vec::new();
     for (i, &c) in index.columns.iter().enumerate() {

@@ -225,7 +225,9 @@ fn type_elements(column_type: &str) -> Vec<Vec<u8>> {
     let Some(open) = column_type.find('(') else {
         return Vec::new();
     };
-    let inner = column_type[open + 1..].strip_suffix(')').unwrap_or(&column_type[open + 1..]);
+    let inner = column_type[open + 1..]
+        .strip_suffix(')')
+        .unwrap_or(&column_type[open + 1..]);
     let bytes = inner.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -398,8 +400,7 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
         } else {
             Vec::new()
         };
-        let (tiebreak_sql, tiebreak_columns): (Vec<String>, Vec<Option<usize>>) = match clustered
-        {
+        let (tiebreak_sql, tiebreak_columns): (Vec<String>, Vec<Option<usize>>) = match clustered {
             Some(c) if !std::ptr::eq(c, i) => names(c)
                 .into_iter()
                 .zip(c.columns.iter().map(position))
@@ -422,7 +423,11 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
             } else {
                 Vec::new()
             },
-            key_prefix: if usable { i.prefixes.clone() } else { Vec::new() },
+            key_prefix: if usable {
+                i.prefixes.clone()
+            } else {
+                Vec::new()
+            },
             key_sql,
             tiebreak_sql,
             tiebreak_columns,
@@ -592,7 +597,13 @@ mod tests {
             }
         );
         assert_eq!(
-            column_kind("enum", "enum('a','b')", None, None, Some("utf8mb4_general_ci")),
+            column_kind(
+                "enum",
+                "enum('a','b')",
+                None,
+                None,
+                Some("utf8mb4_general_ci")
+            ),
             ColumnKind::Enum {
                 elements: vec![b"a".to_vec(), b"b".to_vec()],
                 case_insensitive: true,

@@ -243,7 +243,14 @@ impl ValueSink for Literals<'_, '_> {
         match param {
             Param::Key(i) => {
                 let kind = key_kind(self.scan, i);
-                let prefix = self.scan.index.index_meta().key_prefix.get(i).copied().flatten();
+                let prefix = self
+                    .scan
+                    .index
+                    .index_meta()
+                    .key_prefix
+                    .get(i)
+                    .copied()
+                    .flatten();
                 match (prefix, self.scan.keys[i]) {
                     (Some(n), Some(_)) => {
                         sql.extend_from_slice(b"LEFT(");
@@ -266,7 +273,11 @@ impl ValueSink for Literals<'_, '_> {
                     .copied()
                     .flatten()
                     .map_or(&OTHER, |c| &table.columns[c].kind);
-                let v = self.scan.after.and_then(|a| a.get(i)).and_then(|v| v.as_deref());
+                let v = self
+                    .scan
+                    .after
+                    .and_then(|a| a.get(i))
+                    .and_then(|v| v.as_deref());
                 push_stored(sql, kind, v);
             }
             Param::Limit => push_number(sql, self.scan.fetch),

@@ -11,8 +11,9 @@ use super::meta::describe_table;
 use super::scan::{next_row, ScanStatements, SqliteRow};
 use super::stmt::RawStatement;
 use super::{open_db, refused, Synchronous};
-use crate::backend::write_sql::{self, WritePlaceholders};
 use crate::backend::values::stored_integer;
+use crate::backend::write_sql::{self, WritePlaceholders};
+use crate::backend::ERR_DUPLICATE_KEY;
 use crate::backend::{
     ColumnKind, CommitFailure, RowVisitor, Scan, ScanStep, StorageConn, StorageError, TableMeta,
     WriteValue,
@@ -153,6 +154,41 @@ impl SqliteConn {
         result
     }
 
+    /// Advances an AUTOINCREMENT table's counter past the id an insert
+    /// would have taken (best effort: a table without AUTOINCREMENT has no
+    /// counter to advance).
+    fn consume_next_id(&mut self, table: &TableMeta) {
+        let Ok(file) = self.file(&table.db) else {
+            return;
+        };
+        let name = table.name.as_str();
+        let sql = format!(
+            "UPDATE sqlite_sequence SET seq = max(seq, (SELECT ifnull(max(rowid), 0) FROM {t})) + 1 \
+             WHERE name = ?1",
+            t = table.table_sql
+        );
+        if let Ok(0) = file.conn.execute(&sql, [name]) {
+            let autoincrement: bool = file
+                .conn
+                .query_row(
+                    "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1 \
+                     AND upper(sql) LIKE '%AUTOINCREMENT%'",
+                    [name],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map(|n| n > 0)
+                .unwrap_or(false);
+            if autoincrement {
+                let sql = format!(
+                    "INSERT INTO sqlite_sequence (name, seq) \
+                     SELECT ?1, ifnull(max(rowid), 0) + 1 FROM {t}",
+                    t = table.table_sql
+                );
+                let _ = file.conn.execute(&sql, [name]);
+            }
+        }
+    }
+
     async fn run_scans(
         &mut self,
         scans: &[Scan<'_>],
@@ -271,14 +307,30 @@ impl StorageConn for SqliteConn {
         } else {
             write_sql::insert(table, columns, &mut WritePlaceholders, &mut self.sql);
         }
-        let id = self.write_statement(&table.db, |stmt| {
+        let result = self.write_statement(&table.db, |stmt| {
             for (i, (v, &c)) in values.iter().zip(columns).enumerate() {
-                stmt.raw_bind_parameter(i + 1, stored(&table.columns[c].kind, WriteValue::Bytes(*v)))
-                    .map_err(refused)?;
+                stmt.raw_bind_parameter(
+                    i + 1,
+                    stored(&table.columns[c].kind, WriteValue::Bytes(*v)),
+                )
+                .map_err(refused)?;
             }
             Ok(())
-        })?;
-        Ok(table.has_autoincrement.then_some(id))
+        });
+        let generated =
+            table.has_autoincrement && !columns.iter().any(|&c| table.columns[c].auto_increment);
+        match result {
+            Ok(id) => Ok(table.has_autoincrement.then_some(id)),
+            Err(e @ StorageError::Refused { code, .. })
+                if code == ERR_DUPLICATE_KEY && generated =>
+            {
+                // InnoDB takes the next id before it finds the duplicate,
+                // so the original's next insert gets the one after.
+                self.consume_next_id(table);
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     async fn update(

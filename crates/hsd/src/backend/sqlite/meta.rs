@@ -150,13 +150,19 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
         .collect::<Result<_, _>>()
         .map_err(refused)?;
 
-    // What orders equal keys of a secondary index: the rowid, or the primary
-    // key of a WITHOUT ROWID table (a shadowed rowid leaves the index order).
-    let (tiebreak, tiebreak_columns): (Vec<String>, Vec<Option<usize>>) = match rowid_name {
-        Some(r) => (vec![r.to_string()], vec![None]),
-        None if without_rowid => (pk_cols.clone(), pk_positions.clone()),
-        None => (Vec::new(), Vec::new()),
-    };
+    // What orders equal keys of a secondary index: the declared primary
+    // key, as InnoDB orders a secondary index by the clustered key (the
+    // original's tables); else the rowid.
+    let (tiebreak, tiebreak_columns): (Vec<String>, Vec<Option<usize>>) =
+        if !pk_cols.is_empty() && !rowid_alias {
+            (pk_cols.clone(), pk_positions.clone())
+        } else {
+            match rowid_name {
+                Some(r) => (vec![r.to_string()], vec![None]),
+                None if without_rowid => (pk_cols.clone(), pk_positions.clone()),
+                None => (Vec::new(), Vec::new()),
+            }
+        };
     let mut indexes = Vec::new();
     // PRIMARY: the rowid alias, the declared primary key, or the bare rowid.
     let pk_index_name = index_list

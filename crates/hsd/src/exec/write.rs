@@ -96,7 +96,8 @@ pub const ERR_AUTOINC_EXPLICIT: u32 = 167;
 /// An insert as the original made it: it starts from the table's default
 /// row with every NULL flag cleared, stores the first `min(n, opened)`
 /// values into the opened columns in order (a column opened twice keeps its
-/// last value; NULL on a NOT NULL column changes nothing), then writes.
+/// last value, or NULL if any was NULL; NULL on a NOT NULL column changes
+/// nothing), then writes.
 /// Columns it did not set keep their default, or the zero value when that
 /// default is NULL or an expression (`zero_on_insert`). A non-zero
 /// auto-increment value answers `1 1 167`; zero or none takes the next id.
@@ -117,6 +118,9 @@ async fn insert<C: StorageConn>(
             continue;
         }
         match columns.iter().position(|&x| x == c) {
+            // The original never clears a NULL flag it set: a column given
+            // NULL once stays NULL whatever follows.
+            Some(p) if values[p].is_none() => {}
             Some(p) => values[p] = v,
             None => {
                 columns.push(c);
@@ -243,7 +247,7 @@ async fn modify<C: StorageConn>(
             continue;
         };
         if walk {
-            after = Some(row.position);
+            after = Some(walk_position(index, row.position));
         }
         if counter.decide(row.state) != RowDecision::Take {
             continue;
@@ -287,6 +291,23 @@ async fn modify<C: StorageConn>(
         out.ok_number(modified);
     }
     Ok(())
+}
+
+/// Where the walk goes on from after a row: its key and tiebreak values.
+/// On a unique index a full key without NULL is the position alone: InnoDB
+/// reuses such an entry in place when the row's primary key changes, so
+/// the original's cursor does not meet the row again.
+fn walk_position(index: &OpenedIndex, mut position: Vec<Value>) -> Vec<Value> {
+    let meta = index.index_meta();
+    let key_len = meta.key_sql.len();
+    if meta.unique
+        && meta.name != "PRIMARY"
+        && position.len() > key_len
+        && position[..key_len].iter().all(Option::is_some)
+    {
+        position.truncate(key_len);
+    }
+    position
 }
 
 /// `U`: one value per opened column (missing ones are empty strings). A

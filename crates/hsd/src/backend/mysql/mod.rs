@@ -57,6 +57,7 @@ pub mod codes {
     pub const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
     pub const ER_ROW_IS_REFERENCED_2: u16 = 1451;
     pub const ER_NO_REFERENCED_ROW_2: u16 = 1452;
+    pub const ER_AUTOINC_READ_FAILED: u16 = 1467;
 }
 
 /// The storage engine's handler error numbers the original answered
@@ -66,6 +67,7 @@ mod handler_errors {
     pub const LOCK_DEADLOCK: u32 = 149;
     pub const NO_REFERENCED_ROW: u32 = 151;
     pub const ROW_IS_REFERENCED: u32 = 152;
+    pub const AUTO_INC_READ_FAILED: u32 = 166;
 }
 
 /// Settings the backend needs from the configuration.
@@ -234,6 +236,7 @@ pub fn refused_error(e: &ErrPacket) -> StorageError {
         codes::ER_LOCK_DEADLOCK => handler_errors::LOCK_DEADLOCK,
         codes::ER_NO_REFERENCED_ROW_2 => handler_errors::NO_REFERENCED_ROW,
         codes::ER_ROW_IS_REFERENCED_2 => handler_errors::ROW_IS_REFERENCED,
+        codes::ER_AUTOINC_READ_FAILED => handler_errors::AUTO_INC_READ_FAILED,
         other => u32::from(other),
     };
     if matches!(

@@ -139,13 +139,13 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
     // Indexes in creation order: (name, origin, partial).
     let mut stmt = conn
         .prepare_cached(
-            "SELECT il.name, il.origin, il.partial FROM pragma_index_list(?1) AS il \
+            "SELECT il.name, il.origin, il.partial, il.\"unique\" FROM pragma_index_list(?1) AS il \
              LEFT JOIN sqlite_schema s ON s.type = 'index' AND s.name = il.name \
              ORDER BY s.rowid, il.seq DESC",
         )
         .map_err(refused)?;
-    let index_list: Vec<(String, String, i64)> = stmt
-        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+    let index_list: Vec<(String, String, i64, i64)> = stmt
+        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
         .map_err(refused)?
         .collect::<Result<_, _>>()
         .map_err(refused)?;
@@ -167,8 +167,8 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
     // PRIMARY: the rowid alias, the declared primary key, or the bare rowid.
     let pk_index_name = index_list
         .iter()
-        .find(|(_, origin, _)| origin == "pk")
-        .map(|(n, _, _)| n.clone());
+        .find(|(_, origin, _, _)| origin == "pk")
+        .map(|(n, _, _, _)| n.clone());
     if rowid_alias || without_rowid {
         indexes.push(IndexMeta {
             name: "PRIMARY".into(),
@@ -206,7 +206,7 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
             ordered: true,
         });
     }
-    for (name, origin, partial) in &index_list {
+    for (name, origin, partial, unique) in &index_list {
         if origin == "pk" || *partial != 0 {
             continue;
         }
@@ -230,8 +230,7 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
             tiebreak_sql: tiebreak.clone(),
             tiebreak_columns: tiebreak_columns.clone(),
             from_sql: format!("{table_sql} INDEXED BY {}", quote(name)),
-            // Not used by this backend, which runs every scan on its own.
-            unique: false,
+            unique: *unique != 0,
             ordered: true,
         });
     }

@@ -155,6 +155,7 @@ pub fn build(
         state_expr(scan.filters, table, sink, sql);
     }
     let (position_sql, _) = position_columns(index);
+    let position_sql: Vec<&str> = position_sql;
     if scan.with_locator {
         for l in table
             .locator_sql
@@ -198,7 +199,8 @@ pub fn build(
             FindOp::Gt
         };
         let n = after.len().min(position_sql.len());
-        let cols: Vec<String> = position_sql[..n].iter().map(|c| c.to_string()).collect();
+        let (_, positions) = position_columns(index);
+        let cols = cols_of(table, &position_sql[..n], &positions);
         let is_null = |i: usize| after[i].is_none();
         lexicographic(&cols, 0, strict, strict, &is_null, &Param::After, sink, sql);
     }
@@ -258,7 +260,15 @@ pub fn filter_condition(
     sink: &mut impl ValueSink,
     sql: &mut Vec<u8>,
 ) {
-    let c = table.columns[f.column].name_sql.as_bytes();
+    let column = &table.columns[f.column];
+    let c = column.name_sql.as_bytes();
+    // A NOT NULL column is never NULL; `IS NULL` would even hold for the
+    // zero date of a NOT NULL DATE/DATETIME column (an ODBC rule).
+    let (is_null, is_not_null): (&[&[u8]], &[&[u8]]) = if column.nullable {
+        (&[b"(", c, b" IS NULL)"], &[b"(", c, b" IS NOT NULL)"])
+    } else {
+        (&[b"(1=0)"], &[b"(1=1)"])
+    };
     let mut put = |parts: &[&[u8]]| {
         for p in parts {
             sql.extend_from_slice(p);
@@ -269,8 +279,8 @@ pub fn filter_condition(
     }
     if f.value.is_none() {
         return match f.op {
-            FilterOp::Eq | FilterOp::Le => put(&[b"(", c, b" IS NULL)"]),
-            FilterOp::Ne | FilterOp::Gt => put(&[b"(", c, b" IS NOT NULL)"]),
+            FilterOp::Eq | FilterOp::Le => put(is_null),
+            FilterOp::Ne | FilterOp::Gt => put(is_not_null),
             FilterOp::Ge => put(&[b"(1=1)"]),
             FilterOp::Lt | FilterOp::Never => put(&[b"(1=0)"]),
             FilterOp::Always => put(&[b"(1=1)"]),
@@ -293,6 +303,27 @@ pub fn filter_condition(
     sql.extend_from_slice(b") <> 0)");
 }
 
+/// A key or position column as the key conditions use it.
+struct Col {
+    sql: String,
+    /// NOT NULL columns get no NULL tests (see `filter_condition`).
+    nullable: bool,
+}
+
+fn cols_of(table: &TableMeta, sql: &[&str], positions: &[Option<usize>]) -> Vec<Col> {
+    sql.iter()
+        .enumerate()
+        .map(|(i, c)| Col {
+            sql: c.to_string(),
+            nullable: positions
+                .get(i)
+                .copied()
+                .flatten()
+                .is_none_or(|p| table.columns[p].nullable),
+        })
+        .collect()
+}
+
 /// The key condition over the first `n` index columns, lexicographic, with
 /// NULL lowest. For range ops the first column's bound is also stated on its
 /// own, so the planner can seek to it.
@@ -303,7 +334,12 @@ fn key_condition(
     sql: &mut Vec<u8>,
 ) {
     let n = scan.keys.len().min(key_sql.len());
-    let cols = &key_sql[..n];
+    let names: Vec<&str> = key_sql[..n].iter().map(String::as_str).collect();
+    let cols = &cols_of(
+        &scan.index.table,
+        &names,
+        &scan.index.index_meta().key_columns,
+    )[..];
     let is_null = |i: usize| scan.keys[i].is_none();
     if scan.op == FindOp::Eq {
         for (i, c) in cols.iter().enumerate() {
@@ -334,7 +370,7 @@ fn key_condition(
 
 #[allow(clippy::too_many_arguments)]
 fn lexicographic(
-    cols: &[String],
+    cols: &[Col],
     i: usize,
     op: FindOp,
     strict: FindOp,
@@ -358,8 +394,12 @@ fn lexicographic(
     sql.extend_from_slice(b"))");
 }
 
-fn eq(col: &str, param: Param, null: bool, sink: &mut impl ValueSink, sql: &mut Vec<u8>) {
-    sql.extend_from_slice(col.as_bytes());
+fn eq(col: &Col, param: Param, null: bool, sink: &mut impl ValueSink, sql: &mut Vec<u8>) {
+    if null && !col.nullable {
+        sql.extend_from_slice(b"1=0");
+        return;
+    }
+    sql.extend_from_slice(col.sql.as_bytes());
     if null {
         sql.extend_from_slice(b" IS NULL");
     } else {
@@ -369,14 +409,30 @@ fn eq(col: &str, param: Param, null: bool, sink: &mut impl ValueSink, sql: &mut 
 }
 
 fn cmp(
-    col: &str,
+    col: &Col,
     param: Param,
     op: FindOp,
     null: bool,
     sink: &mut impl ValueSink,
     sql: &mut Vec<u8>,
 ) {
-    let c = col.as_bytes();
+    let c = col.sql.as_bytes();
+    if !col.nullable {
+        // Never NULL: a NULL bound is below every value, no NULL row follows.
+        match (op, null) {
+            (FindOp::Gt | FindOp::Ge, true) => return extend(sql, &[b"1=1"]),
+            (FindOp::Lt | FindOp::Le, true) => return extend(sql, &[b"1=0"]),
+            (FindOp::Lt, false) => {
+                extend(sql, &[c, b" < "]);
+                return sink.value(sql, param);
+            }
+            (FindOp::Le, false) => {
+                extend(sql, &[c, b" <= "]);
+                return sink.value(sql, param);
+            }
+            _ => {}
+        }
+    }
     let (pre, post): (&[u8], &[u8]) = match (op, null) {
         (FindOp::Eq, _) => return eq(col, param, null, sink, sql),
         (FindOp::Gt, true) => return extend(sql, &[c, b" IS NOT NULL"]),

@@ -228,10 +228,26 @@ pub fn stored_integer(bytes: &[u8], min: i128, max: i128) -> i128 {
 /// time beyond 23:59:59. (The server's own CAST cannot tell: compared with
 /// an indexed column, it reads invalid dates leniently.)
 pub fn invalid_date(bytes: &[u8], with_time: bool) -> bool {
+    date_check(bytes, with_time) == DateCheck::Invalid
+}
+
+/// What storing a string into a DATE/DATETIME/TIMESTAMP column makes of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DateCheck {
+    /// No valid date: the zero value.
+    Invalid,
+    /// A date with a zero month or day (or the zero date itself).
+    ZeroInDate,
+    Valid,
+}
+
+/// See `invalid_date`.
+pub fn date_check(bytes: &[u8], with_time: bool) -> DateCheck {
+    use DateCheck::*;
     let s = trim_start(bytes);
     let first = s.iter().take_while(|b| b.is_ascii_digit()).count();
     if first == 0 {
-        return true;
+        return Invalid;
     }
     let mut parts: Vec<u64> = Vec::new();
     if matches!(first, 8 | 14)
@@ -274,22 +290,26 @@ pub fn invalid_date(bytes: &[u8], with_time: bool) -> bool {
         }
     }
     if parts.len() < 3 {
-        return true;
+        return Invalid;
     }
     let (y, m, d) = (parts[0], parts[1], parts[2]);
     if y > 9999 || m > 12 || d > 31 {
-        return true;
+        return Invalid;
     }
     if m > 0 && d > days_in_month(y, m) {
-        return true;
+        return Invalid;
     }
     if with_time {
         let t = |i: usize| parts.get(i).copied().unwrap_or(0);
         if t(3) > 23 || t(4) > 59 || t(5) > 59 {
-            return true;
+            return Invalid;
         }
     }
-    false
+    if m == 0 || d == 0 {
+        ZeroInDate
+    } else {
+        Valid
+    }
 }
 
 fn number(digits: &[u8]) -> u64 {

@@ -23,7 +23,7 @@ use super::handler::{push_index_name, Handles, Housekeeping};
 use super::link::{Answer, Failure, Link, ResultSink};
 use super::refused_error;
 use crate::backend::scan_sql::{self, Dialect, Param, ScanLayout, ValueSink};
-use crate::backend::values::{invalid_date, stored_enum, stored_year};
+use crate::backend::values::{date_check, stored_enum, stored_year, DateCheck};
 use crate::backend::{ColumnKind, FilterMode, RowView, RowVisitor, Scan, ScanStep, TableMeta};
 use hs_proto::{FindOp, Value};
 use mysql_wire::literal::{push_binary, push_number};
@@ -56,49 +56,6 @@ pub fn push_literal(sql: &mut Vec<u8>, kind: &ColumnKind, value: Option<&[u8]>) 
     }
 }
 
-/// `CAST(v AS t)`, or the type's zero value where the cast fails (an
-/// invalid date stores as zero); a TIMESTAMP also turns zero outside its
-/// range.
-fn push_temporal(sql: &mut Vec<u8>, cast: &str, zero: &str, timestamp: bool, v: &[u8]) {
-    let cast_value = |sql: &mut Vec<u8>| {
-        sql.extend_from_slice(b"CAST(");
-        push_binary(sql, Some(v));
-        sql.extend_from_slice(b" AS ");
-        sql.extend_from_slice(cast.as_bytes());
-        sql.push(b')');
-    };
-    let zero_value = |sql: &mut Vec<u8>| {
-        sql.extend_from_slice(b"CAST(");
-        push_binary(sql, Some(zero.as_bytes()));
-        sql.extend_from_slice(b" AS ");
-        sql.extend_from_slice(cast.as_bytes());
-        sql.push(b')');
-    };
-    let is_date = cast.starts_with("DATE");
-    if is_date && invalid_date(v, cast.starts_with("DATETIME")) {
-        return zero_value(sql);
-    }
-    if timestamp {
-        sql.extend_from_slice(b"(CASE WHEN UNIX_TIMESTAMP(");
-        cast_value(sql);
-        sql.extend_from_slice(b") BETWEEN 1 AND 2147483647.999999 THEN ");
-        cast_value(sql);
-        sql.extend_from_slice(b" ELSE ");
-        zero_value(sql);
-        sql.extend_from_slice(b" END)");
-    } else {
-        // Not IFNULL: compared with a column, the server reads an invalid
-        // CAST date leniently (2010-02-30), while IS NULL sees the failure.
-        sql.extend_from_slice(b"(CASE WHEN ");
-        cast_value(sql);
-        sql.extend_from_slice(b" IS NULL THEN ");
-        zero_value(sql);
-        sql.extend_from_slice(b" ELSE ");
-        cast_value(sql);
-        sql.extend_from_slice(b" END)");
-    }
-}
-
 /// `_<charset>'...'`, or a conversion when the bytes are not text in it.
 fn push_text(sql: &mut Vec<u8>, charset: &str, v: &[u8]) {
     if charset.starts_with("utf8") && std::str::from_utf8(v).is_err() {
@@ -114,6 +71,54 @@ fn push_text(sql: &mut Vec<u8>, charset: &str, v: &[u8]) {
     push_binary(sql, Some(v));
     // `_binary'...'` becomes `_<charset>'...'`.
     sql.splice(at + 1..at + 7, charset.bytes());
+}
+
+/// A temporal value as the column stores it: `CAST(v AS t)`, or the
+/// type's zero value (as plain text) where storing fails (no date in it, an
+/// invalid date); a TIMESTAMP also turns zero outside its range. Validity is
+/// decided here, not by the server: compared with an indexed column, the
+/// range optimizer evaluates such a CAST (and anything testing it) with
+/// invalid and zero dates allowed.
+fn push_temporal(sql: &mut Vec<u8>, cast: &str, zero: &str, timestamp: bool, v: &[u8]) {
+    let cast_value = |sql: &mut Vec<u8>| {
+        sql.extend_from_slice(b"CAST(");
+        push_binary(sql, Some(v));
+        sql.extend_from_slice(b" AS ");
+        sql.extend_from_slice(cast.as_bytes());
+        sql.push(b')');
+    };
+    let zero_text = |sql: &mut Vec<u8>| push_text(sql, "latin1", zero.as_bytes());
+    let invalid = if cast.starts_with("DATE") {
+        match date_check(v, cast.starts_with("DATETIME")) {
+            DateCheck::Invalid => true,
+            // A CAST of a zero date misleads the range optimizer (`<` then
+            // finds the zero rows); the text itself, stored into the column
+            // there, is what the original stored.
+            DateCheck::ZeroInDate if !timestamp => return push_text(sql, "latin1", v),
+            _ => false,
+        }
+    } else {
+        // TIME: the server reads any leading number; nothing else stores.
+        let t = v.trim_ascii_start();
+        !t.strip_prefix(b"-")
+            .unwrap_or(t)
+            .first()
+            .is_some_and(u8::is_ascii_digit)
+    };
+    if invalid {
+        return zero_text(sql);
+    }
+    if timestamp {
+        sql.extend_from_slice(b"(CASE WHEN UNIX_TIMESTAMP(");
+        cast_value(sql);
+        sql.extend_from_slice(b") BETWEEN 1 AND 2147483647.999999 THEN ");
+        cast_value(sql);
+        sql.extend_from_slice(b" ELSE ");
+        zero_text(sql);
+        sql.extend_from_slice(b" END)");
+    } else {
+        cast_value(sql);
+    }
 }
 
 /// Appends `value` as what storing it into a column of `kind` makes of it,

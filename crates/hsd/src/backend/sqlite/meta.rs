@@ -145,7 +145,9 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
         )
         .map_err(refused)?;
     let index_list: Vec<(String, String, i64, i64)> = stmt
-        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .query_map([table], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
         .map_err(refused)?
         .collect::<Result<_, _>>()
         .map_err(refused)?;

@@ -154,17 +154,26 @@ pub fn build(
         sep(sql);
         state_expr(scan.filters, table, sink, sql);
     }
-    let (position_sql, _) = position_columns(index);
-    let position_sql: Vec<&str> = position_sql;
+    let (position_sql, position_cols) = position_columns(index);
     if scan.with_locator {
-        for l in table
-            .locator_sql
-            .iter()
-            .map(String::as_str)
-            .chain(position_sql.iter().copied())
-        {
+        for l in &table.locator_sql {
             sep(sql);
             sql.extend_from_slice(l.as_bytes());
+        }
+        for (p, c) in position_sql.iter().zip(&position_cols) {
+            sep(sql);
+            // A FLOAT's text is rounded; as a DOUBLE it is exact, so the
+            // walk goes on from exactly the row it read.
+            let float = c.is_some_and(|c| {
+                matches!(&table.columns[c].kind, super::ColumnKind::Other { cast: Some(t) } if t == "FLOAT")
+            });
+            if float {
+                sql.extend_from_slice(b"CAST(");
+                sql.extend_from_slice(p.as_bytes());
+                sql.extend_from_slice(b" AS DOUBLE)");
+            } else {
+                sql.extend_from_slice(p.as_bytes());
+            }
         }
     }
     if first {

@@ -69,7 +69,6 @@ fn short_run(mode: Mode, first_seed: u64, plugin: Side, hsd: Side) {
 /// (a) plugin vs `hsd --backend mysql`: two identical copies of every table
 /// type in two databases of the same MariaDB.
 #[test]
-#[ignore = "enabled once hsd matches (issue 10)"]
 fn mysql_backend_answers_as_the_original() {
     let Some(ports) = common::original_ports() else {
         return;
@@ -92,7 +91,6 @@ fn mysql_backend_answers_as_the_original() {
 /// (b) the type-independent part: plugin on MariaDB tables vs hsd's embedded
 /// store on equivalent SQLite tables.
 #[test]
-#[ignore = "enabled once hsd matches (issue 10)"]
 fn embedded_store_answers_as_the_original() {
     let Some(ports) = common::original_ports() else {
         return;

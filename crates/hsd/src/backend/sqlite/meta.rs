@@ -31,6 +31,11 @@ fn column_kind(declared: &str) -> ColumnKind {
     }
 }
 
+/// A column from `pragma_table_info`: (name, declared type, pk ordinal).
+type ColumnRow = (String, String, i64);
+/// (NOT NULL, has a default).
+type ColumnFlags = (bool, bool);
+
 /// Reads a table's columns and indexes from SQLite's catalog.
 pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableMeta, StorageError> {
     let not_found = || StorageError::OpenTable(format!("no table {db}.{table}"));
@@ -54,7 +59,7 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
              FROM pragma_table_info(?1) ORDER BY cid",
         )
         .map_err(refused)?;
-    let rows: Vec<((String, String, i64), (bool, bool))> = stmt
+    let rows: Vec<(ColumnRow, ColumnFlags)> = stmt
         .query_map([table], |r| {
             Ok((
                 (r.get(0)?, r.get(1)?, r.get(2)?),
@@ -64,7 +69,7 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
         .map_err(refused)?
         .collect::<Result<_, _>>()
         .map_err(refused)?;
-    let (cols, flags): (Vec<(String, String, i64)>, Vec<(bool, bool)>) = rows.into_iter().unzip();
+    let (cols, flags): (Vec<ColumnRow>, Vec<ColumnFlags>) = rows.into_iter().unzip();
     let pk_count = cols.iter().filter(|(_, _, p)| *p > 0).count();
     let mut columns: Vec<ColumnMeta> = cols
         .iter()

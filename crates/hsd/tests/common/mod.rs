@@ -272,7 +272,7 @@ impl TestServer {
     /// Column type for an auto-increment integer primary key.
     pub fn autoinc_pk(&self) -> &'static str {
         match self.backend {
-            Backend::Sqlite => "INTEGER PRIMARY KEY",
+            Backend::Sqlite => "INTEGER PRIMARY KEY AUTOINCREMENT",
             Backend::Mysql => "INTEGER NOT NULL AUTO_INCREMENT PRIMARY KEY",
         }
     }

@@ -71,13 +71,27 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
         .map_err(refused)?;
     let (cols, flags): (Vec<ColumnRow>, Vec<ColumnFlags>) = rows.into_iter().unzip();
     let pk_count = cols.iter().filter(|(_, _, p)| *p > 0).count();
+    // Only a rowid alias declared AUTOINCREMENT is an auto-increment column
+    // in the original's sense (an explicit value answers 1 1 167, a failed
+    // insert uses up its id). A plain INTEGER PRIMARY KEY takes the next
+    // rowid when left out and stores an explicit one as given.
+    let declared_autoincrement: bool = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1 \
+             AND upper(sql) LIKE '%AUTOINCREMENT%'",
+            [table],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(refused)?
+        > 0;
     let mut columns: Vec<ColumnMeta> = cols
         .iter()
         .zip(&flags)
         .map(|((name, ty, pk), &(not_null, has_default))| {
             let kind = column_kind(ty);
             // The rowid alias takes the next id when left out.
-            let auto_increment = *pk > 0 && pk_count == 1 && ty.eq_ignore_ascii_case("INTEGER");
+            let rowid_alias = *pk > 0 && pk_count == 1 && ty.eq_ignore_ascii_case("INTEGER");
+            let auto_increment = rowid_alias && declared_autoincrement;
             ColumnMeta {
                 name: name.clone(),
                 name_sql: quote(name),
@@ -94,7 +108,7 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
                 // The original's columns left out of an insert hold their
                 // zero value unless they have a default; SQLite would store
                 // NULL (or refuse a NOT NULL column).
-                zero_on_insert: !auto_increment && !has_default,
+                zero_on_insert: !rowid_alias && !has_default,
             }
         })
         .collect();
@@ -133,8 +147,9 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
             *p > 0 && ty.eq_ignore_ascii_case("INTEGER") && quote(n) == pk_cols[0]
         });
     if !rowid_alias {
-        for (c, &(_, has_default)) in columns.iter_mut().zip(&flags) {
-            if c.auto_increment {
+        // Not the rowid after all (WITHOUT ROWID): a plain column.
+        for ((c, &(_, has_default)), (_, _, pk)) in columns.iter_mut().zip(&flags).zip(&cols) {
+            if *pk > 0 && pk_count == 1 {
                 c.auto_increment = false;
                 c.zero_on_insert = !has_default;
             }

@@ -103,7 +103,8 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
                     IntRead::Text
                 },
                 kind,
-                nullable: !not_null,
+                // A primary key column is never NULL (as in MariaDB).
+                nullable: !not_null && *pk == 0,
                 auto_increment,
                 // The original's columns left out of an insert hold their
                 // zero value unless they have a default; SQLite would store

@@ -207,3 +207,28 @@ fn exception_line_starting_with_q_or_slash() {
         );
     }
 }
+
+/// Exception `counts_beyond_the_line`: counts far beyond the values a line
+/// holds are answered at once. Never sent to the original, which allocates
+/// them all first.
+#[test]
+fn exception_counts_beyond_the_line() {
+    let server = TestServer::start(Backend::Sqlite, "hst_conf_counts", &[]).expect("hsd");
+    server.sql("CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT)");
+    server.sql("INSERT INTO t VALUES (1, 'a')");
+    let ep = hsd_endpoint(&server);
+    let open = format!("P\t0\t{}\tt\tPRIMARY\tid,v", server.db);
+    let huge_keys = b"0\t=\t4294967295\t1".as_slice();
+    let huge_in = b"0\t=\t1\t1\t4294967295\t0\t@\t0\t4294967295\t1".as_slice();
+    let answers = ask(&ep, Port::Read, &[open.as_bytes(), huge_keys, huge_in]);
+    assert_eq!(answers[0], b"0\t1".to_vec());
+    assert_eq!(answers[1], b"2\t1\tkpnum".to_vec());
+    // The value the line holds finds the row; the 4096 empty ones find nothing.
+    assert_eq!(answers[2], b"0\t2\t1\ta".to_vec());
+    for line in [huge_keys, huge_in] {
+        assert_eq!(
+            exceptions::matching(line, b"", &answers[1]),
+            Some("counts_beyond_the_line")
+        );
+    }
+}

@@ -383,6 +383,73 @@ pub fn stored_enum(bytes: &[u8], elements: &[Vec<u8>], case_insensitive: bool) -
     0
 }
 
+/// The integer a column reads back after `+`/`-` stored `n` into it (what a
+/// second opening of the same column in one request starts from): clamped
+/// to an integer type, cut to a text column's length, zero for a number
+/// that is no valid date or time.
+pub fn stored_readback(kind: &super::ColumnKind, n: i64) -> i64 {
+    use super::ColumnKind as K;
+    match kind {
+        K::Integer { min, max } => i128::from(n).clamp(*min, *max) as i64,
+        K::Text { max_chars, .. } => {
+            let text = n.to_string();
+            let keep = (*max_chars).min(text.len() as u64) as usize;
+            IntRead::Text.read(&text.as_bytes()[..keep])
+        }
+        K::Bytes { max_len, .. } => {
+            let text = n.to_string();
+            let keep = (*max_len).min(text.len() as u64) as usize;
+            IntRead::Text.read(&text.as_bytes()[..keep])
+        }
+        K::Temporal { cast, .. } if cast.starts_with("TIME") => {
+            let a = n.unsigned_abs();
+            if a % 100 > 59 || (a / 100) % 100 > 59 {
+                0
+            } else if a / 10000 > 838 {
+                n.signum() * 8_385_959
+            } else {
+                n
+            }
+        }
+        K::Temporal { cast, .. } => {
+            let with_time = cast.starts_with("DATETIME");
+            let digits = n.to_string();
+            if n < 0 {
+                0
+            } else if n == 0 {
+                0
+            } else {
+                // YYYYMMDD or YYYYMMDDHHMMSS.
+                let text = if with_time && digits.len() <= 8 {
+                    format!("{digits:0>8}000000")
+                } else {
+                    digits.clone()
+                };
+                if date_check(text.as_bytes(), with_time) == DateCheck::Invalid {
+                    0
+                } else {
+                    n
+                }
+            }
+        }
+        K::Year => match n {
+            0 => 0,
+            1..=69 => n + 2000,
+            70..=99 => n + 1900,
+            1901..=2155 => n,
+            _ => 0,
+        },
+        K::Enum { elements, .. } => {
+            if (0..=elements.len() as i64).contains(&n) {
+                n
+            } else {
+                0
+            }
+        }
+        K::Other { .. } => n,
+    }
+}
+
 /// `atoll` as the original reads a `+`/`-` amount: an optional sign, then
 /// digits up to the first other byte, wrapping; no white space skipped.
 pub fn modify_amount(s: &[u8]) -> i64 {

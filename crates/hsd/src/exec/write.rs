@@ -3,7 +3,7 @@
 //! sent once that transaction has committed.
 
 use super::{prepare_find, storage_error_kind, RowCounter, RowDecision};
-use crate::backend::values::{modify_amount, stored_integer};
+use crate::backend::values::{modify_amount, stored_integer, stored_readback};
 use crate::backend::{
     ColumnKind, OpenedIndex, RowView, Scan, ScanStep, StorageConn, StorageError, WriteValue,
 };
@@ -348,6 +348,8 @@ fn arithmetic(
 ) -> Option<(Vec<usize>, Vec<i64>)> {
     let mut cols: Vec<usize> = Vec::new();
     let mut vals: Vec<i64> = Vec::new();
+    // What each changed column reads back after its store.
+    let mut reads: Vec<i64> = Vec::new();
     for (i, &c) in index.columns.iter().enumerate() {
         let (Some(cur), Some(amount)) = (before.get(i).and_then(|v| v.as_deref()), spec.value(i))
         else {
@@ -357,7 +359,7 @@ fn arithmetic(
         // A column opened twice reads what the first change stored.
         let pos = cols.iter().position(|&x| x == c);
         let cur = match pos {
-            Some(p) => vals[p],
+            Some(p) => reads[p],
             None => meta.int_read.read(cur),
         };
         let amount = modify_amount(amount);
@@ -370,15 +372,16 @@ fn arithmetic(
             }
             new
         };
-        let new = match meta.kind {
-            ColumnKind::Integer { min, max } => i128::from(new).clamp(min, max) as i64,
-            _ => new,
-        };
+        let read = stored_readback(&meta.kind, new);
         match pos {
-            Some(p) => vals[p] = new,
+            Some(p) => {
+                vals[p] = new;
+                reads[p] = read;
+            }
             None => {
                 cols.push(c);
                 vals.push(new);
+                reads.push(read);
             }
         }
     }

@@ -15,8 +15,11 @@ pub enum IntRead {
     Integer,
     /// DECIMAL: rounded half away from zero.
     Decimal,
-    /// FLOAT/DOUBLE: rounded half to even.
+    /// DOUBLE: rounded half to even.
     Real,
+    /// FLOAT: its text (rounded to six digits) is first read back as the
+    /// single-precision value it stands for, then rounded as `Real`.
+    Float,
     /// DATE, DATETIME, TIMESTAMP, TIME, YEAR: their digits as one number
     /// (`2010-01-02` is 20100102), the fraction of a second dropped,
     /// negative for a negative TIME.
@@ -58,6 +61,13 @@ impl IntRead {
                     .and_then(|s| s.trim().parse().ok())
                     .unwrap_or(0.0);
                 f64_to_i64(round_half_even(v))
+            }
+            IntRead::Float => {
+                let v: f32 = std::str::from_utf8(text)
+                    .ok()
+                    .and_then(|s| s.trim().parse().ok())
+                    .unwrap_or(0.0);
+                f64_to_i64(round_half_even(f64::from(v)))
             }
             IntRead::Temporal => {
                 let neg = text.first() == Some(&b'-');
@@ -506,6 +516,8 @@ mod tests {
         assert_eq!(IntRead::Real.read(b"-2.5"), -2);
         assert_eq!(IntRead::Real.read(b"1.5"), 2);
         assert_eq!(IntRead::Real.read(b"1e100"), i64::MAX);
+        // FLOAT 2^63 shows as 9.22337e18.
+        assert_eq!(IntRead::Float.read(b"9.22337e18"), i64::MAX);
         assert_eq!(IntRead::Temporal.read(b"2010-01-02"), 20100102);
         assert_eq!(
             IntRead::Temporal.read(b"2010-01-02 03:04:05.600000"),

@@ -261,7 +261,8 @@ fn int_read(data_type: &str, column_type: &str, kind: &ColumnKind) -> IntRead {
     match data_type {
         _ if matches!(kind, ColumnKind::Integer { .. }) => IntRead::Integer,
         "decimal" => IntRead::Decimal,
-        "float" | "double" => IntRead::Real,
+        "float" => IntRead::Float,
+        "double" => IntRead::Real,
         "date" | "datetime" | "timestamp" | "time" | "year" => IntRead::Temporal,
         "enum" => IntRead::Enum(type_elements(column_type)),
         "set" => IntRead::Set(type_elements(column_type)),

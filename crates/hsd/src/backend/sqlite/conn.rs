@@ -154,6 +154,19 @@ impl SqliteConn {
         result
     }
 
+    /// Raises an AUTOINCREMENT table's counter to its largest id.
+    fn raise_sequence(&mut self, table: &TableMeta) {
+        let Ok(file) = self.file(&table.db) else {
+            return;
+        };
+        let sql = format!(
+            "UPDATE sqlite_sequence SET seq = max(seq, (SELECT ifnull(max(rowid), 0) FROM {t})) \
+             WHERE name = ?1",
+            t = table.table_sql
+        );
+        let _ = file.conn.execute(&sql, [table.name.as_str()]);
+    }
+
     /// Advances an AUTOINCREMENT table's counter past the id an insert
     /// would have taken (best effort: a table without AUTOINCREMENT has no
     /// counter to advance).
@@ -355,6 +368,13 @@ impl StorageConn for SqliteConn {
                     .map_err(refused)?;
             }
             Ok(())
+        })
+        .inspect(|_| {
+            if columns.iter().any(|&c| table.columns[c].auto_increment) {
+                // InnoDB's counter follows an id updated past it; so must
+                // the AUTOINCREMENT table's.
+                self.raise_sequence(table);
+            }
         })
         .map(|_| ())
     }

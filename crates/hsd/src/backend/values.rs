@@ -424,9 +424,7 @@ pub fn stored_readback(kind: &super::ColumnKind, n: i64) -> i64 {
         K::Temporal { cast, .. } => {
             let with_time = cast.starts_with("DATETIME");
             let digits = n.to_string();
-            if n < 0 {
-                0
-            } else if n == 0 {
+            if n <= 0 {
                 0
             } else {
                 // YYYYMMDD or YYYYMMDDHHMMSS.

@@ -116,6 +116,7 @@ impl<'a> PreparedFind<'a> {
                     fetch: RowCounter::reads(self.req),
                     with_locator,
                     after: None,
+                    after_inclusive: false,
                 }]
             }
             Some(inc) => {
@@ -147,6 +148,7 @@ impl<'a> PreparedFind<'a> {
                             fetch: 1,
                             with_locator,
                             after: None,
+                            after_inclusive: false,
                         }
                     })
                     .collect()

@@ -260,8 +260,6 @@ pub struct Scan<'a> {
     /// direction: a modify walks the index one row at a time, as the
     /// original's cursor did, and sees what its earlier changes moved.
     pub after: Option<&'a [Value]>,
-    /// `after` names the position of the row to read again (at or after it).
-    pub after_inclusive: bool,
 }
 
 /// A row as a backend hands it to the executor. Columns are the opened

@@ -26,7 +26,6 @@ pub struct ScanShape {
     pub with_locator: bool,
     /// One flag per `after` value (set when NULL); `None` without `after`.
     pub after_nulls: Option<Vec<bool>>,
-    pub after_inclusive: bool,
 }
 
 impl ScanShape {
@@ -43,7 +42,6 @@ impl ScanShape {
             filter_mode: scan.filter_mode,
             with_locator: scan.with_locator,
             after_nulls: scan.after.map(|a| a.iter().map(Option::is_none).collect()),
-            after_inclusive: scan.after_inclusive,
         }
     }
 }
@@ -213,14 +211,7 @@ pub fn build(
         let (_, positions) = position_columns(index);
         let cols = cols_of(table, &position_sql[..n], &positions);
         let is_null = |i: usize| after[i].is_none();
-        // The last column compares inclusively to read the row at the
-        // position again.
-        let last = match (scan.after_inclusive, strict) {
-            (false, op) => op,
-            (true, FindOp::Lt) => FindOp::Le,
-            (true, _) => FindOp::Ge,
-        };
-        lexicographic(&cols, 0, last, strict, &is_null, &Param::After, sink, sql);
+        lexicographic(&cols, 0, strict, strict, &is_null, &Param::After, sink, sql);
     }
     let dir: &[u8] = if scan.op.is_descending() {
         b" DESC"

@@ -116,7 +116,6 @@ impl<'a> PreparedFind<'a> {
                     fetch: RowCounter::reads(self.req),
                     with_locator,
                     after: None,
-                    after_inclusive: false,
                 }]
             }
             Some(inc) => {
@@ -148,7 +147,6 @@ impl<'a> PreparedFind<'a> {
                             fetch: 1,
                             with_locator,
                             after: None,
-                            after_inclusive: false,
                         }
                     })
                     .collect()

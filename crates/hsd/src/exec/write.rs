@@ -203,8 +203,15 @@ async fn modify<C: StorageConn>(
     let mut returned: Vec<Value> = Vec::new();
     let mut modified: u64 = 0;
     let mut after: Option<Vec<Value>> = None;
-    // The next read returns the row just changed once more (see `meets_again`).
-    let mut again = false;
+    // `=` with a full key of a unique index (no NULL in it) reads one row
+    // at most: InnoDB knows no second one can follow, and does not look,
+    // even for a row whose primary key the change moved ahead.
+    let meta = index.index_meta();
+    let single = walk
+        && req.op == hs_proto::FindOp::Eq
+        && meta.unique
+        && prepared.keys.len() == meta.key_sql.len()
+        && prepared.keys.iter().all(Option::is_some);
     let mut seek = 0;
     while !counter.done {
         let base = if walk {
@@ -225,9 +232,7 @@ async fn modify<C: StorageConn>(
             fetch: 1,
             with_locator: true,
             after: if walk { after.as_deref() } else { None },
-            after_inclusive: walk && again,
         };
-        again = false;
         let mut read: Option<ReadRow> = None;
         let mut visit = |_: usize, row: &dyn RowView| {
             let mut locator = row.locator();
@@ -251,7 +256,7 @@ async fn modify<C: StorageConn>(
             continue;
         };
         if walk {
-            after = Some(walk_position(index, row.position));
+            after = Some(row.position);
         }
         if counter.decide(row.state) != RowDecision::Take {
             continue;
@@ -263,7 +268,6 @@ async fn modify<C: StorageConn>(
             ModifyOp::Update => {
                 let (cols, vals) = update_values(index, spec);
                 conn.update(table, &row.locator, &cols, &vals).await?;
-                again = walk && meets_again(index, req, &row.locator, &cols, &vals);
                 true
             }
             ModifyOp::Delete => {
@@ -276,17 +280,17 @@ async fn modify<C: StorageConn>(
                         let vals: Vec<WriteValue<'_>> =
                             vals.into_iter().map(WriteValue::Int).collect();
                         conn.update(table, &row.locator, &cols, &vals).await?;
-                        again = walk && meets_again(index, req, &row.locator, &cols, &vals);
                         true
                     }
                     None => false,
                 }
             }
         };
-        // Only from a position that is the unique key alone (no NULL in it).
-        again = again && after.as_ref().is_some_and(|a| a.len() == index.key_len());
         if changed {
             modified += 1;
+        }
+        if single {
+            break;
         }
     }
     if spec.returning {
@@ -299,73 +303,6 @@ async fn modify<C: StorageConn>(
         out.ok_number(modified);
     }
     Ok(())
-}
-
-/// Whether the original's cursor meets the row it just changed once more:
-/// on a UNIQUE secondary index scanned by range (not `=`), when the change
-/// gave the row another primary key but left the unique key alone, InnoDB
-/// rewrites the index entry in place and the next read lands on it again.
-fn meets_again(
-    index: &OpenedIndex,
-    req: &FindRequest,
-    locator: &[Value],
-    cols: &[usize],
-    vals: &[WriteValue<'_>],
-) -> bool {
-    let meta = index.index_meta();
-    let table = &index.table;
-    if !meta.unique || meta.name == "PRIMARY" || req.op == hs_proto::FindOp::Eq {
-        return false;
-    }
-    if cols.iter().any(|c| meta.key_columns.contains(&Some(*c))) {
-        return false;
-    }
-    let Some(clustered) = table
-        .indexes
-        .iter()
-        .find(|i| i.key_sql == table.locator_sql)
-    else {
-        return false;
-    };
-    clustered.key_columns.iter().zip(locator).any(|(pk, old)| {
-        let (Some(pk), Some(old)) = (pk, old) else {
-            return false;
-        };
-        let Some(p) = cols.iter().position(|c| c == pk) else {
-            return false;
-        };
-        let kind = &table.columns[*pk].kind;
-        match (kind, &vals[p]) {
-            (ColumnKind::Integer { min, max }, v) => {
-                let new = match v {
-                    WriteValue::Int(n) => i128::from(*n).clamp(*min, *max),
-                    WriteValue::Bytes(Some(b)) => stored_integer(b, *min, *max),
-                    WriteValue::Bytes(None) => return false,
-                };
-                stored_integer(old, *min, *max) != new
-            }
-            (_, WriteValue::Bytes(Some(b))) => *b != old.as_slice(),
-            (_, WriteValue::Int(n)) => n.to_string().as_bytes() != old.as_slice(),
-            (_, WriteValue::Bytes(None)) => false,
-        }
-    })
-}
-
-/// Where the walk goes on from after a row: its key and tiebreak values.
-/// On a unique index a full key without NULL is the position alone: InnoDB
-/// reuses such an entry in place when the row's primary key changes, so
-/// the original's cursor does not meet the row again.
-fn walk_position(index: &OpenedIndex, mut position: Vec<Value>) -> Vec<Value> {
-    let meta = index.index_meta();
-    let key_len = meta.key_sql.len();
-    if meta.unique
-        && meta.name != "PRIMARY"
-        && position.len() > key_len
-        && position[..key_len].iter().all(Option::is_some)
-    {
-        position.truncate(key_len);
-    }
-    position
 }
 
 /// `U`: one value per opened column (missing ones are empty strings). A

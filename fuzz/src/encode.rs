@@ -4,83 +4,79 @@
 
 use hs_proto::codec::encode_bytes;
 use hs_proto::{
-    encode_token, FilterKind, FilterOp, FindOp, FindRequest, IndexOperation, ModifyOp, Request,
-    Value,
+    encode_token, ExecOp, ExecRequest, FilterKind, FilterOp, FindOp, ModifyOp, Request, Value,
 };
 
-/// Encodes a request as one line without LF. `None` for an exec request
-/// whose operation failed to parse: there is nothing to encode.
+/// Encodes a request as one line without LF. `None` for an `A` whose
+/// secret holds control bytes (the parser's compare buffer cannot be sent
+/// back as a token).
 pub fn encode_request(r: &Request) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     match r {
         Request::OpenIndex(o) => {
+            // Names are taken raw (never unescaped) by the parser.
             out.extend_from_slice(b"P\t");
             push_decimal(&mut out, u64::from(o.index_id));
             for text in [&o.db, &o.table, &o.index] {
                 out.push(b'\t');
-                encode_bytes(text, &mut out);
+                out.extend_from_slice(text);
             }
             out.push(b'\t');
-            push_names(&mut out, &o.columns);
-            if !o.filter_columns.is_empty() {
-                out.push(b'\t');
-                push_names(&mut out, &o.filter_columns);
-            }
+            out.extend_from_slice(&o.columns.join(&b","[..]));
+            out.push(b'\t');
+            out.extend_from_slice(&o.filter_columns.join(&b","[..]));
         }
         Request::Auth(a) => {
-            // The type is taken raw by the parser, the secret decoded.
+            if a.secret.iter().any(|&b| b < 0x20) {
+                return None;
+            }
             out.extend_from_slice(b"A\t");
             out.extend_from_slice(&a.auth_type);
             out.push(b'\t');
-            encode_bytes(&a.secret, &mut out);
+            out.extend_from_slice(&a.secret);
         }
-        Request::Exec(e) => {
-            push_decimal(&mut out, u64::from(e.index_id));
-            match e.operation.as_ref().ok()? {
-                IndexOperation::Insert(ins) => {
-                    out.extend_from_slice(b"\t+\t");
-                    push_decimal(&mut out, ins.values.len() as u64);
-                    push_values(&mut out, &ins.values);
-                }
-                IndexOperation::Find(f) => push_find(&mut out, f),
-            }
-        }
+        Request::Exec(e) => push_exec(&mut out, e),
     }
     Some(out)
 }
 
-fn push_find(out: &mut Vec<u8>, f: &FindRequest) {
+fn push_exec(out: &mut Vec<u8>, e: &ExecRequest) {
+    push_decimal(out, u64::from(e.index_id));
     out.push(b'\t');
-    out.extend_from_slice(match f.op {
-        FindOp::Eq => b"=".as_slice(),
-        FindOp::Gt => b">",
-        FindOp::Ge => b">=",
-        FindOp::Lt => b"<",
-        FindOp::Le => b"<=",
+    out.extend_from_slice(match e.op {
+        ExecOp::Find(FindOp::Eq) => b"=".as_slice(),
+        ExecOp::Find(FindOp::Gt) => b">",
+        ExecOp::Find(FindOp::Ge) => b">=",
+        ExecOp::Find(FindOp::Lt) => b"<",
+        ExecOp::Find(FindOp::Le) => b"<=",
+        ExecOp::Insert => b"+",
+        ExecOp::Sql => b"S",
+        ExecOp::Invalid => b"!",
     });
     out.push(b'\t');
-    push_decimal(out, f.keys.len() as u64);
-    push_values(out, &f.keys);
-    let defaults = f.limit == 1
-        && f.offset == 0
-        && f.in_clause.is_none()
-        && f.filters.is_empty()
-        && f.modify.is_none();
-    if defaults {
-        return;
+    push_decimal(out, u64::from(e.key_count));
+    push_values(out, &e.keys);
+    if (e.keys.len() as u64) < u64::from(e.key_count) {
+        return; // the line ended among the keys
     }
     out.push(b'\t');
-    push_decimal(out, u64::from(f.limit));
+    push_decimal(out, u64::from(e.limit));
     out.push(b'\t');
-    push_decimal(out, u64::from(f.offset));
-    if let Some(inc) = &f.in_clause {
+    push_decimal(out, u64::from(e.offset));
+    if let Some(inc) = &e.in_clause {
         out.extend_from_slice(b"\t@\t");
-        push_decimal(out, u64::from(inc.key_column));
+        push_decimal(out, inc.position.map_or(1 << 31, u64::from));
         out.push(b'\t');
-        push_decimal(out, inc.values.len() as u64);
-        push_values(out, &inc.values);
+        push_decimal(out, u64::from(inc.count));
+        for v in &inc.values {
+            out.push(b'\t');
+            encode_bytes(v, out);
+        }
+        if inc.count == 0 || (inc.values.len() as u64) < u64::from(inc.count) {
+            return;
+        }
     }
-    for flt in &f.filters {
+    for flt in &e.filters {
         out.push(b'\t');
         out.push(match flt.kind {
             FilterKind::Skip => b'F',
@@ -94,20 +90,26 @@ fn push_find(out: &mut Vec<u8>, f: &FindRequest) {
             FilterOp::Ge => b">=",
             FilterOp::Lt => b"<",
             FilterOp::Le => b"<=",
-            FilterOp::Never => b"<>",
+            FilterOp::Never => b"!",
+            FilterOp::Always => b"<>",
         });
         out.push(b'\t');
         push_decimal(out, u64::from(flt.column));
         out.push(b'\t');
         encode_token(flt.value.as_deref(), out);
     }
-    if let Some(m) = &f.modify {
+    if e.bad_filter_type {
+        out.extend_from_slice(b"\tFF\t=\t0\t");
+        return;
+    }
+    if let Some(m) = &e.modify {
         out.push(b'\t');
-        out.extend_from_slice(match m.op {
-            ModifyOp::Update => b"U".as_slice(),
-            ModifyOp::Delete => b"D",
-            ModifyOp::Increment => b"+",
-            ModifyOp::Decrement => b"-",
+        out.push(match m.op {
+            Some(ModifyOp::Update) => b'U',
+            Some(ModifyOp::Delete) => b'D',
+            Some(ModifyOp::Increment) => b'+',
+            Some(ModifyOp::Decrement) => b'-',
+            None => b'Z',
         });
         if m.returning {
             out.push(b'?');
@@ -120,15 +122,6 @@ fn push_values(out: &mut Vec<u8>, values: &[Value]) {
     for v in values {
         out.push(b'\t');
         encode_token(v.as_deref(), out);
-    }
-}
-
-fn push_names(out: &mut Vec<u8>, names: &[Vec<u8>]) {
-    for (i, n) in names.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        encode_bytes(n, out);
     }
 }
 

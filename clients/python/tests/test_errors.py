@@ -24,12 +24,16 @@ def raised(exc_info: pytest.ExceptionInfo) -> tuple:
     return type(exc_info.value), exc_info.value.code, exc_info.value.reason
 
 
-def test_unknown_table_and_db(conn: Connection, server) -> None:
-    with pytest.raises(OpenTableError) as caught:
-        conn.open_index(server.db, "no_such_table", "PRIMARY", ["id"])
-    assert raised(caught) == (OpenTableError, 1, "open_table")
-    with pytest.raises(OpenTableError):
-        conn.open_index("no_such_db", "emp", "PRIMARY", ["id"])
+def test_unknown_table_and_db(server) -> None:
+    # On the read port: on the original's write port a failed open leaves an
+    # error behind that changes later inserts until MariaDB restarts
+    # (docs/compatibility.md, explicit_ids_after_an_error).
+    with server.connect(write=False) as reader:
+        with pytest.raises(OpenTableError) as caught:
+            reader.open_index(server.db, "no_such_table", "PRIMARY", ["id"])
+        assert raised(caught) == (OpenTableError, 1, "open_table")
+        with pytest.raises(OpenTableError):
+            reader.open_index("no_such_db", "emp", "PRIMARY", ["id"])
 
 
 def test_unknown_index_and_column(conn: Connection, server) -> None:
@@ -79,10 +83,9 @@ def test_connection_stays_usable_after_errors(conn: Connection, server, tag: str
     assert conn.connects == 1
 
 
-def test_wrong_secret_where_none_is_set(conn: Connection, server, hsd_differs) -> None:
+def test_wrong_secret_where_none_is_set(conn: Connection, server) -> None:
     # Neither server here has a secret: the plugin refuses a wrong one and
     # accepts the empty one, and requests work either way.
-    hsd_differs("with no secret set, A 1 <anything> answers 0 1 (the plugin: 3 1 unauth)")
     with pytest.raises(AuthError) as caught:
         conn.auth("wrong")
     assert raised(caught) == (AuthError, 3, "unauth")

@@ -253,9 +253,7 @@ fn push_decimal(out: &mut Vec<u8>, n: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hs_proto::{
-        parse_request, ExecRequest, FilterKind, FilterOp, IndexOperation, ModifyOp, Request,
-    };
+    use hs_proto::{parse_request, FilterKind, FilterOp, IndexOperation, ModifyOp, Request};
 
     const NONE: &[Option<&[u8]>] = &[];
 
@@ -297,11 +295,12 @@ mod tests {
         assert_eq!(line, b"3\t+\t4\ta\x01\x4ab\t\x00\t\t\x01\x41".to_vec());
         assert_eq!(insert_line(0, NONE), b"0\t+\t0".to_vec());
         let round = parse_request(&line).unwrap();
-        match round {
-            Request::Exec(ExecRequest {
-                index_id: 3,
-                operation: Ok(IndexOperation::Insert(i)),
-            }) => assert_eq!(
+        let Request::Exec(exec) = round else {
+            panic!("not an exec line");
+        };
+        assert_eq!(exec.index_id, 3);
+        match exec.operation() {
+            Ok(IndexOperation::Insert(i)) => assert_eq!(
                 i.values,
                 vec![
                     Some(b"a\nb".to_vec()),
@@ -393,18 +392,19 @@ mod tests {
             .filter('W', "<", 1, None::<&[u8]>)
             .modify("U?", &[Some("v1"), None])
             .to_line();
-        let f = match parse_request(&line).unwrap() {
-            Request::Exec(ExecRequest {
-                index_id: 3,
-                operation: Ok(IndexOperation::Find(f)),
-            }) => f,
+        let Request::Exec(exec) = parse_request(&line).unwrap() else {
+            panic!("not an exec line");
+        };
+        assert_eq!(exec.index_id, 3);
+        let f = match exec.operation() {
+            Ok(IndexOperation::Find(f)) => f,
             other => panic!("{other:?}"),
         };
         assert_eq!(f.keys, vec![Some(b"a".to_vec()), None]);
         assert_eq!((f.limit, f.offset), (10, 2));
         let inc = f.in_clause.unwrap();
-        assert_eq!(inc.key_column, 1);
-        assert_eq!(inc.values, vec![Some(b"x".to_vec()), Some(b"y".to_vec())]);
+        assert_eq!(inc.position, Some(1));
+        assert_eq!(inc.values, vec![b"x".to_vec(), b"y".to_vec()]);
         assert_eq!(f.filters.len(), 2);
         assert_eq!(
             (f.filters[0].kind, f.filters[0].op),
@@ -417,7 +417,7 @@ mod tests {
         );
         assert_eq!(f.filters[1].value, None);
         let m = f.modify.unwrap();
-        assert_eq!((m.op, m.returning), (ModifyOp::Update, true));
+        assert_eq!((m.op, m.returning), (Some(ModifyOp::Update), true));
         assert_eq!(m.values, vec![Some(b"v1".to_vec()), None]);
     }
 

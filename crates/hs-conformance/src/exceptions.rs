@@ -31,6 +31,29 @@ pub fn exceptions() -> Vec<Exception> {
             },
         },
         Exception {
+            name: "counts_beyond_the_line",
+            reason: "the original allocates every key and IN value a count asks for before \
+                     reading them (keys on its stack), so a count in the millions crashes \
+                     mariadbd; hsd reads at most 4096 values beyond those the line holds",
+            applies: |request, plugin, _hsd| plugin.is_empty() && counts_beyond_the_line(request),
+        },
+        Exception {
+            name: "explicit_ids_after_an_error",
+            reason: "once the original's write thread has met any error (a P on a missing \
+                     table, from any client), it answers 1 1 167 to every insert that gives \
+                     the auto-increment column a value, until the server restarts: one \
+                     client's typo would decide another's inserts. hsd answers as the \
+                     original does before that: the row stored, 0 1 0",
+            applies: |request, plugin, hsd| {
+                plugin == b"1\t1\t167"
+                    && hsd == b"0\t1\t0"
+                    && matches!(
+                        hs_proto::parse_request(request),
+                        Ok(hs_proto::Request::Exec(e)) if e.op == hs_proto::ExecOp::Insert
+                    )
+            },
+        },
+        Exception {
             name: "line_starting_with_q_or_slash",
             reason: "on the original a read buffer starting with Q shuts the listener \
                      down for every client and one starting with / drops the connection; \
@@ -42,8 +65,21 @@ pub fn exceptions() -> Vec<Exception> {
     ]
 }
 
+/// Whether a find/insert line's key count, or its IN clause's count, asks
+/// for more than 4096 values beyond those the line holds.
+pub fn counts_beyond_the_line(request: &[u8]) -> bool {
+    let Ok(hs_proto::Request::Exec(e)) = hs_proto::parse_request(request) else {
+        return false;
+    };
+    let beyond = |count: u32, held: usize| count as usize > held + hs_proto::MAX_PADDED_VALUES;
+    beyond(e.key_count, e.keys.len())
+        || e.in_clause
+            .as_ref()
+            .is_some_and(|i| beyond(i.count, i.values.len()))
+}
+
 /// The index id a `P` or find/insert line names, read as the original reads
-/// numbers (leading digits, wrapping at 2^32).
+/// numbers (its digits, wrapping at 2^32).
 pub fn index_id(request: &[u8]) -> Option<u32> {
     let mut tokens = request.split(|&b| b == b'\t');
     let first = tokens.next()?;
@@ -57,16 +93,10 @@ pub fn index_id(request: &[u8]) -> Option<u32> {
     Some(wrapping_u32(token))
 }
 
-/// Leading decimal digits, wrapping at 2^32, as the original's number reader.
+/// The token's decimal digits (others skipped), wrapping at 2^32, as the
+/// original's number reader.
 pub fn wrapping_u32(token: &[u8]) -> u32 {
-    let mut v: u32 = 0;
-    for &b in token {
-        if !b.is_ascii_digit() {
-            break;
-        }
-        v = v.wrapping_mul(10).wrapping_add(u32::from(b - b'0'));
-    }
-    v
+    hs_proto::parse_u32(token)
 }
 
 /// The first exception that covers this difference, if any.
@@ -121,6 +151,7 @@ mod tests {
     fn wrapping_numbers() {
         assert_eq!(wrapping_u32(b"4294967297"), 1);
         assert_eq!(wrapping_u32(b"12ab"), 12);
+        assert_eq!(wrapping_u32(b"1x2"), 12);
         assert_eq!(wrapping_u32(b"x"), 0);
     }
 

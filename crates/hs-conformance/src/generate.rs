@@ -198,7 +198,16 @@ impl Generator<'_> {
         let name = t.name;
         let first_col = t.columns[0].name;
         let id = self.rng.below(6);
-        let line = match self.rng.below(12) {
+        // Cases 0-4 make the plugin fail to open a table. On its write
+        // thread that error never clears, and every explicit auto-increment
+        // insert after it answers 1 1 167 until the server restarts (see
+        // exceptions.rs): so on the write port only the other cases.
+        let case = if CONN_PORTS[conn] == Port::Write {
+            5 + self.rng.below(7)
+        } else {
+            self.rng.below(12)
+        };
+        let line = match case {
             0 => Line::new().raw("P"),
             1 => Line::new().raw("P").num(id),
             2 => Line::new().raw("P").num(id).db().raw(name),

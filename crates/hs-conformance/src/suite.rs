@@ -115,6 +115,9 @@ pub fn run(runner: &mut Runner, cfg: &Config, mut progress: impl FnMut(&Report))
             *report.excepted.entry(name).or_default() += 1;
         }
         if let Some(diff) = &replay.difference {
+            if std::env::var_os("HS_CONFORMANCE_DEBUG").is_some() {
+                eprintln!("seed {seed} first run:\n{}", transcript(&replay));
+            }
             report.differing_segments += 1;
             let signature = diff.signature();
             let count = report.classes.entry(signature.clone()).or_default();

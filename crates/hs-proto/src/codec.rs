@@ -10,16 +10,21 @@ const SHIFT: u8 = 0x40;
 
 /// Decodes one raw token. A token that is exactly the single byte 0x00 is NULL.
 ///
-/// Decoding is lenient, as the original server's was: an escape byte at the end
-/// of a token is dropped, and an escape followed by a byte below 0x40 yields the
-/// byte minus 0x40 modulo 256. Garbage in never fails; it only decodes oddly.
+/// Decoding is lenient, as the original server's was: a value ends at an
+/// escape byte that is the token's last byte or is followed by a byte below
+/// 0x40 (`a\x01\x05b` is `a`). Garbage in never fails; it only decodes short.
 pub fn decode_token(raw: &[u8]) -> Value {
     if raw == [NULL_TOKEN] {
         return None;
     }
+    Some(unescape(raw))
+}
+
+/// The bytes a raw token stands for, with no NULL rule (IN values).
+pub fn unescape(raw: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(raw.len());
     decode_into(raw, &mut out);
-    Some(out)
+    out
 }
 
 /// Appends the decoded bytes of `raw` to `out` (no NULL handling).
@@ -32,8 +37,9 @@ pub fn decode_into(raw: &[u8], out: &mut Vec<u8>) {
     while i < raw.len() {
         let b = raw[i];
         if b == ESCAPE {
-            if let Some(&next) = raw.get(i + 1) {
-                out.push(next.wrapping_sub(SHIFT));
+            match raw.get(i + 1) {
+                Some(&next) if next >= SHIFT => out.push(next - SHIFT),
+                _ => return,
             }
             i += 2;
         } else {
@@ -117,6 +123,9 @@ mod tests {
     #[test]
     fn lenient_decoding_never_fails() {
         assert_eq!(decode_token(&[b'a', ESCAPE]), Some(b"a".to_vec()));
-        assert_eq!(decode_token(&[ESCAPE, 0x00]), Some(vec![0xc0]));
+        // A bad escape ends the value (verified against the original).
+        assert_eq!(decode_token(&[ESCAPE, 0x00]), Some(vec![]));
+        assert_eq!(decode_token(b"a\x01\x05bc"), Some(b"a".to_vec()));
+        assert_eq!(decode_token(b"a\x01\x41b"), Some(b"a\x01b".to_vec()));
     }
 }

@@ -8,10 +8,10 @@ pub mod codec;
 pub mod request;
 pub mod response;
 
-pub use codec::{decode_token, encode_token, Value};
+pub use codec::{decode_token, encode_token, unescape, Value};
 pub use request::{
-    parse_number, parse_request, AuthRequest, ExecRequest, FilterKind, FilterOp, FilterSpec,
+    parse_request, parse_u32, AuthRequest, ExecOp, ExecRequest, FilterKind, FilterOp, FilterSpec,
     FindOp, FindRequest, InClause, IndexOperation, InsertRequest, ModifyOp, ModifySpec,
-    OpenIndexRequest, ProtoError, Request, MAX_INDEX_ID,
+    OpenIndexRequest, ProtoError, Request, MAX_INDEX_ID, MAX_PADDED_VALUES,
 };
 pub use response::{ErrorKind, Response, ResponseWriter};

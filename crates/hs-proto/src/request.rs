@@ -1,24 +1,43 @@
 //! Request types and the line parser (sections 3 to 7 of the spec).
 //!
-//! The parser is positional, like the original server's: it never needs to know
-//! what is opened. Checks that need the opened index (`stmtnum`, `kpnum`,
-//! `filterfld`, ...) belong to the server. For find/modify/insert lines the
-//! index id is parsed first and the rest is kept as a `Result`, so that the
-//! server can answer `stmtnum` before any other error, as the original did.
+//! The parser reads a line the way the original server did, position by
+//! position, without knowing what is opened:
+//!
+//! - every number (index id, key count, limit, offset, IN position and count,
+//!   filter column) is the decimal digits of its token with everything else
+//!   skipped (`1x2` is 12, `x` is 0), wrapping modulo 2^32 (`parse_u32`);
+//! - a find/modify/insert line is parsed the same way whatever its operation
+//!   (an insert line can carry an IN clause that is never used), and the
+//!   operation is judged afterwards (`ExecRequest::operation`);
+//! - the errors the original answers while parsing (`invalueslen`,
+//!   `filtertype`, `filterfld`) come before every other check except the
+//!   index id's range (`ExecRequest::parse_error`).
+//!
+//! Which error wins is the server's business (`hsd::session`), in this order:
+//! `stmtnum` (id beyond the connection's table), the parse errors, `stmtnum`
+//! (slot not opened), `op`, `klen`, then `readonly`, `modop`, `kpnum`,
+//! `filterblob`.
 
-use crate::codec::{decode_token, Value};
+use crate::codec::{decode_token, unescape, Value};
 use crate::response::ErrorKind;
 
 /// Largest index id a client may open. Ids are small numbers chosen by clients;
 /// anything larger is refused instead of growing per-connection tables.
 pub const MAX_INDEX_ID: u32 = 65_535;
 
+/// Values beyond the tokens a line holds read as empty strings. No index
+/// has more key parts than this, so padding beyond it never matters for a
+/// find, and an IN clause or key list never takes more than this many
+/// values the line does not hold (the original allocates them all and
+/// crashes on large counts).
+pub const MAX_PADDED_VALUES: usize = 4096;
+
 /// A parsed request line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Request {
     OpenIndex(OpenIndexRequest),
     Auth(AuthRequest),
-    /// Find, find-and-modify or insert on an opened index.
+    /// Find, find-and-modify, insert (or the unimplemented `S`) on an index.
     Exec(ExecRequest),
 }
 
@@ -26,14 +45,17 @@ pub enum Request {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProtoError(pub ErrorKind);
 
-/// `P <indexid> <db> <table> <index> <columns> [<fcolumns>]`
+/// `P <indexid> <db> <table> <index> <columns> [<fcolumns>]`. Names are taken
+/// as raw bytes up to their first 0x00 byte, never unescaped; missing tokens
+/// are empty names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenIndexRequest {
     pub index_id: u32,
     pub db: Vec<u8>,
     pub table: Vec<u8>,
-    /// Empty means PRIMARY.
+    /// Empty means PRIMARY; a name starting with a digit is a key number.
     pub index: Vec<u8>,
+    /// Split on `,`, empty names kept (`a,` names `a` and ``).
     pub columns: Vec<Vec<u8>>,
     pub filter_columns: Vec<Vec<u8>>,
 }
@@ -41,27 +63,77 @@ pub struct OpenIndexRequest {
 /// `A <type> <secret>`
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthRequest {
+    /// The raw type token: only `1` is known.
     pub auth_type: Vec<u8>,
+    /// What the secret is compared with: as long as the raw token, its
+    /// unescaped bytes followed by the raw token's last bytes (the original
+    /// unescapes in place and compares the token's raw length), so a secret
+    /// sent escaped never matches.
     pub secret: Vec<u8>,
 }
 
-/// `<indexid> ...`: the operation is kept unvalidated-until-used (see module doc).
+/// The operation token of an exec line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExecOp {
+    Find(FindOp),
+    /// `+`
+    Insert,
+    /// `S`: the original's unfinished SQL operation (`notimpl`).
+    Sql,
+    /// Anything else (`op`).
+    Invalid,
+}
+
+/// `<indexid> <op> <n> <v1> ... <vn> [<limit> <offset> [@ ...] [F/W ...] [<mop> ...]]`,
+/// as read before anything is checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecRequest {
     pub index_id: u32,
-    pub operation: Result<IndexOperation, ProtoError>,
+    pub op: ExecOp,
+    /// `n` as given (wrapped).
+    pub key_count: u32,
+    /// The key (or insert) values the line holds, at most `key_count`; the
+    /// others read as empty strings (`key`).
+    pub keys: Vec<Value>,
+    /// As given: 0 means 1 when the find runs.
+    pub limit: u32,
+    pub offset: u32,
+    pub in_clause: Option<InClause>,
+    /// The filters up to the first one whose type token is bad.
+    pub filters: Vec<FilterSpec>,
+    /// The filter after `filters` has a type token that is not `F`/`W`.
+    pub bad_filter_type: bool,
+    /// A non-empty modify token.
+    pub modify: Option<ModifySpec>,
 }
 
+/// What an exec line asks, once `op` and `klen` are checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IndexOperation {
     Find(FindRequest),
     Insert(InsertRequest),
+    /// `S` with a key count: answered `2 1 notimpl`.
+    Sql,
 }
 
 /// `<indexid> + <n> <v1> ... <vn>`
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InsertRequest {
+    /// `n` as given.
+    pub count: u32,
+    /// The values the line holds (at most `count`); the others are empty
+    /// strings (`value`).
     pub values: Vec<Value>,
+}
+
+impl InsertRequest {
+    /// Value `i` (< `count`): the token, or an empty string past the line.
+    pub fn value(&self, i: usize) -> Option<&[u8]> {
+        match self.values.get(i) {
+            Some(v) => v.as_deref(),
+            None => Some(b""),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -84,9 +156,11 @@ impl FindOp {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FindRequest {
     pub op: FindOp,
-    /// The `n` key values (missing trailing tokens read as empty strings).
+    /// The `n` key values: missing tokens read as empty strings (at most
+    /// `MAX_PADDED_VALUES` of them, enough to tell that `n` exceeds every
+    /// index's key parts).
     pub keys: Vec<Value>,
-    /// Already adjusted for the quirk "a limit of 0 means 1".
+    /// As given; 0 means 1 (see `effective_limit`).
     pub limit: u32,
     pub offset: u32,
     pub in_clause: Option<InClause>,
@@ -94,11 +168,45 @@ pub struct FindRequest {
     pub modify: Option<ModifySpec>,
 }
 
-/// `@ <icol> <m> <iv1> ... <ivm>`
+impl FindRequest {
+    /// The limit the scan uses: 0 means 1.
+    pub fn effective_limit(&self) -> u32 {
+        self.limit.max(1)
+    }
+
+    /// The IN clause when it takes part in the scan: its position read as
+    /// the original's signed int is not negative.
+    pub fn active_in(&self) -> Option<&InClause> {
+        self.in_clause.as_ref().filter(|i| i.position.is_some())
+    }
+}
+
+/// `@ <icol> <m> <iv1> ... <ivm>` (any token starting with `@` opens it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InClause {
-    pub key_column: u32,
-    pub values: Vec<Value>,
+    /// The key position the values replace; `None` when the position
+    /// reads as a negative int (2^31 and above): the clause is then ignored.
+    /// A position at or beyond the key count replaces nothing, but the find
+    /// still seeks once per value.
+    pub position: Option<u32>,
+    /// `m` as given (never 0: that is `invalueslen`).
+    pub count: u32,
+    /// The values the line holds, at most `count`; never NULL (the NULL
+    /// token is the byte 0x00 here). The others are empty strings.
+    pub values: Vec<Vec<u8>>,
+}
+
+impl InClause {
+    /// How many seeks the clause makes: `count`, but never more than
+    /// `MAX_PADDED_VALUES` past the values the line holds.
+    pub fn seeks(&self) -> usize {
+        (self.count as usize).min(self.values.len() + MAX_PADDED_VALUES)
+    }
+
+    /// Value `i`: the token, or an empty string past the line.
+    pub fn value(&self, i: usize) -> &[u8] {
+        self.values.get(i).map_or(b"", Vec::as_slice)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -117,8 +225,29 @@ pub enum FilterOp {
     Ge,
     Lt,
     Le,
-    /// Any other operator: the condition is always false (quirk).
+    /// An unknown one-byte operator (`!`, `x`), or an unknown two-byte one
+    /// ending in `=` (`==`): the condition is false.
     Never,
+    /// Any other operator (empty, `<>`, `=>`, three bytes or more): the
+    /// condition is true.
+    Always,
+}
+
+impl FilterOp {
+    /// The operator a token names, by the original's rules.
+    pub fn from_token(op: &[u8]) -> FilterOp {
+        match op {
+            [b'='] => FilterOp::Eq,
+            [b'>'] => FilterOp::Gt,
+            [b'<'] => FilterOp::Lt,
+            [_] => FilterOp::Never,
+            [b'>', b'='] => FilterOp::Ge,
+            [b'<', b'='] => FilterOp::Le,
+            [b'!', b'='] => FilterOp::Ne,
+            [_, b'='] => FilterOp::Never,
+            _ => FilterOp::Always,
+        }
+    }
 }
 
 /// `<ftype> <fop> <fcol> <fval>`
@@ -139,66 +268,134 @@ pub enum ModifyOp {
     Decrement,
 }
 
-/// `<mop> <u1> ... <uc>`
+/// `<mop> <u1> ... <uc>`: the token's first byte is the operation, a `?`
+/// second byte asks for the rows as they were.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModifySpec {
-    pub op: ModifyOp,
+    /// `None` when the first byte is not `U`, `D`, `+` or `-` (`modop`).
+    pub op: Option<ModifyOp>,
     /// `?` form: answer with the rows as they were before the change.
     pub returning: bool,
     /// All value tokens that followed; the server reads exactly as many as
-    /// there are opened columns, padding with empty strings.
+    /// there are opened columns (`value`).
     pub values: Vec<Value>,
 }
 
+impl ModifySpec {
+    /// New value `i`: the token, or an empty string past the line.
+    pub fn value(&self, i: usize) -> Option<&[u8]> {
+        match self.values.get(i) {
+            Some(v) => v.as_deref(),
+            None => Some(b""),
+        }
+    }
+}
+
+impl ExecRequest {
+    /// The error the original answers while reading the line, given how
+    /// many filter columns the index id's slot has opened (0 for a slot
+    /// that holds nothing): `invalueslen`, then per filter in order
+    /// `filterfld` for a column beyond them, `filtertype` for a bad type.
+    pub fn parse_error(&self, filter_columns: usize) -> Option<ErrorKind> {
+        if self.in_clause.as_ref().is_some_and(|i| i.count == 0) {
+            return Some(ErrorKind::InValuesLen);
+        }
+        if self
+            .filters
+            .iter()
+            .any(|f| f.column as usize >= filter_columns)
+        {
+            return Some(ErrorKind::FilterFld);
+        }
+        if self.bad_filter_type {
+            return Some(ErrorKind::FilterType);
+        }
+        None
+    }
+
+    /// Key value `i` (< `key_count`): the token, or an empty string past
+    /// the line.
+    pub fn key(&self, i: usize) -> Option<&[u8]> {
+        match self.keys.get(i) {
+            Some(v) => v.as_deref(),
+            None => Some(b""),
+        }
+    }
+
+    /// The operation, once `op` and `klen` are checked (in that order).
+    pub fn operation(self) -> Result<IndexOperation, ErrorKind> {
+        let op = match self.op {
+            ExecOp::Invalid => return Err(ErrorKind::Op),
+            other => other,
+        };
+        if self.key_count == 0 {
+            return Err(ErrorKind::KLen);
+        }
+        match op {
+            ExecOp::Insert => Ok(IndexOperation::Insert(InsertRequest {
+                count: self.key_count,
+                values: self.keys,
+            })),
+            ExecOp::Sql => Ok(IndexOperation::Sql),
+            ExecOp::Find(find_op) => {
+                let n = (self.key_count as usize).min(MAX_PADDED_VALUES.max(self.keys.len()));
+                let mut keys = self.keys;
+                keys.resize(n, Some(Vec::new()));
+                Ok(IndexOperation::Find(FindRequest {
+                    op: find_op,
+                    keys,
+                    limit: self.limit,
+                    offset: self.offset,
+                    in_clause: self.in_clause,
+                    filters: self.filters,
+                    modify: self.modify,
+                }))
+            }
+            ExecOp::Invalid => Err(ErrorKind::Op),
+        }
+    }
+}
+
 /// Parses one request line, without its LF (and without the tolerated CR).
+/// The only error is `cmd`: a line that names no command.
 pub fn parse_request(line: &[u8]) -> Result<Request, ProtoError> {
     let mut tokens = Tokens::new(line);
-    let first = tokens.next_raw().unwrap_or(b"");
+    let first = tokens.next_raw();
     match first {
-        b"P" => parse_open_index(&mut tokens).map(Request::OpenIndex),
-        b"A" => Ok(Request::Auth(AuthRequest {
-            auth_type: tokens.next_raw().unwrap_or(b"").to_vec(),
-            secret: tokens.next_value().flatten().unwrap_or_default(),
-        })),
-        [b'0'..=b'9', ..] => {
-            let index_id = parse_index_id(first)?;
-            Ok(Request::Exec(ExecRequest {
-                index_id,
-                operation: parse_operation(&mut tokens),
-            }))
+        b"P" => Ok(Request::OpenIndex(parse_open_index(&mut tokens))),
+        b"A" => {
+            let auth_type = tokens.next_raw().to_vec();
+            let raw = tokens.next_raw();
+            let mut secret = unescape(raw);
+            secret.extend_from_slice(&raw[secret.len()..]);
+            Ok(Request::Auth(AuthRequest { auth_type, secret }))
         }
+        [b'0'..=b'9', ..] => Ok(Request::Exec(parse_exec(parse_u32(first), &mut tokens))),
         _ => Err(ProtoError(ErrorKind::Cmd)),
     }
 }
 
-fn parse_index_id(raw: &[u8]) -> Result<u32, ProtoError> {
-    let id = parse_number(raw);
-    if id > u64::from(MAX_INDEX_ID) {
-        return Err(ProtoError(ErrorKind::StmtNum));
-    }
-    Ok(id as u32)
+/// A name: raw bytes up to the first 0x00 (the original uses C strings).
+fn name(raw: &[u8]) -> Vec<u8> {
+    let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+    raw[..end].to_vec()
 }
 
-fn parse_open_index(tokens: &mut Tokens<'_>) -> Result<OpenIndexRequest, ProtoError> {
-    let id_token = tokens.next_raw().unwrap_or(b"");
-    if !id_token.first().is_some_and(u8::is_ascii_digit) {
-        return Err(ProtoError(ErrorKind::StmtNum));
-    }
-    let index_id = parse_index_id(id_token)?;
-    let mut text = || tokens.next_value().flatten().unwrap_or_default();
-    let db = text();
-    let table = text();
-    let index = text();
-    let columns = split_names(&text());
-    let filter_columns = split_names(&text());
-    Ok(OpenIndexRequest {
+fn parse_open_index(tokens: &mut Tokens<'_>) -> OpenIndexRequest {
+    let index_id = parse_u32(tokens.next_raw());
+    let db = name(tokens.next_raw());
+    let table = name(tokens.next_raw());
+    let index = name(tokens.next_raw());
+    let columns = split_names(&name(tokens.next_raw()));
+    let filter_columns = split_names(&name(tokens.next_raw()));
+    OpenIndexRequest {
         index_id,
         db,
         table,
         index,
         columns,
         filter_columns,
-    })
+    }
 }
 
 fn split_names(list: &[u8]) -> Vec<Vec<u8>> {
@@ -208,204 +405,210 @@ fn split_names(list: &[u8]) -> Vec<Vec<u8>> {
     list.split(|&b| b == b',').map(<[u8]>::to_vec).collect()
 }
 
-fn parse_operation(tokens: &mut Tokens<'_>) -> Result<IndexOperation, ProtoError> {
-    let op = tokens.next_raw().unwrap_or(b"");
-    let count = parse_number(tokens.next_raw().unwrap_or(b""));
-    if op == b"+" {
-        let values = tokens.take_values(count);
-        return Ok(IndexOperation::Insert(InsertRequest { values }));
+fn exec_op(token: &[u8]) -> ExecOp {
+    match token {
+        b"=" => ExecOp::Find(FindOp::Eq),
+        b">" => ExecOp::Find(FindOp::Gt),
+        b"<" => ExecOp::Find(FindOp::Lt),
+        b">=" => ExecOp::Find(FindOp::Ge),
+        b"<=" => ExecOp::Find(FindOp::Le),
+        b"+" => ExecOp::Insert,
+        b"S" => ExecOp::Sql,
+        _ => ExecOp::Invalid,
     }
-    let op = match op {
-        b"=" => FindOp::Eq,
-        b">" => FindOp::Gt,
-        b">=" => FindOp::Ge,
-        b"<" => FindOp::Lt,
-        b"<=" => FindOp::Le,
-        _ => return Err(ProtoError(ErrorKind::Op)),
-    };
-    if count == 0 {
-        return Err(ProtoError(ErrorKind::KLen));
-    }
-    // Bound the key count by what the line can hold, so a huge `n` cannot
-    // make us reserve memory; an index never has more than a few columns.
-    let keys = tokens.take_values(count);
-    let mut find = FindRequest {
+}
+
+fn parse_exec(index_id: u32, tokens: &mut Tokens<'_>) -> ExecRequest {
+    let op = exec_op(tokens.next_raw());
+    let key_count = parse_u32(tokens.next_raw());
+    let keys = tokens.take_values(key_count as usize);
+    let mut req = ExecRequest {
+        index_id,
         op,
+        key_count,
         keys,
-        limit: 1,
+        limit: 0,
         offset: 0,
         in_clause: None,
         filters: Vec::new(),
+        bad_filter_type: false,
         modify: None,
     };
+    req.limit = parse_u32(tokens.next_raw());
+    req.offset = parse_u32(tokens.next_raw());
     if tokens.is_done() {
-        return Ok(IndexOperation::Find(find));
+        return req;
     }
-    find.limit =
-        parse_number(tokens.next_raw().unwrap_or(b"")).clamp(1, u64::from(u32::MAX)) as u32;
-    find.offset = parse_number(tokens.next_raw().unwrap_or(b"")).min(u64::from(u32::MAX)) as u32;
-
-    if tokens.peek_raw() == Some(b"@") {
+    if tokens.peek_raw().first() == Some(&b'@') {
         tokens.next_raw();
-        let key_column =
-            parse_number(tokens.next_raw().unwrap_or(b"")).min(u64::from(u32::MAX)) as u32;
-        let m = parse_number(tokens.next_raw().unwrap_or(b""));
-        if m == 0 {
-            return Err(ProtoError(ErrorKind::InValuesLen));
+        let position = parse_u32(tokens.next_raw());
+        let count = parse_u32(tokens.next_raw());
+        let mut values = Vec::new();
+        if count > 0 {
+            for _ in 0..count {
+                if tokens.is_done() {
+                    break;
+                }
+                values.push(unescape(tokens.next_raw()));
+            }
         }
-        let values = tokens.take_values(m);
-        find.in_clause = Some(InClause { key_column, values });
+        req.in_clause = Some(InClause {
+            position: i32::try_from(position).ok().map(|p| p as u32),
+            count,
+            values,
+        });
+        if count == 0 {
+            // `invalueslen`: the original stops reading here.
+            return req;
+        }
     }
-
-    while let Some(raw) = tokens.peek_raw() {
-        if !matches!(raw.first(), Some(b'F' | b'W')) {
-            break;
-        }
-        tokens.next_raw();
-        let kind = match raw {
+    while !tokens.is_done() && matches!(tokens.peek_raw().first(), Some(b'F' | b'W')) {
+        let kind_token = tokens.next_raw();
+        let op = FilterOp::from_token(tokens.next_raw());
+        let column = parse_u32(tokens.next_raw());
+        let value = decode_token(tokens.next_raw());
+        let kind = match kind_token {
             b"F" => FilterKind::Skip,
             b"W" => FilterKind::While,
-            _ => return Err(ProtoError(ErrorKind::FilterType)),
+            _ => {
+                // `filtertype`: the original stops reading here.
+                req.bad_filter_type = true;
+                return req;
+            }
         };
-        let op = match tokens.next_raw().unwrap_or(b"") {
-            b"=" => FilterOp::Eq,
-            b"!=" => FilterOp::Ne,
-            b">" => FilterOp::Gt,
-            b">=" => FilterOp::Ge,
-            b"<" => FilterOp::Lt,
-            b"<=" => FilterOp::Le,
-            _ => FilterOp::Never,
-        };
-        let column = parse_number(tokens.next_raw().unwrap_or(b"")).min(u64::from(u32::MAX)) as u32;
-        let value = tokens.next_value().unwrap_or(Some(Vec::new()));
-        find.filters.push(FilterSpec {
+        req.filters.push(FilterSpec {
             kind,
             op,
             column,
             value,
         });
     }
-
-    if let Some(raw) = tokens.next_raw() {
-        let (op, returning) = match raw {
-            b"U" => (ModifyOp::Update, false),
-            b"D" => (ModifyOp::Delete, false),
-            b"+" => (ModifyOp::Increment, false),
-            b"-" => (ModifyOp::Decrement, false),
-            b"U?" => (ModifyOp::Update, true),
-            b"D?" => (ModifyOp::Delete, true),
-            b"+?" => (ModifyOp::Increment, true),
-            b"-?" => (ModifyOp::Decrement, true),
-            _ => return Err(ProtoError(ErrorKind::ModOp)),
-        };
-        let values = tokens.rest_values();
-        find.modify = Some(ModifySpec {
-            op,
-            returning,
-            values,
-        });
+    if tokens.is_done() {
+        return req;
     }
-    Ok(IndexOperation::Find(find))
+    let mop = tokens.next_raw();
+    if mop.is_empty() {
+        // An empty modify token is no modification (its values are read
+        // and ignored).
+        return req;
+    }
+    let op = match mop[0] {
+        b'U' => Some(ModifyOp::Update),
+        b'D' => Some(ModifyOp::Delete),
+        b'+' => Some(ModifyOp::Increment),
+        b'-' => Some(ModifyOp::Decrement),
+        _ => None,
+    };
+    req.modify = Some(ModifySpec {
+        op,
+        returning: mop.get(1) == Some(&b'?'),
+        values: tokens.rest_values(),
+    });
+    req
 }
 
-/// Leading-decimal parse, as the original's `atoi`: digits up to the first
-/// non-digit, saturating; no digits reads as 0.
-pub fn parse_number(raw: &[u8]) -> u64 {
-    let mut n: u64 = 0;
-    for &b in raw {
-        if !b.is_ascii_digit() {
-            break;
-        }
-        n = n.saturating_mul(10).saturating_add(u64::from(b - b'0'));
-    }
-    n
+/// A number as the original reads it: every decimal digit of the token in
+/// order, anything else skipped, wrapping modulo 2^32 (`1x2` is 12, `x` and
+/// the empty token are 0, `4294967297` is 1).
+pub fn parse_u32(raw: &[u8]) -> u32 {
+    raw.iter()
+        .filter(|b| b.is_ascii_digit())
+        .fold(0u32, |n, &b| {
+            n.wrapping_mul(10).wrapping_add(u32::from(b - b'0'))
+        })
 }
 
-/// The raw tokens of a line, split on HT.
-type TabSplit<'a> = std::slice::Split<'a, u8, fn(&u8) -> bool>;
-
-/// Cursor over the raw HT-separated tokens of a line.
+/// Cursor over the raw HT-separated tokens of a line. Past the end of the
+/// line every token reads as empty, as the original's reader does; `is_done`
+/// tells whether the line is used up.
 struct Tokens<'a> {
-    iter: std::iter::Peekable<TabSplit<'a>>,
-}
-
-fn is_tab(b: &u8) -> bool {
-    *b == b'\t'
+    rest: Option<&'a [u8]>,
 }
 
 impl<'a> Tokens<'a> {
     fn new(line: &'a [u8]) -> Self {
-        let split: std::slice::Split<'a, u8, fn(&u8) -> bool> =
-            line.split(is_tab as fn(&u8) -> bool);
-        Tokens {
-            iter: split.peekable(),
-        }
+        Tokens { rest: Some(line) }
     }
 
-    fn next_raw(&mut self) -> Option<&'a [u8]> {
-        self.iter.next()
-    }
-
-    fn peek_raw(&mut self) -> Option<&'a [u8]> {
-        self.iter.peek().copied()
-    }
-
-    fn is_done(&mut self) -> bool {
-        self.iter.peek().is_none()
-    }
-
-    fn next_value(&mut self) -> Option<Value> {
-        self.iter.next().map(decode_token)
-    }
-
-    /// Takes `count` values; tokens missing at the end of the line read as
-    /// empty strings. Never allocates more than the line can hold.
-    fn take_values(&mut self, count: u64) -> Vec<Value> {
-        let mut values = Vec::new();
-        for _ in 0..count {
-            match self.next_value() {
-                Some(v) => values.push(v),
-                None => break,
+    fn next_raw(&mut self) -> &'a [u8] {
+        let Some(rest) = self.rest else {
+            return b"";
+        };
+        match memchr_tab(rest) {
+            Some(i) => {
+                self.rest = Some(&rest[i + 1..]);
+                &rest[..i]
+            }
+            None => {
+                self.rest = None;
+                rest
             }
         }
-        let missing = count.saturating_sub(values.len() as u64);
-        // Padding is bounded: callers validate `count` against the index, and
-        // absurd counts are capped here so a tiny line cannot demand gigabytes.
-        let pad = missing.min(MAX_PADDED_VALUES) as usize;
-        values.extend(std::iter::repeat_with(|| Some(Vec::new())).take(pad));
+    }
+
+    fn peek_raw(&self) -> &'a [u8] {
+        match self.rest {
+            Some(rest) => &rest[..memchr_tab(rest).unwrap_or(rest.len())],
+            None => b"",
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        self.rest.is_none()
+    }
+
+    /// Up to `count` values, as many as the line holds.
+    fn take_values(&mut self, count: usize) -> Vec<Value> {
+        let mut values = Vec::new();
+        for _ in 0..count {
+            if self.is_done() {
+                break;
+            }
+            values.push(decode_token(self.next_raw()));
+        }
         values
     }
 
     fn rest_values(&mut self) -> Vec<Value> {
-        self.iter.by_ref().map(decode_token).collect()
+        let mut values = Vec::new();
+        while !self.is_done() {
+            values.push(decode_token(self.next_raw()));
+        }
+        values
     }
 }
 
-/// No index or table has more columns than this, so padding beyond it is moot.
-const MAX_PADDED_VALUES: u64 = 4096;
+fn memchr_tab(s: &[u8]) -> Option<usize> {
+    s.iter().position(|&b| b == b'\t')
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn find(line: &[u8]) -> FindRequest {
+    fn exec(line: &[u8]) -> ExecRequest {
         match parse_request(line) {
-            Ok(Request::Exec(ExecRequest {
-                operation: Ok(IndexOperation::Find(f)),
-                ..
-            })) => f,
+            Ok(Request::Exec(e)) => e,
+            other => panic!("expected exec, got {other:?}"),
+        }
+    }
+
+    fn find(line: &[u8]) -> FindRequest {
+        match exec(line).operation() {
+            Ok(IndexOperation::Find(f)) => f,
             other => panic!("expected find, got {other:?}"),
         }
     }
 
-    fn exec_err(line: &[u8]) -> ErrorKind {
+    /// The error the line answers on a slot with `fcols` filter columns.
+    fn error(line: &[u8], fcols: usize) -> Option<ErrorKind> {
         match parse_request(line) {
-            Ok(Request::Exec(ExecRequest {
-                operation: Err(ProtoError(kind)),
-                ..
-            })) => kind,
-            Err(ProtoError(kind)) => kind,
-            other => panic!("expected error, got {other:?}"),
+            Err(ProtoError(kind)) => Some(kind),
+            Ok(Request::Exec(e)) => match e.parse_error(fcols) {
+                Some(k) => Some(k),
+                None => e.operation().err(),
+            },
+            Ok(_) => None,
         }
     }
 
@@ -426,11 +629,26 @@ mod tests {
     }
 
     #[test]
-    fn open_index_with_empty_columns() {
-        match parse_request(b"P\t0\tdb\tt\t\t").unwrap() {
+    fn open_index_reads_like_the_original() {
+        // Verified against the plugin: `P x ...` opens id 0, `P 1x2` id 12,
+        // `P 4294967297` id 1; `P` alone opens an empty table name.
+        let id = |line: &[u8]| match parse_request(line).unwrap() {
+            Request::OpenIndex(o) => o.index_id,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(id(b"P\tx\tdb\tt\tPRIMARY\ta"), 0);
+        assert_eq!(id(b"P\t1x2\tdb\tt\tPRIMARY\ta"), 12);
+        assert_eq!(id(b"P\t4294967297\tdb\tt\tPRIMARY\ta"), 1);
+        match parse_request(b"P").unwrap() {
             Request::OpenIndex(o) => {
-                assert!(o.columns.is_empty());
-                assert!(o.index.is_empty());
+                assert!(o.table.is_empty() && o.columns.is_empty() && o.index.is_empty());
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse_request(b"P\t0\tdb\tt\t\ta,\tx\x00y").unwrap() {
+            Request::OpenIndex(o) => {
+                assert_eq!(o.columns, vec![b"a".to_vec(), Vec::new()]);
+                assert_eq!(o.filter_columns, vec![b"x".to_vec()]);
             }
             other => panic!("{other:?}"),
         }
@@ -441,28 +659,36 @@ mod tests {
         let f = find(b"0\t=\t1\t101");
         assert_eq!(f.op, FindOp::Eq);
         assert_eq!(f.keys, vec![Some(b"101".to_vec())]);
-        assert_eq!((f.limit, f.offset), (1, 0));
+        assert_eq!((f.limit, f.offset, f.effective_limit()), (0, 0, 1));
         assert!(f.in_clause.is_none() && f.filters.is_empty() && f.modify.is_none());
     }
 
     #[test]
-    fn limit_zero_means_one() {
-        let f = find(b"0\t>=\t1\t100\t0\t5");
-        assert_eq!((f.limit, f.offset), (1, 5));
+    fn numbers_wrap_and_skip_non_digits() {
+        assert_eq!(parse_u32(b"12ab"), 12);
+        assert_eq!(parse_u32(b"a1b2"), 12);
+        assert_eq!(parse_u32(b"ab"), 0);
+        assert_eq!(parse_u32(b"4294967296"), 0);
+        assert_eq!(parse_u32(b"4294967297"), 1);
+        let f = find(b"0\t<\t1\t100000\t4294967296\tx");
+        assert_eq!((f.effective_limit(), f.offset), (1, 0));
+        assert_eq!(exec(b"4294967299\t+\t1\tx").index_id, 3);
     }
 
     #[test]
     fn in_filters_and_modify() {
         let f = find(
-            b"3\t=\t2\ta\t\x00\t10\t2\t@\t1\t2\tx\ty\tF\t!=\t0\tzz\tW\t<=\t1\t\x00\tU?\tv1\t\x00",
+            b"3\t=\t2\ta\t\x00\t10\t2\t@\t1\t2\tx\t\x00\tF\t!=\t0\tzz\tW\t<=\t1\t\x00\tU?\tv1\t\x00",
         );
         assert_eq!(f.keys, vec![Some(b"a".to_vec()), None]);
         assert_eq!((f.limit, f.offset), (10, 2));
         assert_eq!(
             f.in_clause,
             Some(InClause {
-                key_column: 1,
-                values: vec![Some(b"x".to_vec()), Some(b"y".to_vec())]
+                position: Some(1),
+                count: 2,
+                // The NULL token is the byte 0x00 in an IN clause.
+                values: vec![b"x".to_vec(), vec![0]],
             })
         );
         assert_eq!(f.filters.len(), 2);
@@ -471,24 +697,75 @@ mod tests {
         assert_eq!(f.filters[1].kind, FilterKind::While);
         assert_eq!(f.filters[1].value, None);
         let m = f.modify.unwrap();
-        assert_eq!(m.op, ModifyOp::Update);
+        assert_eq!(m.op, Some(ModifyOp::Update));
         assert!(m.returning);
         assert_eq!(m.values, vec![Some(b"v1".to_vec()), None]);
+        assert_eq!(m.value(5), Some(&b""[..]));
     }
 
     #[test]
-    fn unknown_filter_op_is_never() {
-        let f = find(b"0\t>=\t1\t1\t1\t0\tF\t<>\t0\t5");
-        assert_eq!(f.filters[0].op, FilterOp::Never);
+    fn in_clause_variants() {
+        // Any token starting with `@` opens the clause.
+        let f = find(b"0\t>=\t1\t1\t10\t0\t@x\t0\t2\t1\t3");
+        assert_eq!(f.in_clause.as_ref().map(|i| i.count), Some(2));
+        // A position that reads as a negative int: ignored.
+        let f = find(b"0\t>=\t1\t1\t10\t0\t@\t2147483648\t1\t5");
+        assert!(f.in_clause.is_some() && f.active_in().is_none());
+    }
+
+    #[test]
+    fn filter_operators() {
+        for (tok, op) in [
+            (&b"="[..], FilterOp::Eq),
+            (b"!=", FilterOp::Ne),
+            (b">=", FilterOp::Ge),
+            (b"<", FilterOp::Lt),
+            (b"!", FilterOp::Never),
+            (b"x", FilterOp::Never),
+            (b"==", FilterOp::Never),
+            (b"<>", FilterOp::Always),
+            (b"=>", FilterOp::Always),
+            (b"=<", FilterOp::Always),
+            (b"", FilterOp::Always),
+            (b"abc", FilterOp::Always),
+            (b"!==", FilterOp::Always),
+        ] {
+            assert_eq!(FilterOp::from_token(tok), op, "{tok:?}");
+        }
+    }
+
+    #[test]
+    fn modify_token_first_byte() {
+        let m = |line: &[u8]| find(line).modify;
+        assert_eq!(
+            m(b"1\t>=\t1\t2\t2\t0\tUU\tx").map(|m| (m.op, m.returning)),
+            Some((Some(ModifyOp::Update), false))
+        );
+        assert_eq!(
+            m(b"1\t=\t1\t2\t1\t0\tD!").map(|m| m.op),
+            Some(Some(ModifyOp::Delete))
+        );
+        assert_eq!(
+            m(b"1\t=\t1\t2\t1\t0\t+-").map(|m| m.op),
+            Some(Some(ModifyOp::Increment))
+        );
+        assert_eq!(m(b"1\t=\t1\t2\t1\t0\tZ").map(|m| m.op), Some(None));
+        // An empty token (or a TAB after the offset) is a plain find.
+        assert_eq!(m(b"0\t>=\t1\tabc\t1\t0\t"), None);
+        assert_eq!(m(b"0\t>=\t1\tabc\t1\t0\t\textra"), None);
     }
 
     #[test]
     fn insert_values() {
-        match parse_request(b"1\t+\t3\ta\t\x00\t").unwrap() {
-            Request::Exec(ExecRequest {
-                index_id: 1,
-                operation: Ok(IndexOperation::Insert(i)),
-            }) => assert_eq!(i.values, vec![Some(b"a".to_vec()), None, Some(Vec::new())]),
+        match exec(b"1\t+\t3\ta\t\x00\t").operation().unwrap() {
+            IndexOperation::Insert(i) => {
+                assert_eq!(i.values, vec![Some(b"a".to_vec()), None, Some(Vec::new())]);
+                assert_eq!(i.count, 3);
+            }
+            other => panic!("{other:?}"),
+        }
+        match exec(b"1\t+\t4\ta").operation().unwrap() {
+            IndexOperation::Insert(i) => assert_eq!(i.value(3), Some(&b""[..])),
             other => panic!("{other:?}"),
         }
     }
@@ -500,40 +777,61 @@ mod tests {
     }
 
     #[test]
-    fn error_codes() {
-        assert_eq!(exec_err(b""), ErrorKind::Cmd);
-        assert_eq!(exec_err(b"X\t1"), ErrorKind::Cmd);
-        assert_eq!(exec_err(b"0\t!\t1\t1"), ErrorKind::Op);
-        assert_eq!(exec_err(b"0\t=\t0"), ErrorKind::KLen);
+    fn error_codes_and_their_order() {
+        assert_eq!(error(b"", 0), Some(ErrorKind::Cmd));
+        assert_eq!(error(b"X\t1", 0), Some(ErrorKind::Cmd));
+        assert_eq!(error(b"0\t!\t1\t1", 0), Some(ErrorKind::Op));
+        assert_eq!(error(b"0\t=\t0", 0), Some(ErrorKind::KLen));
+        assert_eq!(error(b"0\t+\t0", 0), Some(ErrorKind::KLen));
+        assert_eq!(error(b"0\tS\t0", 0), Some(ErrorKind::KLen));
+        assert_eq!(error(b"0\tS\t1\t1", 0), None);
+        // Parse-time errors come before op and klen.
         assert_eq!(
-            exec_err(b"0\t=\t1\t1\t1\t0\t@\t0\t0"),
-            ErrorKind::InValuesLen
+            error(b"1\t<\t1\tx\t1\t0\t@\t0\t0", 0),
+            Some(ErrorKind::InValuesLen)
         );
         assert_eq!(
-            exec_err(b"0\t=\t1\t1\t1\t0\tFF\t=\t0\t1"),
-            ErrorKind::FilterType
+            error(b"1\t!\t1\tx\t1\t0\tF\t=\t9\t1", 3),
+            Some(ErrorKind::FilterFld)
         );
-        assert_eq!(exec_err(b"0\t=\t1\t1\t1\t0\tX"), ErrorKind::ModOp);
-        assert_eq!(exec_err(b"99999999\t=\t1\t1"), ErrorKind::StmtNum);
+        assert_eq!(
+            error(b"0\t=\t1\t1\t1\t0\tFF\t=\t0\t1", 1),
+            Some(ErrorKind::FilterType)
+        );
+        // Filters in order: the first bad one decides.
+        assert_eq!(
+            error(b"0\t=\t1\t1\t1\t0\tF\t=\t5\t1\tFF\t=\t0\t1", 1),
+            Some(ErrorKind::FilterFld)
+        );
+        assert_eq!(
+            error(b"0\t=\t1\t1\t1\t0\tF\t=\t0\t1\tFF\t=\t5\t1", 1),
+            Some(ErrorKind::FilterType)
+        );
+        assert_eq!(error(b"0\t=\t1\t1\t1\t0\tX", 0), None);
     }
 
     #[test]
     fn huge_counts_do_not_allocate() {
-        let f = find(b"0\t=\t18446744073709551615\tk");
-        assert!(f.keys.len() as u64 <= MAX_PADDED_VALUES + 1);
-        match parse_request(b"0\t+\t999999999999").unwrap() {
-            Request::Exec(ExecRequest {
-                operation: Ok(IndexOperation::Insert(i)),
-                ..
-            }) => assert!(i.values.len() as u64 <= MAX_PADDED_VALUES),
+        let f = find(b"0\t=\t4294967295\tk");
+        assert!(f.keys.len() <= MAX_PADDED_VALUES);
+        match exec(b"0\t+\t4294967295").operation().unwrap() {
+            IndexOperation::Insert(i) => assert!(i.values.is_empty()),
             other => panic!("{other:?}"),
         }
+        let f = find(b"0\t=\t1\tk\t1\t0\t@\t0\t4294967295\tv");
+        let inc = f.in_clause.unwrap();
+        assert_eq!(inc.values.len(), 1);
+        assert_eq!(inc.seeks(), 1 + MAX_PADDED_VALUES);
     }
 
     #[test]
-    fn numbers_are_leading_digits() {
-        assert_eq!(parse_number(b"12ab"), 12);
-        assert_eq!(parse_number(b"ab"), 0);
-        assert_eq!(parse_number(b"99999999999999999999999"), u64::MAX);
+    fn auth_secret_compares_raw_length() {
+        match parse_request(b"A\t1\ta\x01\x41b").unwrap() {
+            Request::Auth(a) => {
+                assert_eq!(a.auth_type, b"1");
+                assert_eq!(a.secret, b"a\x01bb");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

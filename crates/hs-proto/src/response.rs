@@ -17,6 +17,8 @@ pub enum ErrorKind {
     FilterBlob,
     ModOp,
     ReadOnly,
+    /// `S`, the original's unfinished SQL operation.
+    NotImpl,
     IdxNum,
     Fld,
     OpenTable,
@@ -49,6 +51,7 @@ impl ErrorKind {
             ErrorKind::FilterBlob => "filterblob",
             ErrorKind::ModOp => "modop",
             ErrorKind::ReadOnly => "readonly",
+            ErrorKind::NotImpl => "notimpl",
             ErrorKind::IdxNum => "idxnum",
             ErrorKind::Fld => "fld",
             ErrorKind::OpenTable => "open_table",

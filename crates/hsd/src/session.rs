@@ -12,7 +12,7 @@ use crate::exec::{ReadTask, WriteTask};
 use crate::metrics::Metrics;
 use hs_proto::{
     parse_request, AuthRequest, ErrorKind, ExecRequest, IndexOperation, OpenIndexRequest, Request,
-    ResponseWriter,
+    ResponseWriter, MAX_INDEX_ID,
 };
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -29,10 +29,17 @@ pub struct PortContext {
 
 /// Opened indexes by id: a vector for the small ids clients use, a bounded
 /// map beyond, so a hostile id cannot make us allocate.
+///
+/// Like the original's per-connection table, it has as many slots as the
+/// highest id opened so far plus one: an id beyond them answers `stmtnum`
+/// before anything else in the line is looked at, an id within them that
+/// holds nothing only after the line's parse errors.
 #[derive(Default)]
 struct IndexTable {
     small: Vec<Option<Arc<OpenedIndex>>>,
     large: HashMap<u32, Arc<OpenedIndex>>,
+    /// Highest id opened + 1.
+    slots: u64,
 }
 
 const SMALL_IDS: usize = 1024;
@@ -46,7 +53,12 @@ impl IndexTable {
         }
     }
 
+    fn has_slot(&self, id: u32) -> bool {
+        u64::from(id) < self.slots
+    }
+
     fn set(&mut self, id: u32, index: Arc<OpenedIndex>) -> Result<(), ErrorKind> {
+        self.slots = self.slots.max(u64::from(id) + 1);
         let i = id as usize;
         if i < SMALL_IDS {
             if self.small.len() <= i {
@@ -73,7 +85,9 @@ enum Pending {
 pub struct Session<B: Backend> {
     port: Rc<PortContext>,
     dispatcher: Rc<Dispatcher<B>>,
-    authenticated: bool,
+    /// Set by a successful `A`, cleared by a failed one; only consulted when
+    /// the port has a secret.
+    authorized: bool,
     indexes: IndexTable,
     pending: Pending,
     pending_since: Option<Instant>,
@@ -90,11 +104,10 @@ const MAX_PENDING_REQUESTS: usize = 128;
 
 impl<B: Backend> Session<B> {
     pub fn new(port: Rc<PortContext>, dispatcher: Rc<Dispatcher<B>>) -> Self {
-        let authenticated = port.secret.is_none();
         Session {
             port,
             dispatcher,
-            authenticated,
+            authorized: false,
             indexes: IndexTable::default(),
             pending: Pending::None,
             pending_since: None,
@@ -104,7 +117,7 @@ impl<B: Backend> Session<B> {
 
     /// Whether requests may run (the port has no secret, or it was given).
     pub fn is_authenticated(&self) -> bool {
-        self.authenticated
+        self.may_run()
     }
 
     /// Handles one request line (LF and tolerated CR already removed). Its
@@ -127,6 +140,12 @@ impl<B: Backend> Session<B> {
         }
     }
 
+    /// Whether requests other than `A` may run: always on a port without a
+    /// secret, after a successful `A` on one with.
+    fn may_run(&self) -> bool {
+        self.port.secret.is_none() || self.authorized
+    }
+
     fn answer_error(&self, command: &str, kind: ErrorKind, out: &mut Vec<u8>) {
         let mut w = ResponseWriter::new();
         w.error(kind);
@@ -138,15 +157,17 @@ impl<B: Backend> Session<B> {
             .inc();
     }
 
+    /// `A <type> <secret>`: only type `1`; the secret must be the port's,
+    /// byte for byte (an empty one on a port without a secret, where any
+    /// other answers `unauth` as on the original). A failure clears an
+    /// earlier success.
     fn auth(&mut self, req: &AuthRequest, out: &mut Vec<u8>) {
         if req.auth_type != b"1" {
             return self.answer_error("auth", ErrorKind::AuthType, out);
         }
-        let ok = match &self.port.secret {
-            Some(secret) => bool::from(secret.as_slice().ct_eq(req.secret.as_slice())),
-            None => true,
-        };
-        self.authenticated = ok;
+        let secret = self.port.secret.as_deref().unwrap_or_default();
+        let ok = secret.len() == req.secret.len() && bool::from(secret.ct_eq(&req.secret));
+        self.authorized = ok;
         if ok {
             out.extend_from_slice(b"0\t1\n");
             self.port
@@ -160,10 +181,14 @@ impl<B: Backend> Session<B> {
     }
 
     async fn open_index(&mut self, req: OpenIndexRequest, out: &mut Vec<u8>) {
-        if !self.authenticated {
+        if !self.may_run() {
             return self.answer_error("open_index", ErrorKind::Unauth, out);
         }
         let id = req.index_id;
+        if id > MAX_INDEX_ID {
+            // Documented exception `index_id_above_65535`.
+            return self.answer_error("open_index", ErrorKind::StmtNum, out);
+        }
         let result = self.dispatcher.open(req).await;
         match result.and_then(|index| self.indexes.set(id, index)) {
             Ok(()) => {
@@ -178,29 +203,58 @@ impl<B: Backend> Session<B> {
         }
     }
 
+    /// A find, modify or insert line, checked in the original's order:
+    /// `stmtnum` for an id beyond the table, the parse errors, `stmtnum` for
+    /// an empty slot, `op`, `klen`, then `readonly`/`modop` (and, when it
+    /// runs, `kpnum` and `filterblob`).
     async fn exec(&mut self, req: ExecRequest, out: &mut Vec<u8>) {
-        if !self.authenticated {
+        if !self.may_run() {
             self.flush(out).await;
             return self.answer_error("exec", ErrorKind::Unauth, out);
         }
-        let Some(index) = self.indexes.get(req.index_id).cloned() else {
+        if !self.indexes.has_slot(req.index_id) {
+            self.flush(out).await;
+            return self.answer_error("exec", ErrorKind::StmtNum, out);
+        }
+        let index = self.indexes.get(req.index_id).cloned();
+        let filter_columns = index.as_ref().map_or(0, |i| i.filter_columns.len());
+        if let Some(kind) = req.parse_error(filter_columns) {
+            self.flush(out).await;
+            return self.answer_error("exec", kind, out);
+        }
+        let Some(index) = index else {
             self.flush(out).await;
             return self.answer_error("exec", ErrorKind::StmtNum, out);
         };
-        let op = match req.operation {
+        let op = match req.operation() {
             Ok(op) => op,
-            Err(e) => {
+            Err(kind) => {
                 self.flush(out).await;
-                return self.answer_error("exec", e.0, out);
+                return self.answer_error("exec", kind, out);
             }
         };
+        let read_port = self.port.kind == PortKind::Read;
+        let refuse = match &op {
+            IndexOperation::Sql => Some(ErrorKind::NotImpl),
+            IndexOperation::Insert(_) if read_port => Some(ErrorKind::ReadOnly),
+            IndexOperation::Find(find) => match &find.modify {
+                Some(_) if read_port => Some(ErrorKind::ReadOnly),
+                Some(m) if m.op.is_none() => Some(ErrorKind::ModOp),
+                _ => None,
+            },
+            IndexOperation::Insert(_) => None,
+        };
+        if let Some(kind) = refuse {
+            self.flush(out).await;
+            return self.answer_error("exec", kind, out);
+        }
         let write = match op {
             IndexOperation::Find(find) if find.modify.is_none() => {
                 if matches!(self.pending, Pending::Writes(_)) {
                     self.flush(out).await;
                 }
                 self.pending_since.get_or_insert_with(Instant::now);
-                self.pending_rows += u64::from(find.limit);
+                self.pending_rows += u64::from(find.effective_limit());
                 let task = ReadTask::new(index, find);
                 let count = match &mut self.pending {
                     Pending::Reads(tasks) => {
@@ -219,17 +273,14 @@ impl<B: Backend> Session<B> {
             }
             IndexOperation::Find(find) => WriteOp::Modify(find),
             IndexOperation::Insert(ins) => WriteOp::Insert(ins),
+            IndexOperation::Sql => return,
         };
-        if self.port.kind == PortKind::Read {
-            self.flush(out).await;
-            return self.answer_error("write", ErrorKind::ReadOnly, out);
-        }
         if matches!(self.pending, Pending::Reads(_)) {
             self.flush(out).await;
         }
         self.pending_since.get_or_insert_with(Instant::now);
         self.pending_rows += match &write {
-            WriteOp::Modify(find) => u64::from(find.limit),
+            WriteOp::Modify(find) => u64::from(find.effective_limit()),
             WriteOp::Insert(_) => 1,
         };
         let task = WriteTask::new(index, write);

@@ -69,7 +69,6 @@ fn short_run(mode: Mode, first_seed: u64, plugin: Side, hsd: Side) {
 /// (a) plugin vs `hsd --backend mysql`: two identical copies of every table
 /// type in two databases of the same MariaDB.
 #[test]
-#[ignore = "enabled once hsd matches (issue 10)"]
 fn mysql_backend_answers_as_the_original() {
     let Some(ports) = common::original_ports() else {
         return;
@@ -92,7 +91,6 @@ fn mysql_backend_answers_as_the_original() {
 /// (b) the type-independent part: plugin on MariaDB tables vs hsd's embedded
 /// store on equivalent SQLite tables.
 #[test]
-#[ignore = "enabled once hsd matches (issue 10)"]
 fn embedded_store_answers_as_the_original() {
     let Some(ports) = common::original_ports() else {
         return;
@@ -208,4 +206,77 @@ fn exception_line_starting_with_q_or_slash() {
             Some("line_starting_with_q_or_slash")
         );
     }
+}
+
+/// Exception `counts_beyond_the_line`: counts far beyond the values a line
+/// holds are answered at once. Never sent to the original, which allocates
+/// them all first.
+#[test]
+fn exception_counts_beyond_the_line() {
+    let server = TestServer::start(Backend::Sqlite, "hst_conf_counts", &[]).expect("hsd");
+    server.sql("CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT)");
+    server.sql("INSERT INTO t VALUES (1, 'a')");
+    let ep = hsd_endpoint(&server);
+    let open = format!("P\t0\t{}\tt\tPRIMARY\tid,v", server.db);
+    let huge_keys = b"0\t=\t4294967295\t1".as_slice();
+    let huge_in = b"0\t=\t1\t1\t4294967295\t0\t@\t0\t4294967295\t1".as_slice();
+    let answers = ask(&ep, Port::Read, &[open.as_bytes(), huge_keys, huge_in]);
+    assert_eq!(answers[0], b"0\t1".to_vec());
+    assert_eq!(answers[1], b"2\t1\tkpnum".to_vec());
+    // The value the line holds finds the row; the 4096 empty ones find nothing.
+    assert_eq!(answers[2], b"0\t2\t1\ta".to_vec());
+    for line in [huge_keys, huge_in] {
+        assert_eq!(
+            exceptions::matching(line, b"", &answers[1]),
+            Some("counts_beyond_the_line")
+        );
+    }
+}
+
+/// Exception `explicit_ids_after_an_error`. On a private MariaDB (the shared
+/// one must never meet it: the state lasts until the server restarts), the
+/// plugin stores an explicit auto-increment value and answers `0 1 0`, as
+/// hsd does; after one `P` on a missing table on its write port, it answers
+/// `1 1 167` and stores nothing, while hsd goes on storing.
+#[test]
+fn exception_explicit_ids_after_an_error() {
+    if common::mysql_url().is_none() {
+        return;
+    }
+    let instance = common::PrivateMariadb::start("mariadb-sticky-error");
+    let server = TestServer::start_at(
+        Backend::Mysql,
+        Some(instance.url.clone()),
+        "hst_conf_sticky",
+        &[],
+    );
+    server.sql("CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(8))");
+    let plugin = plugin_endpoint(instance.hs_ports, "hst_conf_sticky");
+    let hsd = hsd_endpoint(&server);
+    let open = b"P\t0\thst_conf_sticky\tt\tPRIMARY\tid,v".as_slice();
+    let missing = b"P\t1\thst_conf_sticky\tno_such_table\tPRIMARY\tid".as_slice();
+    let before = |id: &str| format!("0\t+\t2\t{id}\tbefore").into_bytes();
+    let after = |id: &str| format!("0\t+\t2\t{id}\tafter").into_bytes();
+
+    let answers = ask(&plugin, Port::Write, &[open, &before("100")]);
+    assert_eq!(answers[1], b"0\t1\t0".to_vec(), "the fresh plugin stores it");
+    let answers = ask(&hsd, Port::Write, &[open, &before("200")]);
+    assert_eq!(answers[1], b"0\t1\t0".to_vec());
+
+    let plugin_after = ask(&plugin, Port::Write, &[missing, open, &after("300")]);
+    assert_eq!(plugin_after[0], b"1\t1\topen_table".to_vec());
+    assert_eq!(plugin_after[2], b"1\t1\t167".to_vec(), "the plugin's sticky error");
+    let hsd_after = ask(&hsd, Port::Write, &[missing, open, &after("400")]);
+    assert_eq!(hsd_after[0], b"1\t1\topen_table".to_vec());
+    assert_eq!(hsd_after[2], b"0\t1\t0".to_vec());
+    assert_eq!(
+        exceptions::matching(&after("400"), &plugin_after[2], &hsd_after[2]),
+        Some("explicit_ids_after_an_error")
+    );
+    let ids: Vec<String> = server
+        .sql("SELECT id FROM t ORDER BY id")
+        .into_iter()
+        .filter_map(|r| r[0].clone())
+        .collect();
+    assert_eq!(ids, ["100", "200", "400"]);
 }

@@ -122,9 +122,13 @@ async fn in_and_filters(s: &mut TestServer) {
         ("1|>=|1|~|10|0|F|<=|0|~", "0|1|7"),
         ("1|>=|1|~|10|0|F|>=|1|c5", "0|1|6|5|7"),
         ("1|>=|1|~|10|0|F|<=|1|c2", "0|1|1|2"),
-        // An unknown filter operator is always false.
-        ("1|>=|1|x|10|0|F|<>|0|1", "0|1"),
-        ("1|>=|1|x|10|0|W|??|0|1", "0|1"),
+        // Unknown filter operators, by the original's rules (verified
+        // against it): one byte, or two ending in `=`, is false; anything
+        // else (`<>`, `=>`, three bytes) is true.
+        ("1|>=|1|x|10|0|F|!|0|1", "0|1"),
+        ("1|>=|1|x|10|0|W|==|0|1", "0|1"),
+        ("1|>=|1|x|10|0|F|<>|0|1", "0|1|1|2|3|4|5|7"),
+        ("1|>=|1|x|10|0|W|abc|0|1", "0|1|1|2|3|4|5|7"),
     ];
     for (req, want) in cases {
         assert_eq!(q(&mut c, req).await, t(want), "request {req}");
@@ -153,13 +157,16 @@ async fn errors(s: &mut TestServer) {
         ("1|=|0", "2|1|klen"),
         ("1|=|3|x|1|1", "2|1|kpnum"),
         ("1|=|1|x|1|0|@|0|0", "2|1|invalueslen"),
-        ("1|=|1|x|1|0|@|5|1|x", "2|1|kpnum"),
+        // IN at a position beyond the keys given: one seek per value with
+        // the keys as given (the original's answer).
+        ("1|=|1|x|1|0|@|5|1|x", "0|2|1|c1"),
         ("1|=|1|x|1|0|FF|=|0|1", "2|1|filtertype"),
         ("1|=|1|x|1|0|F|=|7|1", "2|1|filterfld"),
         ("1|=|1|x|1|0|F|=|1|1", "2|1|filterblob"),
         ("1|=|1|x|1|0|U|a", "2|1|readonly"),
         ("1|+|2|9|c9", "2|1|readonly"),
-        ("1|=|1|x|1|0|Z|a", "2|1|modop"),
+        // On the read port any modify token is readonly before it is checked.
+        ("1|=|1|x|1|0|Z|a", "2|1|readonly"),
         ("A|2|secret", "3|1|authtype"),
         (&format!("P|2|{db}|nosuch|PRIMARY|id"), "1|1|open_table"),
         ("P|2|nosuchdb|t|PRIMARY|id", "1|1|open_table"),
@@ -267,13 +274,20 @@ async fn insert_ids(s: &mut TestServer) {
         q(&mut w, &format!("P|2|{db}|u|PRIMARY|id,v")).await,
         t("0|1")
     );
-    assert_eq!(q(&mut w, "2|+|2|100|hundred").await, t("0|1|100"));
-    assert_eq!(q(&mut w, "1|+|1|next").await, t("0|1|101"));
-    // Values beyond the opened columns are ignored; fewer take defaults.
-    assert_eq!(q(&mut w, "1|+|3|extra|ignored|too").await, t("0|1|102"));
-    assert_eq!(q(&mut w, "2|+|0").await, t("0|1|103"));
-    assert_eq!(q(&mut w, "2|=|1|102").await, t("0|2|102|extra"));
-    assert_eq!(q(&mut w, "2|=|1|103").await, t("0|2|103|<NULL>"));
+    // An explicit auto-increment value is stored and answered with id 0
+    // (nothing was generated); the next generated id follows it; 0 takes
+    // the next id.
+    assert_eq!(q(&mut w, "2|+|2|100|hundred").await, t("0|1|0"));
+    assert_eq!(q(&mut w, "2|+|2|0|zero").await, t("0|1|101"));
+    assert_eq!(q(&mut w, "1|+|1|next").await, t("0|1|102"));
+    // Values beyond the opened columns are ignored; a column not given
+    // whose default is NULL stores its zero value (the empty string).
+    assert_eq!(q(&mut w, "1|+|3|extra|ignored|too").await, t("0|1|103"));
+    assert_eq!(q(&mut w, "2|+|1|0").await, t("0|1|104"));
+    assert_eq!(q(&mut w, "2|+|0").await, t("2|1|klen"));
+    assert_eq!(q(&mut w, "2|=|1|103").await, t("0|2|103|extra"));
+    assert_eq!(q(&mut w, "2|=|1|104").await, t("0|2|104|"));
+    assert_eq!(q(&mut w, "2|=|1|100").await, t("0|2|100|hundred"));
     // No auto-increment column: a bare 0 1.
     assert_eq!(
         q(&mut w, &format!("P|3|{db}|t|PRIMARY|id,c")).await,
@@ -286,7 +300,7 @@ both_backends!(insert_ids, &[]);
 
 async fn binary_values(s: &mut TestServer) {
     let db = s.db.clone();
-    s.sql("CREATE TABLE bin (id INTEGER NOT NULL PRIMARY KEY, v VARBINARY(600), n VARCHAR(10))");
+    s.sql("CREATE TABLE bin (id BIGINT NOT NULL PRIMARY KEY, v VARBINARY(600), n VARCHAR(10))");
     let mut w = s.writer().await;
     w.open_index(1, &db, "bin", "PRIMARY", &["id", "v", "n"], &[])
         .await

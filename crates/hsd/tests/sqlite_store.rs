@@ -151,7 +151,7 @@ async fn a_full_disk_fails_exactly_the_writes_it_lost() {
         assert!(out.status.success(), "{out:?}");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    let schema = "CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)";
+    let schema = "CREATE TABLE kv (k BIGINT PRIMARY KEY, v TEXT)";
     sql(&data, "a", schema);
     sql(&disk.dir, "b", schema);
     std::os::unix::fs::symlink(disk.dir.join("b.sqlite"), data.join("b.sqlite"))

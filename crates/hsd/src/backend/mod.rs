@@ -8,10 +8,12 @@
 pub mod mysql;
 pub mod scan_sql;
 pub mod sqlite;
+pub mod values;
 pub mod write_sql;
 
 use hs_proto::{FilterKind, FilterOp, FindOp, Value};
 use std::sync::Arc;
+pub use values::IntRead;
 
 /// What a backend could not do.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -88,6 +90,16 @@ pub struct ColumnMeta {
     pub is_blob: bool,
     /// What kind of values the column holds, as far as building SQL needs.
     pub kind: ColumnKind,
+    pub nullable: bool,
+    pub auto_increment: bool,
+    /// An insert that does not give this column stores the empty string
+    /// into it (its type's zero value), as the original did for columns
+    /// whose default is NULL or an expression (it started from the
+    /// table's default row with every NULL flag cleared). Otherwise the
+    /// column's own default applies.
+    pub zero_on_insert: bool,
+    /// What `+`/`-` read the column's value as.
+    pub int_read: IntRead,
 }
 
 /// A column's type family: enough to write a literal the database compares
@@ -103,9 +115,24 @@ pub enum ColumnKind {
     Text { charset: String, max_chars: u64 },
     /// Bytes (BINARY, VARBINARY, BLOB): `fixed` pads to `max_len`.
     Bytes { max_len: u64, fixed: bool },
-    /// Anything else (decimal, float, temporal, enum, ...), with the SQL type
-    /// a value is CAST to so that it becomes what storing it would make
-    /// (`None`: compared as text).
+    /// DATE, DATETIME, TIMESTAMP, TIME: `cast` is the SQL type a value is
+    /// CAST to, `zero` the type's zero value (what an unreadable value
+    /// stores as); a TIMESTAMP also stores values outside its range as zero.
+    Temporal {
+        cast: String,
+        zero: &'static str,
+        timestamp: bool,
+    },
+    /// YEAR.
+    Year,
+    /// ENUM: its elements (a value stores as an element's position).
+    Enum {
+        elements: Vec<Vec<u8>>,
+        case_insensitive: bool,
+    },
+    /// Anything else (decimal, float, ...), with the SQL type a value is
+    /// CAST to so that it becomes what storing it would make (`None`:
+    /// compared as text).
     Other { cast: Option<String> },
 }
 
@@ -118,8 +145,13 @@ pub struct IndexMeta {
     /// The key columns' positions in the table (`None` for a part that is
     /// not a column, like SQLite's rowid).
     pub key_columns: Vec<Option<usize>>,
+    /// Per key part, the prefix length of a prefix part (`key_sql` then
+    /// names the prefix); empty when no part is one.
+    pub key_prefix: Vec<Option<u64>>,
     /// Expressions appended to ORDER BY so equal keys come back in index order.
     pub tiebreak_sql: Vec<String>,
+    /// The tiebreak columns' positions (`None` for the rowid).
+    pub tiebreak_columns: Vec<Option<usize>>,
     /// FROM clause with whatever hint makes the database use this index.
     pub from_sql: String,
     /// At most one row per full key without NULLs (PRIMARY or UNIQUE); lets
@@ -131,31 +163,37 @@ pub struct IndexMeta {
 }
 
 impl TableMeta {
+    /// A column by its exact name (the original compares byte for byte).
     pub fn column_position(&self, name: &[u8]) -> Option<usize> {
-        self.columns
-            .iter()
-            .position(|c| c.name.as_bytes().eq_ignore_ascii_case(name))
+        self.columns.iter().position(|c| c.name.as_bytes() == name)
     }
 
+    /// An index as `P` names it, by the original's rules: a name starting
+    /// with a digit is a key number (read as C's `atoi`: leading digits,
+    /// then cut to a 32-bit int), the empty name is PRIMARY, any other name
+    /// must match exactly.
     pub fn index_position(&self, name: &[u8]) -> Option<usize> {
-        if name.is_empty() {
-            return self.indexes.iter().position(|i| i.name == "PRIMARY");
-        }
-        if let Some(pos) = self
-            .indexes
-            .iter()
-            .position(|i| i.name.as_bytes().eq_ignore_ascii_case(name))
-        {
-            return Some(pos);
-        }
-        if name.iter().all(u8::is_ascii_digit) {
-            let n = hs_proto::parse_number(name) as usize;
-            if n < self.indexes.len() {
-                return Some(n);
+        if name.first().is_some_and(u8::is_ascii_digit) {
+            let mut n: i64 = 0;
+            for &b in name.iter().take_while(|b| b.is_ascii_digit()) {
+                n = n.saturating_mul(10).saturating_add(i64::from(b - b'0'));
             }
+            let n = n as i32;
+            return usize::try_from(n).ok().filter(|&n| n < self.indexes.len());
         }
-        None
+        let want: &[u8] = if name.is_empty() { b"PRIMARY" } else { name };
+        self.indexes.iter().position(|i| i.name.as_bytes() == want)
     }
+}
+
+/// A value an update stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteValue<'a> {
+    /// Bytes (or NULL), stored as the original stored a request's value.
+    Bytes(Option<&'a [u8]>),
+    /// An integer, stored as a number (`+`/`-`: a DATE column given
+    /// 20100103 holds 2010-01-03).
+    Int(i64),
 }
 
 /// An index opened with `P`: which table, index, returned and filter columns.
@@ -214,8 +252,14 @@ pub struct Scan<'a> {
     pub filter_mode: FilterMode,
     /// At most this many rows (SQL LIMIT).
     pub fetch: u64,
-    /// Also select the row locator (for modify).
+    /// Also select the row locator and the row's position in the index
+    /// (for modify).
     pub with_locator: bool,
+    /// Only rows strictly after this position (the values of the index's
+    /// key and tiebreak columns of a row read before) in the scan's
+    /// direction: a modify walks the index one row at a time, as the
+    /// original's cursor did, and sees what its earlier changes moved.
+    pub after: Option<&'a [Value]>,
 }
 
 /// A row as a backend hands it to the executor. Columns are the opened
@@ -273,7 +317,7 @@ pub trait StorageConn {
         table: &TableMeta,
         locator: &[Value],
         columns: &[usize],
-        values: &[Option<&[u8]>],
+        values: &[WriteValue<'_>],
     ) -> Result<(), StorageError>;
 
     async fn delete(&mut self, table: &TableMeta, locator: &[Value]) -> Result<(), StorageError>;

@@ -24,6 +24,8 @@ pub struct ScanShape {
     pub filters: Vec<(FilterKind, FilterOp, usize, bool)>,
     pub filter_mode: FilterMode,
     pub with_locator: bool,
+    /// One flag per `after` value (set when NULL); `None` without `after`.
+    pub after_nulls: Option<Vec<bool>>,
 }
 
 impl ScanShape {
@@ -39,6 +41,7 @@ impl ScanShape {
                 .collect(),
             filter_mode: scan.filter_mode,
             with_locator: scan.with_locator,
+            after_nulls: scan.after.map(|a| a.iter().map(Option::is_none).collect()),
         }
     }
 }
@@ -50,6 +53,9 @@ pub enum Param {
     Key(usize),
     /// Filter `i`'s value, compared with that filter's column.
     Filter(usize),
+    /// Value `i` of the scan's `after` position, compared with position
+    /// column `i` (the index's key columns, then its tiebreak columns).
+    After(usize),
     /// The row limit.
     Limit,
 }
@@ -77,8 +83,42 @@ impl ValueSink for Placeholders {
 pub struct ScanLayout {
     /// Opened columns first; then the filter state column if any.
     pub has_state: bool,
-    /// Then this many locator columns.
+    /// Then this many locator columns: the table's locator, then the row's
+    /// position in the index (`position_columns`).
     pub locator_len: usize,
+}
+
+impl ScanLayout {
+    /// What `build` makes of `scan`.
+    pub fn of(scan: &Scan<'_>) -> ScanLayout {
+        let index = scan.index.index_meta();
+        ScanLayout {
+            has_state: matches!(scan.filter_mode, FilterMode::StateColumn { .. }),
+            locator_len: if scan.with_locator {
+                scan.index.table.locator_sql.len() + index.key_sql.len() + index.tiebreak_sql.len()
+            } else {
+                0
+            },
+        }
+    }
+}
+
+/// The columns that order an index's rows (key columns, then the
+/// tiebreak), as SQL and as table column positions (`None`: the rowid).
+pub fn position_columns(index: &super::IndexMeta) -> (Vec<&str>, Vec<Option<usize>>) {
+    let sql = index
+        .key_sql
+        .iter()
+        .chain(&index.tiebreak_sql)
+        .map(String::as_str)
+        .collect();
+    let cols = index
+        .key_columns
+        .iter()
+        .chain(&index.tiebreak_columns)
+        .copied()
+        .collect();
+    (sql, cols)
 }
 
 /// Options a dialect needs beyond the metadata's fragments.
@@ -109,20 +149,31 @@ pub fn build(
         sep(sql);
         sql.extend_from_slice(table.columns[c].select_sql.as_bytes());
     }
-    let has_state = matches!(scan.filter_mode, FilterMode::StateColumn { .. });
-    if has_state {
+    let layout = ScanLayout::of(scan);
+    if layout.has_state {
         sep(sql);
         state_expr(scan.filters, table, sink, sql);
     }
-    let locator_len = if scan.with_locator {
-        table.locator_sql.len()
-    } else {
-        0
-    };
+    let (position_sql, position_cols) = position_columns(index);
     if scan.with_locator {
         for l in &table.locator_sql {
             sep(sql);
             sql.extend_from_slice(l.as_bytes());
+        }
+        for (p, c) in position_sql.iter().zip(&position_cols) {
+            sep(sql);
+            // A FLOAT's text is rounded; as a DOUBLE it is exact, so the
+            // walk goes on from exactly the row it read.
+            let float = c.is_some_and(|c| {
+                matches!(&table.columns[c].kind, super::ColumnKind::Other { cast: Some(t) } if t == "FLOAT")
+            });
+            if float {
+                sql.extend_from_slice(b"CAST(");
+                sql.extend_from_slice(p.as_bytes());
+                sql.extend_from_slice(b" AS DOUBLE)");
+            } else {
+                sql.extend_from_slice(p.as_bytes());
+            }
         }
     }
     if first {
@@ -149,6 +200,19 @@ pub fn build(
         }
         _ => {}
     }
+    if let Some(after) = scan.after {
+        sql.extend_from_slice(b" AND ");
+        let strict = if scan.op.is_descending() {
+            FindOp::Lt
+        } else {
+            FindOp::Gt
+        };
+        let n = after.len().min(position_sql.len());
+        let (_, positions) = position_columns(index);
+        let cols = cols_of(table, &position_sql[..n], &positions);
+        let is_null = |i: usize| after[i].is_none();
+        lexicographic(&cols, 0, strict, strict, &is_null, &Param::After, sink, sql);
+    }
     let dir: &[u8] = if scan.op.is_descending() {
         b" DESC"
     } else {
@@ -172,10 +236,7 @@ pub fn build(
     if scan.with_locator {
         sql.extend_from_slice(dialect.lock_suffix.as_bytes());
     }
-    ScanLayout {
-        has_state,
-        locator_len,
-    }
+    layout
 }
 
 /// `CASE WHEN NOT f1 THEN k1 ... ELSE 0 END`: the first false filter decides.
@@ -199,7 +260,8 @@ fn state_expr(
 }
 
 /// A filter as a condition that is never NULL. NULL is equal to NULL and
-/// lower than any value; an unknown operator is always false.
+/// lower than any value; an unknown operator is false or true by the
+/// original's rules (`FilterOp::Never`, `FilterOp::Always`).
 pub fn filter_condition(
     f: &ResolvedFilter,
     i: usize,
@@ -207,18 +269,30 @@ pub fn filter_condition(
     sink: &mut impl ValueSink,
     sql: &mut Vec<u8>,
 ) {
-    let c = table.columns[f.column].name_sql.as_bytes();
+    let column = &table.columns[f.column];
+    let c = column.name_sql.as_bytes();
+    // A NOT NULL column is never NULL; `IS NULL` would even hold for the
+    // zero date of a NOT NULL DATE/DATETIME column (an ODBC rule).
+    let (is_null, is_not_null): (&[&[u8]], &[&[u8]]) = if column.nullable {
+        (&[b"(", c, b" IS NULL)"], &[b"(", c, b" IS NOT NULL)"])
+    } else {
+        (&[b"(1=0)"], &[b"(1=1)"])
+    };
     let mut put = |parts: &[&[u8]]| {
         for p in parts {
             sql.extend_from_slice(p);
         }
     };
+    if f.op == FilterOp::Always {
+        return put(&[b"(1=1)"]);
+    }
     if f.value.is_none() {
         return match f.op {
-            FilterOp::Eq | FilterOp::Le => put(&[b"(", c, b" IS NULL)"]),
-            FilterOp::Ne | FilterOp::Gt => put(&[b"(", c, b" IS NOT NULL)"]),
+            FilterOp::Eq | FilterOp::Le => put(is_null),
+            FilterOp::Ne | FilterOp::Gt => put(is_not_null),
             FilterOp::Ge => put(&[b"(1=1)"]),
             FilterOp::Lt | FilterOp::Never => put(&[b"(1=0)"]),
+            FilterOp::Always => put(&[b"(1=1)"]),
         };
     }
     let (sql_op, null_col_result): (&[u8], &[u8]) = match f.op {
@@ -229,12 +303,34 @@ pub fn filter_condition(
         FilterOp::Lt => (b" < ", b"1"),
         FilterOp::Le => (b" <= ", b"1"),
         FilterOp::Never => return put(&[b"(1=0)"]),
+        FilterOp::Always => return put(&[b"(1=1)"]),
     };
     put(&[b"(COALESCE(", c, sql_op]);
     sink.value(sql, Param::Filter(i));
     sql.extend_from_slice(b", ");
     sql.extend_from_slice(null_col_result);
     sql.extend_from_slice(b") <> 0)");
+}
+
+/// A key or position column as the key conditions use it.
+struct Col {
+    sql: String,
+    /// NOT NULL columns get no NULL tests (see `filter_condition`).
+    nullable: bool,
+}
+
+fn cols_of(table: &TableMeta, sql: &[&str], positions: &[Option<usize>]) -> Vec<Col> {
+    sql.iter()
+        .enumerate()
+        .map(|(i, c)| Col {
+            sql: c.to_string(),
+            nullable: positions
+                .get(i)
+                .copied()
+                .flatten()
+                .is_none_or(|p| table.columns[p].nullable),
+        })
+        .collect()
 }
 
 /// The key condition over the first `n` index columns, lexicographic, with
@@ -247,14 +343,19 @@ fn key_condition(
     sql: &mut Vec<u8>,
 ) {
     let n = scan.keys.len().min(key_sql.len());
-    let cols = &key_sql[..n];
+    let names: Vec<&str> = key_sql[..n].iter().map(String::as_str).collect();
+    let cols = &cols_of(
+        &scan.index.table,
+        &names,
+        &scan.index.index_meta().key_columns,
+    )[..];
     let is_null = |i: usize| scan.keys[i].is_none();
     if scan.op == FindOp::Eq {
         for (i, c) in cols.iter().enumerate() {
             if i > 0 {
                 sql.extend_from_slice(b" AND ");
             }
-            eq(c, i, is_null(i), sink, sql);
+            eq(c, Param::Key(i), is_null(i), sink, sql);
         }
         return;
     }
@@ -270,50 +371,79 @@ fn key_condition(
             FindOp::Gt => FindOp::Ge,
             _ => FindOp::Le,
         };
-        cmp(&cols[0], 0, inclusive, is_null(0), sink, sql);
+        cmp(&cols[0], Param::Key(0), inclusive, is_null(0), sink, sql);
         sql.extend_from_slice(b" AND ");
     }
-    lexicographic(cols, 0, scan.op, strict, &is_null, sink, sql);
+    lexicographic(cols, 0, scan.op, strict, &is_null, &Param::Key, sink, sql);
 }
 
+#[allow(clippy::too_many_arguments)]
 fn lexicographic(
-    cols: &[String],
+    cols: &[Col],
     i: usize,
     op: FindOp,
     strict: FindOp,
     is_null: &dyn Fn(usize) -> bool,
+    param: &dyn Fn(usize) -> Param,
     sink: &mut impl ValueSink,
     sql: &mut Vec<u8>,
 ) {
     if i + 1 == cols.len() {
         sql.push(b'(');
-        cmp(&cols[i], i, op, is_null(i), sink, sql);
+        cmp(&cols[i], param(i), op, is_null(i), sink, sql);
         sql.push(b')');
         return;
     }
     sql.push(b'(');
-    cmp(&cols[i], i, strict, is_null(i), sink, sql);
+    cmp(&cols[i], param(i), strict, is_null(i), sink, sql);
     sql.extend_from_slice(b" OR (");
-    eq(&cols[i], i, is_null(i), sink, sql);
+    eq(&cols[i], param(i), is_null(i), sink, sql);
     sql.extend_from_slice(b" AND ");
-    lexicographic(cols, i + 1, op, strict, is_null, sink, sql);
+    lexicographic(cols, i + 1, op, strict, is_null, param, sink, sql);
     sql.extend_from_slice(b"))");
 }
 
-fn eq(col: &str, i: usize, null: bool, sink: &mut impl ValueSink, sql: &mut Vec<u8>) {
-    sql.extend_from_slice(col.as_bytes());
+fn eq(col: &Col, param: Param, null: bool, sink: &mut impl ValueSink, sql: &mut Vec<u8>) {
+    if null && !col.nullable {
+        sql.extend_from_slice(b"1=0");
+        return;
+    }
+    sql.extend_from_slice(col.sql.as_bytes());
     if null {
         sql.extend_from_slice(b" IS NULL");
     } else {
         sql.extend_from_slice(b" = ");
-        sink.value(sql, Param::Key(i));
+        sink.value(sql, param);
     }
 }
 
-fn cmp(col: &str, i: usize, op: FindOp, null: bool, sink: &mut impl ValueSink, sql: &mut Vec<u8>) {
-    let c = col.as_bytes();
+fn cmp(
+    col: &Col,
+    param: Param,
+    op: FindOp,
+    null: bool,
+    sink: &mut impl ValueSink,
+    sql: &mut Vec<u8>,
+) {
+    let c = col.sql.as_bytes();
+    if !col.nullable {
+        // Never NULL: a NULL bound is below every value, no NULL row follows.
+        match (op, null) {
+            (FindOp::Gt | FindOp::Ge, true) => return extend(sql, &[b"1=1"]),
+            (FindOp::Lt | FindOp::Le, true) => return extend(sql, &[b"1=0"]),
+            (FindOp::Lt, false) => {
+                extend(sql, &[c, b" < "]);
+                return sink.value(sql, param);
+            }
+            (FindOp::Le, false) => {
+                extend(sql, &[c, b" <= "]);
+                return sink.value(sql, param);
+            }
+            _ => {}
+        }
+    }
     let (pre, post): (&[u8], &[u8]) = match (op, null) {
-        (FindOp::Eq, _) => return eq(col, i, null, sink, sql),
+        (FindOp::Eq, _) => return eq(col, param, null, sink, sql),
         (FindOp::Gt, true) => return extend(sql, &[c, b" IS NOT NULL"]),
         (FindOp::Ge, true) => return extend(sql, &[b"1=1"]),
         (FindOp::Lt, true) => return extend(sql, &[b"1=0"]),
@@ -325,10 +455,10 @@ fn cmp(col: &str, i: usize, op: FindOp, null: bool, sink: &mut impl ValueSink, s
     };
     if post.is_empty() {
         extend(sql, &[c, pre]);
-        sink.value(sql, Param::Key(i));
+        sink.value(sql, param);
     } else {
         extend(sql, &[b"(", c, pre]);
-        sink.value(sql, Param::Key(i));
+        sink.value(sql, param);
         extend(sql, &[post, c, b" IS NULL)"]);
     }
 }

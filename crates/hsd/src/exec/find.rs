@@ -85,6 +85,7 @@ async fn run_grouped<C: StorageConn>(conn: &mut C, tasks: &mut [ReadTask]) -> Re
                     ScanStep::Continue
                 }
             }
+            RowDecision::Skip if counters[t].done => ScanStep::Stop,
             RowDecision::Skip => ScanStep::Continue,
             RowDecision::End => ScanStep::Stop,
         }

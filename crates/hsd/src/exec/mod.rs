@@ -30,10 +30,16 @@ pub fn storage_error_kind(e: &StorageError) -> ErrorKind {
 pub struct PreparedFind<'a> {
     pub index: &'a OpenedIndex,
     pub req: &'a FindRequest,
+    /// The key values as the scan uses them: a NULL key on a NOT NULL
+    /// column is the empty string (the original cannot store NULL there and
+    /// stores the type's zero value).
+    pub keys: Vec<Option<&'a [u8]>>,
     pub filters: Vec<ResolvedFilter>,
 }
 
-/// The checks that need the opened index (section 4 of the spec).
+/// The checks that need the opened index, in the original's order:
+/// `kpnum`, then `filterblob` (a non-NULL value on a BLOB/TEXT column).
+/// `filterfld` was answered while parsing.
 pub fn prepare_find<'a>(
     index: &'a OpenedIndex,
     req: &'a FindRequest,
@@ -42,17 +48,29 @@ pub fn prepare_find<'a>(
     if req.keys.len() > key_len {
         return Err(ErrorKind::KpNum);
     }
-    if let Some(inc) = &req.in_clause {
-        if inc.key_column as usize >= req.keys.len() {
-            return Err(ErrorKind::KpNum);
-        }
-    }
+    let key_columns = &index.index_meta().key_columns;
+    let keys = req
+        .keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let not_null = key_columns
+                .get(i)
+                .copied()
+                .flatten()
+                .is_some_and(|c| !index.table.columns[c].nullable);
+            match k {
+                None if not_null => Some(&b""[..]),
+                other => other.as_deref(),
+            }
+        })
+        .collect();
     let mut filters = Vec::with_capacity(req.filters.len());
     for f in &req.filters {
         let Some(&column) = index.filter_columns.get(f.column as usize) else {
             return Err(ErrorKind::FilterFld);
         };
-        if index.table.columns[column].is_blob {
+        if f.value.is_some() && index.table.columns[column].is_blob {
             return Err(ErrorKind::FilterBlob);
         }
         filters.push(ResolvedFilter {
@@ -65,17 +83,20 @@ pub fn prepare_find<'a>(
     Ok(PreparedFind {
         index,
         req,
+        keys,
         filters,
     })
 }
 
 impl<'a> PreparedFind<'a> {
-    /// The scans this find runs: one, or one per IN value (each taking at
-    /// most the row its seek lands on).
+    /// The scans this find runs: one, or one per IN value. Each IN value is
+    /// one seek that takes at most the row it lands on; its value replaces
+    /// the key at the IN position, and a position beyond the keys given
+    /// replaces nothing (the same seek runs once per value, as on the
+    /// original).
     pub fn scans(&'a self, with_locator: bool) -> Vec<Scan<'a>> {
-        let keys: Vec<Option<&[u8]>> = self.req.keys.iter().map(|k| k.as_deref()).collect();
         let has_while = self.filters.iter().any(|f| f.kind == FilterKind::While);
-        match &self.req.in_clause {
+        match self.req.active_in() {
             None => {
                 let filter_mode = if self.filters.is_empty() {
                     FilterMode::None
@@ -89,11 +110,12 @@ impl<'a> PreparedFind<'a> {
                 vec![Scan {
                     index: self.index,
                     op: self.req.op,
-                    keys,
+                    keys: self.keys.clone(),
                     filters: &self.filters,
                     filter_mode,
-                    fetch: u64::from(self.req.limit) + u64::from(self.req.offset),
+                    fetch: RowCounter::reads(self.req),
                     with_locator,
+                    after: None,
                 }]
             }
             Some(inc) => {
@@ -104,11 +126,18 @@ impl<'a> PreparedFind<'a> {
                         exclude_skipped: false,
                     }
                 };
-                inc.values
-                    .iter()
+                let position = inc.position.map_or(usize::MAX, |p| p as usize);
+                let seeks = if RowCounter::reads(self.req) == 0 {
+                    0
+                } else {
+                    inc.seeks()
+                };
+                (0..seeks)
                     .map(|v| {
-                        let mut k = keys.clone();
-                        k[inc.key_column as usize] = v.as_deref();
+                        let mut k = self.keys.clone();
+                        if let Some(slot) = k.get_mut(position) {
+                            *slot = Some(inc.value(v));
+                        }
                         Scan {
                             index: self.index,
                             op: self.req.op,
@@ -117,6 +146,7 @@ impl<'a> PreparedFind<'a> {
                             filter_mode,
                             fetch: 1,
                             with_locator,
+                            after: None,
                         }
                     })
                     .collect()
@@ -125,11 +155,15 @@ impl<'a> PreparedFind<'a> {
     }
 }
 
-/// Counts rows across a find's scans: filter states, offset, limit.
+/// Counts rows across a find's scans as the original's loop did: it reads
+/// while `taken < limit + offset` (in 32 bits, so a large limit plus an
+/// offset wraps), an `F` filter's false row is passed over, a `W` filter's
+/// ends the scan, the first `offset` passing rows are skipped.
 #[derive(Debug)]
 pub struct RowCounter {
-    offset_left: u64,
-    limit_left: u64,
+    limit: u32,
+    skip: u32,
+    taken: u32,
     pub done: bool,
 }
 
@@ -144,33 +178,93 @@ pub enum RowDecision {
 
 impl RowCounter {
     pub fn new(req: &FindRequest) -> Self {
-        RowCounter {
-            offset_left: u64::from(req.offset),
-            limit_left: u64::from(req.limit),
+        let mut c = RowCounter {
+            limit: req.effective_limit(),
+            skip: req.offset,
+            taken: 0,
             done: false,
-        }
+        };
+        c.done = !c.may_read();
+        c
     }
 
+    /// At most how many rows passing the filters the loop reads.
+    pub fn reads(req: &FindRequest) -> u64 {
+        u64::from(req.effective_limit().wrapping_add(req.offset))
+    }
+
+    fn may_read(&self) -> bool {
+        self.taken < self.limit.wrapping_add(self.skip)
+    }
+
+    /// Decides about the next row read (`filter_state`: 0 passes, 1 an `F`
+    /// filter is false, 2 a `W` filter is false). `done` tells afterwards
+    /// whether the loop reads any further row.
     pub fn decide(&mut self, filter_state: i64) -> RowDecision {
         if self.done {
             return RowDecision::End;
         }
-        match filter_state {
-            1 => return RowDecision::Skip,
+        let decision = match filter_state {
+            1 => RowDecision::Skip,
             2 => {
                 self.done = true;
                 return RowDecision::End;
             }
-            _ => {}
+            _ if self.skip > 0 => {
+                self.skip -= 1;
+                RowDecision::Skip
+            }
+            _ => {
+                self.taken += 1;
+                RowDecision::Take
+            }
+        };
+        self.done = !self.may_read();
+        decision
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hs_proto::FindOp;
+
+    fn req(limit: u32, offset: u32) -> FindRequest {
+        FindRequest {
+            op: FindOp::Ge,
+            keys: vec![Some(b"1".to_vec())],
+            limit,
+            offset,
+            in_clause: None,
+            filters: Vec::new(),
+            modify: None,
         }
-        if self.offset_left > 0 {
-            self.offset_left -= 1;
-            return RowDecision::Skip;
+    }
+
+    fn run(limit: u32, offset: u32, states: &[i64]) -> Vec<usize> {
+        let mut c = RowCounter::new(&req(limit, offset));
+        let mut taken = Vec::new();
+        for (i, &s) in states.iter().enumerate() {
+            if c.decide(s) == RowDecision::Take {
+                taken.push(i);
+            }
         }
-        self.limit_left -= 1;
-        if self.limit_left == 0 {
-            self.done = true;
-        }
-        RowDecision::Take
+        taken
+    }
+
+    #[test]
+    fn limit_offset_and_filters() {
+        assert_eq!(run(0, 0, &[0, 0]), vec![0]);
+        assert_eq!(run(2, 1, &[0, 0, 0, 0]), vec![1, 2]);
+        assert_eq!(run(2, 0, &[1, 0, 2, 0]), vec![1]);
+    }
+
+    #[test]
+    fn limit_plus_offset_wraps() {
+        // Verified against the original: 4294967295 + 2 wraps to 1 row read.
+        assert_eq!(RowCounter::reads(&req(u32::MAX, 2)), 1);
+        assert_eq!(run(u32::MAX, 2, &[0, 0, 0]), Vec::<usize>::new());
+        assert_eq!(RowCounter::reads(&req(u32::MAX, 1)), 0);
+        assert!(RowCounter::new(&req(u32::MAX, 1)).done);
     }
 }

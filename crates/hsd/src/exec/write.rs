@@ -3,8 +3,13 @@
 //! sent once that transaction has committed.
 
 use super::{prepare_find, storage_error_kind, RowCounter, RowDecision};
-use crate::backend::{OpenedIndex, RowView, ScanStep, StorageConn, StorageError};
-use hs_proto::{ErrorKind, FindRequest, InsertRequest, ModifyOp, ResponseWriter, Value};
+use crate::backend::values::{modify_amount, stored_integer, stored_readback};
+use crate::backend::{
+    ColumnKind, OpenedIndex, RowView, Scan, ScanStep, StorageConn, StorageError, WriteValue,
+};
+use hs_proto::{
+    ErrorKind, FindRequest, InsertRequest, ModifyOp, ModifySpec, ResponseWriter, Value,
+};
 use std::sync::Arc;
 
 pub enum WriteOp {
@@ -82,30 +87,95 @@ pub async fn run_write<C: StorageConn>(conn: &mut C, task: &mut WriteTask) -> Wr
     }
 }
 
+/// An insert as the original made it: it starts from the table's default
+/// row with every NULL flag cleared, stores the first `min(n, opened)`
+/// values into the opened columns in order (a column opened twice keeps its
+/// last value, or NULL if any was NULL; NULL on a NOT NULL column changes
+/// nothing), then writes.
+/// Columns it did not set keep their default, or the zero value when that
+/// default is NULL or an expression (`zero_on_insert`). A non-zero
+/// auto-increment value is stored and answered with id 0 (nothing was
+/// generated); zero or none takes the next id. (The original answers
+/// `1 1 167` instead once its write thread has met any error, such as a
+/// `P` on a missing table, until the server restarts: docs/compatibility.md,
+/// `explicit_ids_after_an_error`.)
 async fn insert<C: StorageConn>(
     conn: &mut C,
     index: &OpenedIndex,
     req: &InsertRequest,
     out: &mut ResponseWriter,
 ) -> Result<(), WriteFailure> {
-    let n = req.values.len().min(index.columns.len());
-    let values: Vec<Option<&[u8]>> = req.values[..n].iter().map(|v| v.as_deref()).collect();
-    match conn
-        .insert(&index.table, &index.columns[..n], &values)
-        .await?
-    {
+    let table = &index.table;
+    let n = (req.count as usize).min(index.columns.len());
+    let mut columns: Vec<usize> = Vec::with_capacity(n);
+    let mut values: Vec<Option<&[u8]>> = Vec::with_capacity(n);
+    for (i, &c) in index.columns[..n].iter().enumerate() {
+        let v = req.value(i);
+        let meta = &table.columns[c];
+        if v.is_none() && !meta.nullable {
+            continue;
+        }
+        match columns.iter().position(|&x| x == c) {
+            // The original never clears a NULL flag it set: a column given
+            // NULL once stays NULL whatever follows.
+            Some(p) if values[p].is_none() => {}
+            Some(p) => values[p] = v,
+            None => {
+                columns.push(c);
+                values.push(v);
+            }
+        }
+    }
+    // The auto-increment column: zero (or NULL) takes the next id.
+    let mut explicit_id = false;
+    let mut k = 0;
+    while k < columns.len() {
+        let meta = &table.columns[columns[k]];
+        if meta.auto_increment {
+            let (min, max) = match meta.kind {
+                ColumnKind::Integer { min, max } => (min, max),
+                _ => (i128::from(i64::MIN), i128::from(i64::MAX)),
+            };
+            match values[k] {
+                Some(v) if stored_integer(v, min, max) != 0 => explicit_id = true,
+                _ => {
+                    columns.remove(k);
+                    values.remove(k);
+                    continue;
+                }
+            }
+        }
+        k += 1;
+    }
+    for (c, meta) in table.columns.iter().enumerate() {
+        if meta.zero_on_insert && !columns.contains(&c) {
+            columns.push(c);
+            values.push(Some(b""));
+        }
+    }
+    match conn.insert(table, &columns, &values).await? {
+        Some(_) if explicit_id => out.ok_number(0),
         Some(id) => out.ok_number(id),
         None => out.ok(),
     }
     Ok(())
 }
 
-/// A row chosen for modification: its locator and its values before the change.
-struct Target {
+/// A row a modify read: its filter state, locator, position in the index
+/// and values before any change.
+struct ReadRow {
+    state: i64,
     locator: Vec<Value>,
+    position: Vec<Value>,
     before: Vec<Value>,
 }
 
+/// Find-and-modify, as the original's loop: one row is read, answered (the
+/// `?` forms, with its values before the change) and changed before the
+/// next is read, so a later read sees what earlier changes did (a row whose
+/// key moved ahead is met again; an IN value seeks among the rows as they
+/// are then). An error stops the loop and is the answer; rows changed
+/// before it stay changed.
 async fn modify<C: StorageConn>(
     conn: &mut C,
     index: &OpenedIndex,
@@ -115,61 +185,99 @@ async fn modify<C: StorageConn>(
     let Some(spec) = &req.modify else {
         return Err(ErrorKind::ModOp.into());
     };
+    let Some(op) = spec.op else {
+        return Err(ErrorKind::ModOp.into());
+    };
     let prepared = prepare_find(index, req)?;
-    if index.table.locator_sql.is_empty() {
-        return Err(StorageError::NoRowLocator(index.table.name.clone()).into());
+    let table = &index.table;
+    if table.locator_sql.is_empty() {
+        return Err(StorageError::NoRowLocator(table.name.clone()).into());
     }
-    let scans = prepared.scans(true);
     let ncols = index.columns.len();
+    let locator_len = table.locator_sql.len();
+    let seeks = prepared.scans(true);
+    let walk = req.active_in().is_none();
     let mut counter = RowCounter::new(req);
-    let mut targets: Vec<Target> = Vec::new();
-    let mut visit = |_: usize, row: &dyn RowView| match counter.decide(row.filter_state()) {
-        RowDecision::Take => {
-            targets.push(Target {
-                locator: row.locator(),
+    let mut returned: Vec<Value> = Vec::new();
+    let mut modified: u64 = 0;
+    let mut after: Option<Vec<Value>> = None;
+    // `=` with a full key of a unique index (no NULL in it) reads one row
+    // at most: InnoDB knows no second one can follow, and does not look,
+    // even for a row whose primary key the change moved ahead.
+    let meta = index.index_meta();
+    let single = walk
+        && req.op == hs_proto::FindOp::Eq
+        && meta.unique
+        && prepared.keys.len() == meta.key_sql.len()
+        && prepared.keys.iter().all(Option::is_some);
+    let mut seek = 0;
+    while !counter.done {
+        let base = if walk {
+            seeks.first()
+        } else {
+            seek += 1;
+            seeks.get(seek - 1)
+        };
+        let Some(base) = base else {
+            break;
+        };
+        let scan = Scan {
+            index: base.index,
+            op: base.op,
+            keys: base.keys.clone(),
+            filters: base.filters,
+            filter_mode: base.filter_mode,
+            fetch: 1,
+            with_locator: true,
+            after: if walk { after.as_deref() } else { None },
+        };
+        let mut read: Option<ReadRow> = None;
+        let mut visit = |_: usize, row: &dyn RowView| {
+            let mut locator = row.locator();
+            let position = locator.split_off(locator_len.min(locator.len()));
+            read = Some(ReadRow {
+                state: row.filter_state(),
+                locator,
+                position,
                 before: (0..ncols)
                     .map(|c| row.column(c).map(<[u8]>::to_vec))
                     .collect(),
             });
-            if counter.done {
-                ScanStep::Stop
-            } else {
-                ScanStep::Continue
+            ScanStep::Stop
+        };
+        conn.scan_many(std::slice::from_ref(&scan), &mut visit)
+            .await?;
+        let Some(row) = read else {
+            if walk {
+                break;
             }
+            continue;
+        };
+        if walk {
+            after = Some(row.position);
         }
-        RowDecision::Skip => ScanStep::Continue,
-        RowDecision::End => ScanStep::Stop,
-    };
-    conn.scan_many(&scans, &mut visit).await?;
-
-    // Exactly one value per opened column; missing ones are empty strings.
-    let given: Vec<Option<&[u8]>> = (0..ncols)
-        .map(|i| match spec.values.get(i) {
-            Some(v) => v.as_deref(),
-            None => Some(&b""[..]),
-        })
-        .collect();
-    let mut modified: u64 = 0;
-    for t in &targets {
-        let changed = match spec.op {
+        if counter.decide(row.state) != RowDecision::Take {
+            continue;
+        }
+        if spec.returning {
+            returned.extend(row.before.iter().cloned());
+        }
+        let changed = match op {
             ModifyOp::Update => {
-                conn.update(&index.table, &t.locator, &index.columns, &given)
-                    .await?;
+                let (cols, vals) = update_values(index, spec);
+                conn.update(table, &row.locator, &cols, &vals).await?;
                 true
             }
             ModifyOp::Delete => {
-                conn.delete(&index.table, &t.locator).await?;
+                conn.delete(table, &row.locator).await?;
                 true
             }
             ModifyOp::Increment | ModifyOp::Decrement => {
-                match arithmetic(spec.op, &t.before, &given) {
+                match arithmetic(index, op, &row.before, spec) {
                     Some((cols, vals)) => {
-                        let cols: Vec<usize> = cols.iter().map(|&i| index.columns[i]).collect();
-                        let vals: Vec<Option<&[u8]>> =
-                            vals.iter().map(|v| Some(v.as_slice())).collect();
-                        if !cols.is_empty() {
-                            conn.update(&index.table, &t.locator, &cols, &vals).await?;
-                        }
+                        let vals: Vec<WriteValue<'_>> =
+                            vals.into_iter().map(WriteValue::Int).collect();
+                        conn.update(table, &row.locator, &cols, &vals).await?;
                         true
                     }
                     None => false,
@@ -179,13 +287,14 @@ async fn modify<C: StorageConn>(
         if changed {
             modified += 1;
         }
+        if single {
+            break;
+        }
     }
     if spec.returning {
         out.begin_ok(ncols);
-        for t in &targets {
-            for v in &t.before {
-                out.value(v.as_deref());
-            }
+        for v in &returned {
+            out.value(v.as_deref());
         }
         out.end();
     } else {
@@ -194,90 +303,80 @@ async fn modify<C: StorageConn>(
     Ok(())
 }
 
-/// `+`/`-` on one row: which opened columns change and their new text. A NULL
-/// current or given value leaves that column alone. `None` when a `-` would
-/// change a column's sign: the whole row is then left unmodified (quirk).
+/// `U`: one value per opened column (missing ones are empty strings). A
+/// column opened twice takes its last value; NULL on a NOT NULL column
+/// leaves it as it was.
+fn update_values<'s>(
+    index: &OpenedIndex,
+    spec: &'s ModifySpec,
+) -> (Vec<usize>, Vec<WriteValue<'s>>) {
+    let mut cols: Vec<usize> = Vec::new();
+    let mut vals: Vec<WriteValue<'s>> = Vec::new();
+    for (i, &c) in index.columns.iter().enumerate() {
+        let v = spec.value(i);
+        if v.is_none() && !index.table.columns[c].nullable {
+            continue;
+        }
+        match cols.iter().position(|&x| x == c) {
+            Some(p) => vals[p] = WriteValue::Bytes(v),
+            None => {
+                cols.push(c);
+                vals.push(WriteValue::Bytes(v));
+            }
+        }
+    }
+    (cols, vals)
+}
+
+/// `+`/`-` on one row: the table columns that change and their new
+/// integers. Each opened column's value is read as an integer (`IntRead`)
+/// and the amount (`atoll`) added or subtracted; a NULL value or amount
+/// leaves the column alone. `None` when a `-` would change a value's sign:
+/// the row is then left as it was and not counted (quirk).
 fn arithmetic(
+    index: &OpenedIndex,
     op: ModifyOp,
     before: &[Value],
-    given: &[Option<&[u8]>],
-) -> Option<(Vec<usize>, Vec<Vec<u8>>)> {
-    let mut cols = Vec::new();
-    let mut vals = Vec::new();
-    for (i, (cur, delta)) in before.iter().zip(given).enumerate() {
-        let (Some(cur), Some(delta)) = (cur, delta) else {
+    spec: &ModifySpec,
+) -> Option<(Vec<usize>, Vec<i64>)> {
+    let mut cols: Vec<usize> = Vec::new();
+    let mut vals: Vec<i64> = Vec::new();
+    // What each changed column reads back after its store.
+    let mut reads: Vec<i64> = Vec::new();
+    for (i, &c) in index.columns.iter().enumerate() {
+        let (Some(cur), Some(amount)) = (before.get(i).and_then(|v| v.as_deref()), spec.value(i))
+        else {
             continue;
         };
-        let cur = leading_integer(cur);
-        let delta = leading_integer(delta);
+        let meta = &index.table.columns[c];
+        // A column opened twice reads what the first change stored.
+        let pos = cols.iter().position(|&x| x == c);
+        let cur = match pos {
+            Some(p) => reads[p],
+            None => meta.int_read.read(cur),
+        };
+        let amount = modify_amount(amount);
         let new = if op == ModifyOp::Increment {
-            cur.wrapping_add(delta)
+            cur.wrapping_add(amount)
         } else {
-            let new = cur.wrapping_sub(delta);
+            let new = cur.wrapping_sub(amount);
             if (cur < 0 && new > 0) || (cur > 0 && new < 0) {
                 return None;
             }
             new
         };
-        cols.push(i);
-        vals.push(new.to_string().into_bytes());
+        let read = stored_readback(&meta.kind, new);
+        match pos {
+            Some(p) => {
+                vals[p] = new;
+                reads[p] = read;
+            }
+            None => {
+                cols.push(c);
+                vals.push(new);
+                reads.push(read);
+            }
+        }
     }
     Some((cols, vals))
-}
-
-/// `atoll`: optional sign, then digits up to the first non-digit; garbage is 0.
-pub fn leading_integer(s: &[u8]) -> i64 {
-    let s = s.trim_ascii_start();
-    let (neg, digits) = match s.first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let mut n: i64 = 0;
-    for &b in digits {
-        if !b.is_ascii_digit() {
-            break;
-        }
-        n = n.saturating_mul(10).saturating_add(i64::from(b - b'0'));
-    }
-    if neg {
-        -n
-    } else {
-        n
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn leading_integer_parses_like_atoll() {
-        assert_eq!(leading_integer(b"42abc"), 42);
-        assert_eq!(leading_integer(b"-7"), -7);
-        assert_eq!(leading_integer(b" 3"), 3);
-        assert_eq!(leading_integer(b"x"), 0);
-        assert_eq!(leading_integer(b"12.9"), 12);
-    }
-
-    #[test]
-    fn decrement_sign_rule() {
-        let before = vec![Some(b"5".to_vec()), Some(b"1".to_vec())];
-        // 5-3 = 2 fine, 1-3 = -2 changes sign: whole row untouched.
-        assert!(arithmetic(ModifyOp::Decrement, &before, &[Some(b"3"), Some(b"3")]).is_none());
-        let (cols, vals) =
-            arithmetic(ModifyOp::Decrement, &before, &[Some(b"3"), Some(b"1")]).unwrap();
-        assert_eq!(cols, vec![0, 1]);
-        assert_eq!(vals, vec![b"2".to_vec(), b"0".to_vec()]);
-        // From zero going negative is not a sign change.
-        let zero = vec![Some(b"0".to_vec())];
-        assert!(arithmetic(ModifyOp::Decrement, &zero, &[Some(b"1")]).is_some());
-    }
-
-    #[test]
-    fn null_leaves_column_alone() {
-        let before = vec![None, Some(b"1".to_vec())];
-        let (cols, _) = arithmetic(ModifyOp::Increment, &before, &[Some(b"1"), None]).unwrap();
-        assert!(cols.is_empty());
-    }
 }

@@ -54,6 +54,60 @@ pub fn original_ports() -> Option<(u16, u16)> {
     }
 }
 
+/// A MariaDB of a test's own (scripts/mariadb.sh with its own data dir
+/// under the target dir, the original plugin loaded), for tests that must
+/// not disturb the shared one; stopped when dropped.
+pub struct PrivateMariadb {
+    dir: PathBuf,
+    pub url: String,
+    /// The original plugin's read and write ports.
+    pub hs_ports: (u16, u16),
+}
+
+impl PrivateMariadb {
+    pub fn start(name: &str) -> PrivateMariadb {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+        mariadb_sh(&dir, "start");
+        let env = mariadb_sh(&dir, "env");
+        let var = |name: &str| {
+            env.lines()
+                .find_map(|l| l.strip_prefix(&format!("export {name}=")))
+                .unwrap_or_else(|| panic!("{name} in mariadb.sh env"))
+                .trim_matches('\'')
+                .to_string()
+        };
+        let port = |name: &str| var(name).parse::<u16>().expect("port number");
+        PrivateMariadb {
+            url: var("HSD_TEST_MYSQL_URL"),
+            hs_ports: (port("HSD_HS_ORIGINAL_PORT"), port("HSD_HS_ORIGINAL_PORT_WR")),
+            dir,
+        }
+    }
+}
+
+impl Drop for PrivateMariadb {
+    fn drop(&mut self) {
+        mariadb_sh(&self.dir, "stop");
+    }
+}
+
+/// Runs scripts/mariadb.sh `cmd` for the instance in `dir`; its stdout.
+fn mariadb_sh(dir: &Path, cmd: &str) -> String {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mariadb.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(cmd)
+        .env("HSD_MARIADB_DIR", dir)
+        .output()
+        .expect("run scripts/mariadb.sh");
+    assert!(
+        out.status.success(),
+        "mariadb.sh {cmd} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 pub struct TestServer {
     pub backend: Backend,
     /// The database (SQLite file name / MariaDB schema) this test owns.
@@ -272,7 +326,7 @@ impl TestServer {
     /// Column type for an auto-increment integer primary key.
     pub fn autoinc_pk(&self) -> &'static str {
         match self.backend {
-            Backend::Sqlite => "INTEGER PRIMARY KEY",
+            Backend::Sqlite => "INTEGER PRIMARY KEY AUTOINCREMENT",
             Backend::Mysql => "INTEGER NOT NULL AUTO_INCREMENT PRIMARY KEY",
         }
     }

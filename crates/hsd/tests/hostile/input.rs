@@ -23,7 +23,8 @@ fn every_spec_error_line() {
         ("0|+|1|x", "2|1|stmtnum"),
         ("5|!|1|1", "2|1|stmtnum"),
         ("99999999999999999999999|=|1|1", "2|1|stmtnum"),
-        ("P|x|test|user|PRIMARY|user_id", "2|1|stmtnum"),
+        // `P x` opens id 0 on the original (numbers are their digits).
+        ("P|x|test|user|PRIMARY|user_id", "0|1"),
         ("P|65536|test|user|PRIMARY|user_id", "2|1|stmtnum"),
         // open_table / idxnum / fld.
         ("P|0|nodb|user|PRIMARY|user_id", "1|1|open_table"),
@@ -42,22 +43,27 @@ fn every_spec_error_line() {
         ("0|=|0", "2|1|klen"),
         ("0|=|2|1|2", "2|1|kpnum"),
         ("0|=|1|1|1|0|@|0|0", "2|1|invalueslen"),
-        ("0|=|1|1|1|0|@|1|1|5", "2|1|kpnum"),
+        // IN beyond the key parts: one seek per value with the key as given.
+        ("0|=|1|1|1|0|@|1|1|5", "0|2|1|Hiro Eriksen"),
         ("0|=|1|1|1|0|FF|=|0|x", "2|1|filtertype"),
         ("0|=|1|1|1|0|Wx|=|0|x", "2|1|filtertype"),
         ("0|=|1|1|1|0|F|=|1|x", "2|1|filterfld"),
         ("0|=|1|1|1|0|X", "2|1|modop"),
-        ("0|=|1|1|1|0|U!|x", "2|1|modop"),
+        // The modify token's first byte decides (`U!` is an update).
+        ("0|=|1|1|1|0|!U|x", "2|1|modop"),
         // Storage refusals: duplicate key and NOT NULL.
         ("P|1|test|h|PRIMARY|id,name|data", "0|1"),
         ("1|>=|1|0|10|0|F|=|0|x", "2|1|filterblob"),
-        ("1|+|2|1|a", "0|1|1"),
+        ("1|+|2|1|a", "0|1"),
         ("1|+|2|1|b", "1|1|121"),
-        ("1|+|2|2|~", "1|1|1048"),
-        ("1|>=|1|0|10|0", "0|2|1|a"),
-        // authtype without a secret set; any secret is accepted then.
+        // NULL into a NOT NULL column stores its zero value, as on the original.
+        ("1|+|2|2|~", "0|1"),
+        ("1|>=|1|0|10|0", "0|2|1|a|2|"),
+        // authtype without a secret set; any non-empty secret is refused
+        // then (the original compares it with the empty secret).
         ("A|2|x", "3|1|authtype"),
-        ("A|1|anything", "0|1"),
+        ("A|1|anything", "3|1|unauth"),
+        ("A|1", "0|1"),
     ];
     for (req, want) in cases {
         assert_eq!(w.req(req), *want, "request {req:?}");
@@ -73,7 +79,7 @@ fn every_spec_error_line() {
     ] {
         assert_eq!(r.req(req), "2|1|readonly", "request {req:?}");
     }
-    assert_eq!(r.req("0|>=|1|0|10|0"), "0|2|1|a", "nothing written");
+    assert_eq!(r.req("0|>=|1|0|10|0"), "0|2|1|a|2|", "nothing written");
     s.case_done("spec errors");
 
     // unauth / authtype with secrets; each listener has its own.
@@ -101,7 +107,7 @@ fn every_spec_error_line() {
         ("A|1|rsecret", "3|1|unauth"),
         ("A|1|wsecret", "0|1"),
         ("P|0|test|h|PRIMARY|id,name", "0|1"),
-        ("0|+|2|5|x", "0|1|5"),
+        ("0|+|2|5|x", "0|1"),
     ] {
         assert_eq!(w.req(req), want, "write port: {req:?}");
     }
@@ -254,7 +260,7 @@ fn huge_lines_and_huge_token_counts() {
     let big: String = "x".repeat(8 << 20);
     let mut c = Conn::open(&s.write);
     assert_eq!(c.req("P|0|test|h|PRIMARY|id,name"), "0|1");
-    assert_eq!(c.req(&format!("0|+|2|77|{big}")), "0|1|77");
+    assert_eq!(c.req(&format!("0|+|2|77|{big}")), "0|1");
     assert_eq!(c.req(&format!("0|=|1|{big}")), "0|2");
     let back = c.req("0|=|1|77");
     assert!(
@@ -277,11 +283,13 @@ fn huge_lines_and_huge_token_counts() {
         (many(""), Some("2|1|cmd")),
         ("9".repeat(n), Some("2|1|stmtnum")),
         ("P|3|test|h|PRIMARY|id,name".to_string(), Some("0|1")),
-        (format!("3|+|{n}|{}", many("5")), Some("0|1|5")),
+        (format!("3|+|{n}|{}", many("5")), Some("0|1")),
         (format!("3|=|1|5|1|0|U?|6|{}", many("w")), Some("0|2|5|5")),
         ("3|=|1|6".to_string(), Some("0|2|6|w")),
-        (format!("A|1|{}", many("s")), Some("0|1")),
-        (format!("0|>=|1|1|1|0|U|{}", many("u")), None),
+        (format!("A|1|{}", many("s")), Some("3|1|unauth")),
+        // Keeps user 1's id (its name becomes "u"): the IN line below
+        // finds every id.
+        (format!("0|>=|1|1|1|0|U|1|{}", many("u")), None),
         (format!("0|=|1|1|{n}|0|@|0|{n}|{}", ids.join("|")), None),
         (format!("0|>=|1|1|10|0|{}", many("F|!=|0|zz")), None),
         (
@@ -339,7 +347,7 @@ fn half_closed_sockets_still_get_every_answer() {
     let out = exchange(&s.write, input);
     assert_eq!(check_responses(&out), 2002);
     let lines: Vec<String> = out.split(|&b| b == b'\n').take(2002).map(show).collect();
-    assert_eq!(lines[2], "0|1|1000");
+    assert_eq!(lines[2], "0|1");
     assert_eq!(lines[5], "0|2|1000|n0");
     assert_eq!(lines[4], "2|1|op");
     let mut c = Conn::open(&s.read);

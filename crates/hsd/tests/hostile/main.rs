@@ -34,7 +34,9 @@ struct Hsd {
 
 /// Created before the server starts: a BLOB column for `filterblob` and a
 /// NOT NULL column for a refused insert.
-const SETUP_SQL: &str = "CREATE TABLE h (id INTEGER PRIMARY KEY, name TEXT NOT NULL, data BLOB)";
+/// `id` is a plain integer key (an INTEGER PRIMARY KEY would be the
+/// auto-increment column, which refuses explicit ids as the original did).
+const SETUP_SQL: &str = "CREATE TABLE h (id BIGINT PRIMARY KEY, name TEXT NOT NULL, data BLOB)";
 
 impl Hsd {
     fn start(extra: &[&str]) -> Hsd {

@@ -224,6 +224,10 @@ impl Link {
                  innodb_lock_wait_timeout = {lock_wait}"
             ),
             "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string(),
+            // The original wrote rows at the storage engine, below CHECK
+            // constraints (a JSON column left out of an insert holds '').
+            // MariaDB only; MySQL has no such variable, and that is fine.
+            "SET SESSION check_constraint_checks = 0".to_string(),
             // MariaDB: seconds, every statement. MySQL: milliseconds, SELECT
             // only; one of the two fails, and that is fine.
             format!(

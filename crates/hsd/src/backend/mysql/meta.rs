@@ -7,7 +7,7 @@
 //! `P` means what it meant to the original plugin.
 
 use super::link::{Answer, Failure, Link, ResultSink};
-use crate::backend::{ColumnKind, ColumnMeta, IndexMeta, StorageError, TableMeta};
+use crate::backend::{ColumnKind, ColumnMeta, IndexMeta, IntRead, StorageError, TableMeta};
 use mysql_wire::literal::{push_binary, push_identifier};
 use mysql_wire::TextRow;
 
@@ -95,6 +95,7 @@ pub fn column_kind(
     column_type: &str,
     charset: Option<&str>,
     max_len: Option<u64>,
+    collation: Option<&str>,
 ) -> ColumnKind {
     let unsigned = column_type.contains("unsigned");
     let bits = match data_type {
@@ -112,6 +113,42 @@ pub fn column_kind(
             (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
         };
         return ColumnKind::Integer { min, max };
+    }
+    // "datetime(6)" -> "(6)".
+    let params = column_type
+        .find('(')
+        .and_then(|i| column_type[i..].find(')').map(|j| &column_type[i..=i + j]))
+        .unwrap_or("");
+    match data_type {
+        "date" => {
+            return ColumnKind::Temporal {
+                cast: "DATE".into(),
+                zero: "0000-00-00",
+                timestamp: false,
+            }
+        }
+        "datetime" | "timestamp" => {
+            return ColumnKind::Temporal {
+                cast: format!("DATETIME{params}"),
+                zero: "0000-00-00 00:00:00",
+                timestamp: data_type == "timestamp",
+            }
+        }
+        "time" => {
+            return ColumnKind::Temporal {
+                cast: format!("TIME{params}"),
+                zero: "00:00:00",
+                timestamp: false,
+            }
+        }
+        "year" => return ColumnKind::Year,
+        "enum" => {
+            return ColumnKind::Enum {
+                elements: type_elements(column_type),
+                case_insensitive: collation.is_some_and(|c| c.ends_with("_ci")),
+            }
+        }
+        _ => {}
     }
     match (data_type, charset) {
         ("char" | "varchar" | "tinytext" | "text" | "mediumtext" | "longtext", Some(cs)) => {
@@ -144,9 +181,6 @@ fn cast_type(data_type: &str, column_type: &str) -> Option<String> {
         "decimal" => Some(format!("DECIMAL{params}")),
         "float" => Some("FLOAT".into()),
         "double" => Some("DOUBLE".into()),
-        "date" => Some("DATE".into()),
-        "datetime" | "timestamp" => Some(format!("DATETIME{params}")),
-        "time" => Some(format!("TIME{params}")),
         _ => None,
     }
 }
@@ -157,6 +191,83 @@ struct Column {
     nullable: bool,
     auto_increment: bool,
     kind: ColumnKind,
+    zero_on_insert: bool,
+    int_read: IntRead,
+}
+
+/// Whether an insert that leaves the column out stores its type's zero
+/// value (the original's rows start from the default row with every NULL
+/// flag cleared): when its default is NULL, or an expression the original
+/// never evaluated (`current_timestamp()`). A NOT NULL column without a
+/// default keeps the server's implicit default (an ENUM's first element).
+/// `default` is information_schema's COLUMN_DEFAULT: SQL NULL for none,
+/// `NULL` for a NULL default, quoted text or a number for a constant.
+fn zero_on_insert(default: Option<&str>, nullable: bool, auto_increment: bool) -> bool {
+    if auto_increment {
+        return false;
+    }
+    match default {
+        None => nullable,
+        Some(d) if d.eq_ignore_ascii_case("NULL") => true,
+        Some(d) => {
+            let constant = d.starts_with('\'')
+                || d.parse::<f64>().is_ok()
+                || d.starts_with("b'")
+                || d.starts_with("x'");
+            !constant
+        }
+    }
+}
+
+/// The elements of `enum('a','b')` or `set(...)` as information_schema
+/// writes them (quotes doubled inside).
+fn type_elements(column_type: &str) -> Vec<Vec<u8>> {
+    let Some(open) = column_type.find('(') else {
+        return Vec::new();
+    };
+    let inner = column_type[open + 1..]
+        .strip_suffix(')')
+        .unwrap_or(&column_type[open + 1..]);
+    let bytes = inner.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\'' {
+            i += 1;
+            continue;
+        }
+        let mut v = Vec::new();
+        i += 1;
+        while i < bytes.len() {
+            if bytes[i] == b'\'' {
+                if bytes.get(i + 1) == Some(&b'\'') {
+                    v.push(b'\'');
+                    i += 2;
+                    continue;
+                }
+                i += 1;
+                break;
+            }
+            v.push(bytes[i]);
+            i += 1;
+        }
+        out.push(v);
+    }
+    out
+}
+
+/// What `+`/`-` read a column's value as.
+fn int_read(data_type: &str, column_type: &str, kind: &ColumnKind) -> IntRead {
+    match data_type {
+        _ if matches!(kind, ColumnKind::Integer { .. }) => IntRead::Integer,
+        "decimal" => IntRead::Decimal,
+        "float" => IntRead::Float,
+        "double" => IntRead::Real,
+        "date" | "datetime" | "timestamp" | "time" | "year" => IntRead::Temporal,
+        "enum" => IntRead::Enum(type_elements(column_type)),
+        "set" => IntRead::Set(type_elements(column_type)),
+        _ => IntRead::Text,
+    }
 }
 
 /// One index as SHOW INDEX lists it.
@@ -165,8 +276,10 @@ struct RawIndex {
     unique: bool,
     /// Column names in index order; None for an expression part.
     columns: Vec<Option<String>>,
-    /// (Seq_in_index, column) as listed, while reading SHOW INDEX.
-    parts: Vec<(u32, Option<String>)>,
+    /// (Seq_in_index, column, Sub_part) as listed, while reading SHOW INDEX.
+    parts: Vec<(u32, Option<String>, Option<u64>)>,
+    /// Each part's prefix length (characters of text, bytes of binary).
+    prefixes: Vec<Option<u64>>,
     has_prefix: bool,
     /// FULLTEXT/SPATIAL, or ignored/invisible: not readable in key order
     /// by HANDLER, no FORCE INDEX hint.
@@ -196,7 +309,8 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
     }
 
     let mut sql = b"SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, IS_NULLABLE, EXTRA, \
-                    COLUMN_TYPE, CHARACTER_SET_NAME, CHARACTER_MAXIMUM_LENGTH \
+                    COLUMN_TYPE, CHARACTER_SET_NAME, CHARACTER_MAXIMUM_LENGTH, COLUMN_DEFAULT, \
+                    COLLATION_NAME \
                     FROM information_schema.COLUMNS"
         .to_vec();
     sql.extend_from_slice(&filter);
@@ -212,11 +326,24 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
             let column_type = text(6).to_ascii_lowercase();
             let charset = r.get(7).cloned().flatten();
             let max_len = r.get(8).cloned().flatten().and_then(|n| n.parse().ok());
+            let default = r.get(9).cloned().flatten();
+            let collation = r.get(10).cloned().flatten();
+            let nullable = text(4) == "YES";
+            let auto_increment = text(5).to_ascii_lowercase().contains("auto_increment");
+            let kind = column_kind(
+                &data_type,
+                &column_type,
+                charset.as_deref(),
+                max_len,
+                collation.as_deref(),
+            );
             Column {
                 name: text(2),
-                nullable: text(4) == "YES",
-                auto_increment: text(5).to_ascii_lowercase().contains("auto_increment"),
-                kind: column_kind(&data_type, &column_type, charset.as_deref(), max_len),
+                nullable,
+                auto_increment,
+                zero_on_insert: zero_on_insert(default.as_deref(), nullable, auto_increment),
+                int_read: int_read(&data_type, &column_type, &kind),
+                kind,
                 data_type,
             }
         })
@@ -260,13 +387,27 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
     let mut indexes = Vec::with_capacity(raw.len());
     for i in &raw {
         let usable = i.columns.iter().all(Option::is_some);
-        let key_sql = if usable { names(i) } else { Vec::new() };
-        let tiebreak_sql = match clustered {
+        // A prefix part compares (and orders) the column's first n
+        // characters, as the original's key did.
+        let key_sql: Vec<String> = if usable {
+            names(i)
+                .into_iter()
+                .zip(&i.prefixes)
+                .map(|(c, p)| match p {
+                    Some(n) => format!("LEFT({c}, {n})"),
+                    None => c,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let (tiebreak_sql, tiebreak_columns): (Vec<String>, Vec<Option<usize>>) = match clustered {
             Some(c) if !std::ptr::eq(c, i) => names(c)
                 .into_iter()
-                .filter(|pk| !key_sql.contains(pk))
-                .collect(),
-            _ => Vec::new(),
+                .zip(c.columns.iter().map(position))
+                .filter(|(pk, _)| !key_sql.contains(pk))
+                .unzip(),
+            _ => (Vec::new(), Vec::new()),
         };
         let from_sql = if i.unordered {
             table_sql.clone()
@@ -283,8 +424,14 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
             } else {
                 Vec::new()
             },
+            key_prefix: if usable {
+                i.prefixes.clone()
+            } else {
+                Vec::new()
+            },
             key_sql,
             tiebreak_sql,
+            tiebreak_columns,
             from_sql,
             ordered: !i.unordered,
         });
@@ -304,6 +451,10 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
                     select_sql: name_sql.clone(),
                     is_blob: is_blob(&c.data_type),
                     kind: c.kind.clone(),
+                    nullable: c.nullable,
+                    auto_increment: c.auto_increment,
+                    zero_on_insert: c.zero_on_insert,
+                    int_read: c.int_read.clone(),
                     name: c.name.clone(),
                     name_sql,
                 }
@@ -358,6 +509,7 @@ async fn show_index(link: &mut Link, table_sql: &str) -> Result<Vec<RawIndex>, F
                         && kind != "SPATIAL",
                     columns: Vec::new(),
                     parts: Vec::new(),
+                    prefixes: Vec::new(),
                     has_prefix: false,
                     unordered,
                 });
@@ -367,15 +519,17 @@ async fn show_index(link: &mut Link, table_sql: &str) -> Result<Vec<RawIndex>, F
         let n: u32 = get(r, Some(seq))
             .and_then(|s| s.parse().ok())
             .unwrap_or(u32::MAX);
-        if get(r, sub_part).is_some() {
+        let prefix = get(r, sub_part).and_then(|p| p.parse::<u64>().ok());
+        if prefix.is_some() {
             out[pos].has_prefix = true;
         }
-        out[pos].parts.push((n, get(r, Some(column))));
+        out[pos].parts.push((n, get(r, Some(column)), prefix));
     }
     for i in &mut out {
         let mut parts = std::mem::take(&mut i.parts);
-        parts.sort_by_key(|(n, _)| *n);
-        i.columns = parts.into_iter().map(|(_, c)| c).collect();
+        parts.sort_by_key(|(n, _, _)| *n);
+        i.prefixes = parts.iter().map(|(_, _, p)| *p).collect();
+        i.columns = parts.into_iter().map(|(_, c, _)| c).collect();
     }
     Ok(out)
 }
@@ -385,50 +539,76 @@ mod tests {
     use super::*;
 
     #[test]
+    fn insert_defaults_and_elements() {
+        assert!(zero_on_insert(Some("NULL"), true, false));
+        assert!(zero_on_insert(None, true, false));
+        assert!(!zero_on_insert(None, false, false));
+        assert!(!zero_on_insert(Some("'dflt'"), false, false));
+        assert!(!zero_on_insert(Some("7"), true, false));
+        assert!(zero_on_insert(Some("current_timestamp()"), false, false));
+        assert!(!zero_on_insert(None, false, true));
+        assert_eq!(
+            type_elements("enum('a','b''c','')"),
+            vec![b"a".to_vec(), b"b'c".to_vec(), Vec::new()]
+        );
+    }
+
+    #[test]
     fn quoting_and_kinds() {
         assert_eq!(quote("a`b"), "`a``b`");
         assert!(is_blob("mediumtext") && is_blob("longblob") && is_blob("point"));
         assert!(!is_blob("varchar") && !is_blob("binary"));
         assert_eq!(
-            column_kind("tinyint", "tinyint(3) unsigned", None, None),
+            column_kind("tinyint", "tinyint(3) unsigned", None, None, None),
             ColumnKind::Integer { min: 0, max: 255 }
         );
         assert_eq!(
-            column_kind("bigint", "bigint(20)", None, None),
+            column_kind("bigint", "bigint(20)", None, None, None),
             ColumnKind::Integer {
                 min: i128::from(i64::MIN),
                 max: i128::from(i64::MAX)
             }
         );
         assert_eq!(
-            column_kind("varchar", "varchar(10)", Some("utf8mb4"), Some(10)),
+            column_kind("varchar", "varchar(10)", Some("utf8mb4"), Some(10), None),
             ColumnKind::Text {
                 charset: "utf8mb4".into(),
                 max_chars: 10
             }
         );
         assert_eq!(
-            column_kind("binary", "binary(4)", None, Some(4)),
+            column_kind("binary", "binary(4)", None, Some(4), None),
             ColumnKind::Bytes {
                 max_len: 4,
                 fixed: true
             }
         );
         assert_eq!(
-            column_kind("date", "date", None, None),
-            ColumnKind::Other {
-                cast: Some("DATE".into())
+            column_kind("date", "date", None, None, None),
+            ColumnKind::Temporal {
+                cast: "DATE".into(),
+                zero: "0000-00-00",
+                timestamp: false,
             }
         );
         assert_eq!(
-            column_kind("decimal", "decimal(10,2) unsigned", None, None),
+            column_kind("decimal", "decimal(10,2) unsigned", None, None, None),
             ColumnKind::Other {
                 cast: Some("DECIMAL(10,2)".into())
             }
         );
         assert_eq!(
-            column_kind("enum", "enum('a','b')", None, None),
-            ColumnKind::Other { cast: None }
+            column_kind(
+                "enum",
+                "enum('a','b')",
+                None,
+                None,
+                Some("utf8mb4_general_ci")
+            ),
+            ColumnKind::Enum {
+                elements: vec![b"a".to_vec(), b"b".to_vec()],
+                case_insensitive: true,
+            }
         );
     }
 }

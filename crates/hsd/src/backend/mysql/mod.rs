@@ -34,7 +34,7 @@ use self::link::{Answer, Discard, Failure, Link, LinkSettings};
 use super::write_sql::{self, WriteParam, WriteSink};
 use super::{
     Backend, CommitFailure, Committed, ReadPlacement, RowVisitor, Scan, StorageConn, StorageError,
-    TableMeta, ERR_DUPLICATE_KEY, ERR_NOT_NULL,
+    TableMeta, WriteValue, ERR_DUPLICATE_KEY, ERR_NOT_NULL,
 };
 use hs_proto::Value as HsValue;
 use mysql_wire::{ErrPacket, MysqlUrl};
@@ -54,6 +54,20 @@ pub mod codes {
     pub const ER_LOCK_DEADLOCK: u16 = 1213;
     pub const ER_DUP_ENTRY_WITH_KEY_NAME: u16 = 1586;
     pub const ER_CONNECTION_KILLED: u16 = 1927;
+    pub const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
+    pub const ER_ROW_IS_REFERENCED_2: u16 = 1451;
+    pub const ER_NO_REFERENCED_ROW_2: u16 = 1452;
+    pub const ER_AUTOINC_READ_FAILED: u16 = 1467;
+}
+
+/// The storage engine's handler error numbers the original answered
+/// (`1 1 <n>`) where MariaDB's SQL layer reports its own.
+mod handler_errors {
+    pub const LOCK_WAIT_TIMEOUT: u32 = 146;
+    pub const LOCK_DEADLOCK: u32 = 149;
+    pub const NO_REFERENCED_ROW: u32 = 151;
+    pub const ROW_IS_REFERENCED: u32 = 152;
+    pub const AUTO_INC_READ_FAILED: u32 = 166;
 }
 
 /// Settings the backend needs from the configuration.
@@ -218,6 +232,11 @@ pub fn refused_error(e: &ErrPacket) -> StorageError {
             ERR_DUPLICATE_KEY
         }
         codes::ER_BAD_NULL_ERROR => ERR_NOT_NULL,
+        codes::ER_LOCK_WAIT_TIMEOUT => handler_errors::LOCK_WAIT_TIMEOUT,
+        codes::ER_LOCK_DEADLOCK => handler_errors::LOCK_DEADLOCK,
+        codes::ER_NO_REFERENCED_ROW_2 => handler_errors::NO_REFERENCED_ROW,
+        codes::ER_ROW_IS_REFERENCED_2 => handler_errors::ROW_IS_REFERENCED,
+        codes::ER_AUTOINC_READ_FAILED => handler_errors::AUTO_INC_READ_FAILED,
         other => u32::from(other),
     };
     if matches!(
@@ -234,21 +253,28 @@ pub fn refused_error(e: &ErrPacket) -> StorageError {
 
 /// The server rolled back the whole transaction, not just the statement.
 fn dooms_transaction(e: &StorageError) -> bool {
-    matches!(e, StorageError::Refused { code, .. } if *code == u32::from(codes::ER_LOCK_DEADLOCK))
+    matches!(e, StorageError::Refused { code, .. } if *code == handler_errors::LOCK_DEADLOCK)
         || matches!(e, StorageError::Unavailable(_))
 }
 
 /// Writes a write statement's values as binary literals: the server stores
 /// them into the columns as the original stored the bytes it was given.
 struct WriteLiterals<'a> {
-    values: &'a [Option<&'a [u8]>],
+    values: &'a [WriteValue<'a>],
     locator: &'a [HsValue],
 }
 
 impl WriteSink for WriteLiterals<'_> {
     fn value(&mut self, sql: &mut Vec<u8>, param: WriteParam) {
         let v = match param {
-            WriteParam::Value(i) => self.values.get(i).copied().flatten(),
+            WriteParam::Value(i) => match self.values.get(i) {
+                Some(WriteValue::Int(n)) => {
+                    sql.extend_from_slice(n.to_string().as_bytes());
+                    return;
+                }
+                Some(WriteValue::Bytes(v)) => *v,
+                None => None,
+            },
             WriteParam::Locator(i) => self.locator.get(i).and_then(|l| l.as_deref()),
         };
         mysql_wire::literal::push_binary(sql, v);
@@ -461,8 +487,9 @@ impl StorageConn for MysqlConn {
         values: &[Option<&[u8]>],
     ) -> Result<Option<u64>, StorageError> {
         self.sql.clear();
+        let values: Vec<WriteValue<'_>> = values.iter().map(|v| WriteValue::Bytes(*v)).collect();
         let mut sink = WriteLiterals {
-            values,
+            values: &values,
             locator: &[],
         };
         write_sql::insert(table, columns, &mut sink, &mut self.sql);
@@ -475,7 +502,7 @@ impl StorageConn for MysqlConn {
         table: &TableMeta,
         locator: &[HsValue],
         columns: &[usize],
-        values: &[Option<&[u8]>],
+        values: &[WriteValue<'_>],
     ) -> Result<(), StorageError> {
         if columns.is_empty() {
             return Ok(());

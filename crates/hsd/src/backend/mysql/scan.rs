@@ -11,9 +11,9 @@
 //!   collation two different keys can find one row, and CASE names only the
 //!   first: lookups that missed in a statement that found something are
 //!   asked again, until a round finds nothing.
-//! - Scans the `HANDLER` statement can do (no W filter, no IN with filters,
-//!   not inside a write): `HANDLER h READ idx op (keys) [WHERE F filters]
-//!   LIMIT n`, with the plugin's own key handling (see `handler`).
+//! - Scans the `HANDLER` statement can do (no filter, not inside a write):
+//!   `HANDLER h READ idx op (keys) LIMIT n`, with the plugin's own key
+//!   handling (see `handler`).
 //! - The rest: the shared SELECT of `scan_sql`, with values as literals.
 //!
 //! Rows of grouped lookups are buffered per scan and handed to `visit` in
@@ -23,6 +23,7 @@ use super::handler::{push_index_name, Handles, Housekeeping};
 use super::link::{Answer, Failure, Link, ResultSink};
 use super::refused_error;
 use crate::backend::scan_sql::{self, Dialect, Param, ScanLayout, ValueSink};
+use crate::backend::values::{date_check, stored_enum, stored_year, DateCheck};
 use crate::backend::{ColumnKind, FilterMode, RowView, RowVisitor, Scan, ScanStep, TableMeta};
 use hs_proto::{FindOp, Value};
 use mysql_wire::literal::{push_binary, push_number};
@@ -72,6 +73,54 @@ fn push_text(sql: &mut Vec<u8>, charset: &str, v: &[u8]) {
     sql.splice(at + 1..at + 7, charset.bytes());
 }
 
+/// A temporal value as the column stores it: `CAST(v AS t)`, or the
+/// type's zero value (as plain text) where storing fails (no date in it, an
+/// invalid date); a TIMESTAMP also turns zero outside its range. Validity is
+/// decided here, not by the server: compared with an indexed column, the
+/// range optimizer evaluates such a CAST (and anything testing it) with
+/// invalid and zero dates allowed.
+fn push_temporal(sql: &mut Vec<u8>, cast: &str, zero: &str, timestamp: bool, v: &[u8]) {
+    let cast_value = |sql: &mut Vec<u8>| {
+        sql.extend_from_slice(b"CAST(");
+        push_binary(sql, Some(v));
+        sql.extend_from_slice(b" AS ");
+        sql.extend_from_slice(cast.as_bytes());
+        sql.push(b')');
+    };
+    let zero_text = |sql: &mut Vec<u8>| push_text(sql, "latin1", zero.as_bytes());
+    let invalid = if cast.starts_with("DATE") {
+        match date_check(v, cast.starts_with("DATETIME")) {
+            DateCheck::Invalid => true,
+            // A CAST of a zero date misleads the range optimizer (`<` then
+            // finds the zero rows); the text itself, stored into the column
+            // there, is what the original stored.
+            DateCheck::ZeroInDate if !timestamp => return push_text(sql, "latin1", v),
+            _ => false,
+        }
+    } else {
+        // TIME: the server reads any leading number; nothing else stores.
+        let t = v.trim_ascii_start();
+        !t.strip_prefix(b"-")
+            .unwrap_or(t)
+            .first()
+            .is_some_and(u8::is_ascii_digit)
+    };
+    if invalid {
+        return zero_text(sql);
+    }
+    if timestamp {
+        sql.extend_from_slice(b"(CASE WHEN UNIX_TIMESTAMP(");
+        cast_value(sql);
+        sql.extend_from_slice(b") BETWEEN 1 AND 2147483647.999999 THEN ");
+        cast_value(sql);
+        sql.extend_from_slice(b" ELSE ");
+        zero_text(sql);
+        sql.extend_from_slice(b" END)");
+    } else {
+        cast_value(sql);
+    }
+}
+
 /// Appends `value` as what storing it into a column of `kind` makes of it,
 /// the way the original compared filter values: integers rounded and
 /// clamped to the type, text cut to the column's length, BINARY padded,
@@ -115,6 +164,16 @@ pub fn push_stored(sql: &mut Vec<u8>, kind: &ColumnKind, value: Option<&[u8]>) {
                 sql.extend_from_slice(format!(", {max_len})").as_bytes());
             }
         }
+        ColumnKind::Temporal {
+            cast,
+            zero,
+            timestamp,
+        } => push_temporal(sql, cast, zero, *timestamp, v),
+        ColumnKind::Year => push_number_i64(sql, stored_year(v)),
+        ColumnKind::Enum {
+            elements,
+            case_insensitive,
+        } => push_number_i64(sql, stored_enum(v, elements, *case_insensitive)),
         ColumnKind::Other { cast: Some(t) } => {
             sql.extend_from_slice(b"CAST(");
             push_binary(sql, Some(v));
@@ -167,8 +226,15 @@ pub fn canonical(kind: &ColumnKind, key: &[u8]) -> bool {
                 n <= *max_len
             }
         }
-        ColumnKind::Other { .. } => false,
+        ColumnKind::Temporal { .. }
+        | ColumnKind::Year
+        | ColumnKind::Enum { .. }
+        | ColumnKind::Other { .. } => false,
     }
+}
+
+fn push_number_i64(sql: &mut Vec<u8>, n: i64) {
+    sql.extend_from_slice(n.to_string().as_bytes());
 }
 
 /// Writes a scan's values as literals for the shared SELECT.
@@ -182,19 +248,51 @@ impl ValueSink for Literals<'_, '_> {
         match param {
             Param::Key(i) => {
                 let kind = key_kind(self.scan, i);
-                push_stored(sql, kind, self.scan.keys[i]);
+                let prefix = self
+                    .scan
+                    .index
+                    .index_meta()
+                    .key_prefix
+                    .get(i)
+                    .copied()
+                    .flatten();
+                match (prefix, self.scan.keys[i]) {
+                    (Some(n), Some(_)) => {
+                        sql.extend_from_slice(b"LEFT(");
+                        push_stored(sql, kind, self.scan.keys[i]);
+                        sql.extend_from_slice(format!(", {n})").as_bytes());
+                    }
+                    _ => push_stored(sql, kind, self.scan.keys[i]),
+                }
             }
             Param::Filter(i) => {
                 let f = &self.scan.filters[i];
                 push_stored(sql, &table.columns[f.column].kind, f.value.as_deref());
+            }
+            Param::After(i) => {
+                // Position values come from the position columns themselves
+                // (a prefix part already selected as its prefix).
+                let (_, cols) = scan_sql::position_columns(self.scan.index.index_meta());
+                let kind = cols
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .map_or(&OTHER, |c| &table.columns[c].kind);
+                let v = self
+                    .scan
+                    .after
+                    .and_then(|a| a.get(i))
+                    .and_then(|v| v.as_deref());
+                push_stored(sql, kind, v);
             }
             Param::Limit => push_number(sql, self.scan.fetch),
         }
     }
 }
 
+static OTHER: ColumnKind = ColumnKind::Other { cast: None };
+
 fn key_kind<'a>(scan: &'a Scan<'_>, i: usize) -> &'a ColumnKind {
-    static OTHER: ColumnKind = ColumnKind::Other { cast: None };
     scan.index
         .index_meta()
         .key_columns
@@ -212,6 +310,7 @@ fn is_point_lookup(scan: &Scan<'_>) -> bool {
         && scan.keys.len() == index.key_sql.len()
         && scan.filter_mode == FilterMode::None
         && !scan.with_locator
+        && scan.after.is_none()
         && scan
             .keys
             .iter()
@@ -219,10 +318,15 @@ fn is_point_lookup(scan: &Scan<'_>) -> bool {
             .all(|(i, k)| k.is_some_and(|k| canonical(key_kind(scan, i), k)))
 }
 
+/// Scans without filters: a `HANDLER ... WHERE` condition is fixed on the
+/// table as it was when the statement started, and a handle the server
+/// reopens under it (the table was dropped and made again) evaluates the
+/// condition against the old table, letting every row through.
 fn handler_can_read(scan: &Scan<'_>) -> bool {
     scan.index.index_meta().ordered
         && !scan.with_locator
-        && matches!(scan.filter_mode, FilterMode::None | FilterMode::InWhere)
+        && scan.after.is_none()
+        && scan.filter_mode == FilterMode::None
         && !scan.keys.is_empty()
 }
 
@@ -350,14 +454,7 @@ pub async fn scan_many(
         }
         next.next();
         let layout = match route {
-            Route::Select => ScanLayout {
-                has_state: matches!(scan.filter_mode, FilterMode::StateColumn { .. }),
-                locator_len: if scan.with_locator {
-                    scan.index.table.locator_sql.len()
-                } else {
-                    0
-                },
-            },
+            Route::Select => ScanLayout::of(scan),
             _ => ScanLayout {
                 has_state: false,
                 locator_len: 0,
@@ -405,7 +502,7 @@ pub async fn scan_many(
     }
 }
 
-/// `HANDLER alias READ idx op (k1, ...) [WHERE filters] LIMIT n`
+/// `HANDLER alias READ idx op (k1, ...) LIMIT n`
 fn handler_read(sql: &mut Vec<u8>, alias: &[u8], scan: &Scan<'_>) {
     sql.extend_from_slice(b"HANDLER ");
     sql.extend_from_slice(alias);
@@ -426,13 +523,6 @@ fn handler_read(sql: &mut Vec<u8>, alias: &[u8], scan: &Scan<'_>) {
         push_binary(sql, *k);
     }
     sql.push(b')');
-    if scan.filter_mode == FilterMode::InWhere {
-        let mut sink = Literals { scan };
-        for (i, f) in scan.filters.iter().enumerate() {
-            sql.extend_from_slice(if i == 0 { b" WHERE " } else { b" AND " });
-            scan_sql::filter_condition(f, i, &scan.index.table, &mut sink, sql);
-        }
-    }
     sql.extend_from_slice(b" LIMIT ");
     push_number(sql, scan.fetch);
 }

@@ -23,10 +23,12 @@ use super::shm::{Fingerprint, WalIndexView};
 use super::stmt::RawStatement;
 use super::wal_sync::WalSyncer;
 use super::{db_path, open_db, refused, Synchronous};
+use crate::backend::values::stored_integer;
 use crate::backend::write_sql::{self, WritePlaceholders};
+use crate::backend::ERR_DUPLICATE_KEY;
 use crate::backend::{
-    CommitFailure, Committed, Durability, RowVisitor, Scan, ScanStep, StorageConn, StorageError,
-    TableMeta,
+    ColumnKind, CommitFailure, Committed, Durability, RowVisitor, Scan, ScanStep, StorageConn,
+    StorageError, TableMeta, WriteValue,
 };
 use hs_proto::Value;
 use rusqlite::types::{ToSqlOutput, ValueRef};
@@ -232,6 +234,54 @@ impl SqliteConn {
         result
     }
 
+    /// Raises an AUTOINCREMENT table's counter to its largest id.
+    fn raise_sequence(&mut self, table: &TableMeta) {
+        let Ok(file) = self.file(&table.db) else {
+            return;
+        };
+        let sql = format!(
+            "UPDATE sqlite_sequence SET seq = max(seq, (SELECT ifnull(max(rowid), 0) FROM {t})) \
+             WHERE name = ?1",
+            t = table.table_sql
+        );
+        let _ = file.conn.execute(&sql, [table.name.as_str()]);
+    }
+
+    /// Advances an AUTOINCREMENT table's counter past the id an insert
+    /// would have taken (best effort: a table without AUTOINCREMENT has no
+    /// counter to advance).
+    fn consume_next_id(&mut self, table: &TableMeta) {
+        let Ok(file) = self.file(&table.db) else {
+            return;
+        };
+        let name = table.name.as_str();
+        let sql = format!(
+            "UPDATE sqlite_sequence SET seq = max(seq, (SELECT ifnull(max(rowid), 0) FROM {t})) + 1 \
+             WHERE name = ?1",
+            t = table.table_sql
+        );
+        if let Ok(0) = file.conn.execute(&sql, [name]) {
+            let autoincrement: bool = file
+                .conn
+                .query_row(
+                    "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1 \
+                     AND upper(sql) LIKE '%AUTOINCREMENT%'",
+                    [name],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map(|n| n > 0)
+                .unwrap_or(false);
+            if autoincrement {
+                let sql = format!(
+                    "INSERT INTO sqlite_sequence (name, seq) \
+                     SELECT ?1, ifnull(max(rowid), 0) + 1 FROM {t}",
+                    t = table.table_sql
+                );
+                let _ = file.conn.execute(&sql, [name]);
+            }
+        }
+    }
+
     async fn run_scans(
         &mut self,
         scans: &[Scan<'_>],
@@ -296,6 +346,19 @@ fn text(v: Option<&[u8]>) -> ToSqlOutput<'_> {
     })
 }
 
+/// A value written into a column: an INTEGER column gets the integer the
+/// original's integer column would have stored (`'5abc'` is 5, `''` 0);
+/// other columns the bytes as TEXT.
+fn stored<'a>(kind: &ColumnKind, v: WriteValue<'a>) -> ToSqlOutput<'a> {
+    match (kind, v) {
+        (_, WriteValue::Int(n)) => ToSqlOutput::Borrowed(ValueRef::Integer(n)),
+        (ColumnKind::Integer { min, max }, WriteValue::Bytes(Some(b))) => {
+            ToSqlOutput::Borrowed(ValueRef::Integer(stored_integer(b, *min, *max) as i64))
+        }
+        (_, WriteValue::Bytes(b)) => text(b),
+    }
+}
+
 impl StorageConn for SqliteConn {
     async fn describe(&mut self, db: &str, table: &str) -> Result<TableMeta, StorageError> {
         // Read the catalog as it is now, not as a lease saw it.
@@ -350,13 +413,30 @@ impl StorageConn for SqliteConn {
         } else {
             write_sql::insert(table, columns, &mut WritePlaceholders, &mut self.sql);
         }
-        let id = self.write_statement(&table.db, |stmt| {
-            for (i, v) in values.iter().enumerate() {
-                stmt.raw_bind_parameter(i + 1, text(*v)).map_err(refused)?;
+        let result = self.write_statement(&table.db, |stmt| {
+            for (i, (v, &c)) in values.iter().zip(columns).enumerate() {
+                stmt.raw_bind_parameter(
+                    i + 1,
+                    stored(&table.columns[c].kind, WriteValue::Bytes(*v)),
+                )
+                .map_err(refused)?;
             }
             Ok(())
-        })?;
-        Ok(table.has_autoincrement.then_some(id))
+        });
+        let generated =
+            table.has_autoincrement && !columns.iter().any(|&c| table.columns[c].auto_increment);
+        match result {
+            Ok(id) => Ok(table.has_autoincrement.then_some(id)),
+            Err(e @ StorageError::Refused { code, .. })
+                if code == ERR_DUPLICATE_KEY && generated =>
+            {
+                // InnoDB takes the next id before it finds the duplicate,
+                // so the original's next insert gets the one after.
+                self.consume_next_id(table);
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     async fn update(
@@ -364,19 +444,30 @@ impl StorageConn for SqliteConn {
         table: &TableMeta,
         locator: &[Value],
         columns: &[usize],
-        values: &[Option<&[u8]>],
+        values: &[WriteValue<'_>],
     ) -> Result<(), StorageError> {
+        if columns.is_empty() {
+            return Ok(());
+        }
         self.sql.clear();
         write_sql::update(table, columns, &mut WritePlaceholders, &mut self.sql);
         self.write_statement(&table.db, |stmt| {
-            let params = values
-                .iter()
-                .copied()
-                .chain(locator.iter().map(|l| l.as_deref()));
-            for (i, v) in params.enumerate() {
-                stmt.raw_bind_parameter(i + 1, text(v)).map_err(refused)?;
+            for (i, (v, &c)) in values.iter().zip(columns).enumerate() {
+                stmt.raw_bind_parameter(i + 1, stored(&table.columns[c].kind, *v))
+                    .map_err(refused)?;
+            }
+            for (i, l) in locator.iter().enumerate() {
+                stmt.raw_bind_parameter(values.len() + i + 1, text(l.as_deref()))
+                    .map_err(refused)?;
             }
             Ok(())
+        })
+        .inspect(|_| {
+            if columns.iter().any(|&c| table.columns[c].auto_increment) {
+                // InnoDB's counter follows an id updated past it; so must
+                // the AUTOINCREMENT table's.
+                self.raise_sequence(table);
+            }
         })
         .map(|_| ())
     }

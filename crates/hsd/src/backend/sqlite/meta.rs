@@ -1,7 +1,7 @@
 //! A table's columns and indexes from SQLite's catalog, as `TableMeta`.
 
 use super::{quote, refused};
-use crate::backend::{ColumnKind, ColumnMeta, IndexMeta, StorageError, TableMeta};
+use crate::backend::{ColumnKind, ColumnMeta, IndexMeta, IntRead, StorageError, TableMeta};
 use rusqlite::Connection;
 
 /// SQLite's names for the rowid, in the order hsd tries them.
@@ -31,6 +31,11 @@ fn column_kind(declared: &str) -> ColumnKind {
     }
 }
 
+/// A column from `pragma_table_info`: (name, declared type, pk ordinal).
+type ColumnRow = (String, String, i64);
+/// (NOT NULL, has a default).
+type ColumnFlags = (bool, bool);
+
 /// Reads a table's columns and indexes from SQLite's catalog.
 pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableMeta, StorageError> {
     let not_found = || StorageError::OpenTable(format!("no table {db}.{table}"));
@@ -47,23 +52,65 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
     }
     let table_sql = quote(table);
 
-    // (name, declared type, pk ordinal)
+    // (name, declared type, pk ordinal), (NOT NULL, has a default)
     let mut stmt = conn
-        .prepare_cached("SELECT name, type, pk FROM pragma_table_info(?1) ORDER BY cid")
+        .prepare_cached(
+            "SELECT name, type, pk, \"notnull\", dflt_value IS NOT NULL \
+             FROM pragma_table_info(?1) ORDER BY cid",
+        )
         .map_err(refused)?;
-    let cols: Vec<(String, String, i64)> = stmt
-        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+    let rows: Vec<(ColumnRow, ColumnFlags)> = stmt
+        .query_map([table], |r| {
+            Ok((
+                (r.get(0)?, r.get(1)?, r.get(2)?),
+                (r.get::<_, i64>(3)? != 0, r.get::<_, i64>(4)? != 0),
+            ))
+        })
         .map_err(refused)?
         .collect::<Result<_, _>>()
         .map_err(refused)?;
-    let columns: Vec<ColumnMeta> = cols
+    let (cols, flags): (Vec<ColumnRow>, Vec<ColumnFlags>) = rows.into_iter().unzip();
+    let pk_count = cols.iter().filter(|(_, _, p)| *p > 0).count();
+    // Only a rowid alias declared AUTOINCREMENT is an auto-increment column
+    // in the original's sense (an explicit value is answered with id 0, a
+    // failed insert uses up its id). A plain INTEGER PRIMARY KEY takes the next
+    // rowid when left out and stores an explicit one as given.
+    let declared_autoincrement: bool = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1 \
+             AND upper(sql) LIKE '%AUTOINCREMENT%'",
+            [table],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(refused)?
+        > 0;
+    let mut columns: Vec<ColumnMeta> = cols
         .iter()
-        .map(|(name, ty, _)| ColumnMeta {
-            name: name.clone(),
-            name_sql: quote(name),
-            select_sql: format!("CAST({} AS TEXT)", quote(name)),
-            is_blob: ty.to_ascii_uppercase().contains("BLOB"),
-            kind: column_kind(ty),
+        .zip(&flags)
+        .map(|((name, ty, pk), &(not_null, has_default))| {
+            let kind = column_kind(ty);
+            // The rowid alias takes the next id when left out.
+            let rowid_alias = *pk > 0 && pk_count == 1 && ty.eq_ignore_ascii_case("INTEGER");
+            let auto_increment = rowid_alias && declared_autoincrement;
+            ColumnMeta {
+                name: name.clone(),
+                name_sql: quote(name),
+                select_sql: format!("CAST({} AS TEXT)", quote(name)),
+                is_blob: ty.to_ascii_uppercase().contains("BLOB"),
+                int_read: if matches!(kind, ColumnKind::Integer { .. }) {
+                    IntRead::Integer
+                } else {
+                    IntRead::Text
+                },
+                kind,
+                // A primary key column is never NULL (as in MariaDB).
+                nullable: !not_null && *pk == 0,
+                auto_increment,
+                // The original's columns left out of an insert hold their
+                // zero value unless they have a default; SQLite would store
+                // NULL (or refuse a NOT NULL column).
+                zero_on_insert: !rowid_alias && !has_default,
+            }
         })
         .collect();
     let position = |name: &str| cols.iter().position(|(n, _, _)| n == name);
@@ -100,40 +147,59 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
         && cols.iter().any(|(n, ty, p)| {
             *p > 0 && ty.eq_ignore_ascii_case("INTEGER") && quote(n) == pk_cols[0]
         });
+    if !rowid_alias {
+        // Not the rowid after all (WITHOUT ROWID): a plain column.
+        for ((c, &(_, has_default)), (_, _, pk)) in columns.iter_mut().zip(&flags).zip(&cols) {
+            if *pk > 0 && pk_count == 1 {
+                c.auto_increment = false;
+                c.zero_on_insert = !has_default;
+            }
+        }
+    }
 
     // Indexes in creation order: (name, origin, partial).
     let mut stmt = conn
         .prepare_cached(
-            "SELECT il.name, il.origin, il.partial FROM pragma_index_list(?1) AS il \
+            "SELECT il.name, il.origin, il.partial, il.\"unique\" FROM pragma_index_list(?1) AS il \
              LEFT JOIN sqlite_schema s ON s.type = 'index' AND s.name = il.name \
              ORDER BY s.rowid, il.seq DESC",
         )
         .map_err(refused)?;
-    let index_list: Vec<(String, String, i64)> = stmt
-        .query_map([table], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+    let index_list: Vec<(String, String, i64, i64)> = stmt
+        .query_map([table], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
         .map_err(refused)?
         .collect::<Result<_, _>>()
         .map_err(refused)?;
 
-    // What orders equal keys of a secondary index: the rowid, or the primary
-    // key of a WITHOUT ROWID table (a shadowed rowid leaves the index order).
-    let tiebreak: Vec<String> = match rowid_name {
-        Some(r) => vec![r.to_string()],
-        None if without_rowid => pk_cols.clone(),
-        None => Vec::new(),
-    };
+    // What orders equal keys of a secondary index: the declared primary
+    // key, as InnoDB orders a secondary index by the clustered key (the
+    // original's tables); else the rowid.
+    let (tiebreak, tiebreak_columns): (Vec<String>, Vec<Option<usize>>) =
+        if !pk_cols.is_empty() && !rowid_alias {
+            (pk_cols.clone(), pk_positions.clone())
+        } else {
+            match rowid_name {
+                Some(r) => (vec![r.to_string()], vec![None]),
+                None if without_rowid => (pk_cols.clone(), pk_positions.clone()),
+                None => (Vec::new(), Vec::new()),
+            }
+        };
     let mut indexes = Vec::new();
     // PRIMARY: the rowid alias, the declared primary key, or the bare rowid.
     let pk_index_name = index_list
         .iter()
-        .find(|(_, origin, _)| origin == "pk")
-        .map(|(n, _, _)| n.clone());
+        .find(|(_, origin, _, _)| origin == "pk")
+        .map(|(n, _, _, _)| n.clone());
     if rowid_alias || without_rowid {
         indexes.push(IndexMeta {
             name: "PRIMARY".into(),
             key_sql: pk_cols.clone(),
             key_columns: pk_positions.clone(),
+            key_prefix: Vec::new(),
             tiebreak_sql: Vec::new(),
+            tiebreak_columns: Vec::new(),
             from_sql: table_sql.clone(),
             unique: true,
             ordered: true,
@@ -143,7 +209,9 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
             name: "PRIMARY".into(),
             key_sql: pk_cols.clone(),
             key_columns: pk_positions.clone(),
+            key_prefix: Vec::new(),
             tiebreak_sql: Vec::new(),
+            tiebreak_columns: Vec::new(),
             from_sql: format!("{table_sql} INDEXED BY {}", quote(pk_name)),
             unique: true,
             ordered: true,
@@ -153,13 +221,15 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
             name: "PRIMARY".into(),
             key_sql: vec![r.to_string()],
             key_columns: vec![None],
+            key_prefix: Vec::new(),
             tiebreak_sql: Vec::new(),
+            tiebreak_columns: Vec::new(),
             from_sql: table_sql.clone(),
             unique: true,
             ordered: true,
         });
     }
-    for (name, origin, partial) in &index_list {
+    for (name, origin, partial, unique) in &index_list {
         if origin == "pk" || *partial != 0 {
             continue;
         }
@@ -179,10 +249,11 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
             name: name.clone(),
             key_sql: key_names.iter().map(|c| quote(c)).collect(),
             key_columns: key_names.iter().map(|c| position(c)).collect(),
+            key_prefix: Vec::new(),
             tiebreak_sql: tiebreak.clone(),
+            tiebreak_columns: tiebreak_columns.clone(),
             from_sql: format!("{table_sql} INDEXED BY {}", quote(name)),
-            // Not used by this backend, which runs every scan on its own.
-            unique: false,
+            unique: *unique != 0,
             ordered: true,
         });
     }

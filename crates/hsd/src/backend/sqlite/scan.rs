@@ -4,7 +4,8 @@
 
 use super::stmt::{RawStatement, Step};
 use crate::backend::scan_sql::{self, Dialect, Param, Placeholders, ScanLayout, ScanShape};
-use crate::backend::{FilterMode, RowView, Scan, StorageError};
+use crate::backend::values::stored_integer;
+use crate::backend::{ColumnKind, FilterMode, RowView, Scan, StorageError};
 use hs_proto::{FindOp, Value};
 use rusqlite::Connection;
 use std::collections::HashMap;
@@ -44,19 +45,67 @@ impl ScanStatement {
     }
 
     /// Binds the scan's values. They must stay alive until `reset`.
+    ///
+    /// A value compared with an INTEGER column is bound as the integer the
+    /// original's column would have stored (`'5abc'` is 5, `''` 0), so
+    /// that the comparison is numeric as it was there.
     pub fn bind(&mut self, scan: &Scan<'_>) -> Result<(), StorageError> {
+        let table = &scan.index.table;
+        let key_columns = &scan.index.index_meta().key_columns;
         for (i, p) in self.params.iter().enumerate() {
             match *p {
-                Param::Key(k) => self.stmt.bind_text(i + 1, scan.keys[k])?,
-                Param::Filter(f) => self
-                    .stmt
-                    .bind_text(i + 1, scan.filters[f].value.as_deref())?,
+                Param::Key(k) => {
+                    let kind = match key_columns.get(k).copied().flatten() {
+                        Some(c) => &table.columns[c].kind,
+                        // The rowid.
+                        None => &ROWID,
+                    };
+                    bind_stored(&mut self.stmt, i + 1, kind, scan.keys[k])?
+                }
+                Param::Filter(f) => {
+                    let filter = &scan.filters[f];
+                    bind_stored(
+                        &mut self.stmt,
+                        i + 1,
+                        &table.columns[filter.column].kind,
+                        filter.value.as_deref(),
+                    )?
+                }
+                Param::After(a) => {
+                    let (_, cols) = scan_sql::position_columns(scan.index.index_meta());
+                    let kind = match cols.get(a).copied().flatten() {
+                        Some(c) => &table.columns[c].kind,
+                        None => &ROWID,
+                    };
+                    let v = scan.after.and_then(|p| p.get(a)).and_then(|v| v.as_deref());
+                    bind_stored(&mut self.stmt, i + 1, kind, v)?
+                }
                 Param::Limit => self
                     .stmt
                     .bind_int(i + 1, i64::try_from(scan.fetch).unwrap_or(i64::MAX))?,
             }
         }
         Ok(())
+    }
+}
+
+const ROWID: ColumnKind = ColumnKind::Integer {
+    min: i64::MIN as i128,
+    max: i64::MAX as i128,
+};
+
+/// Binds a value as what storing it into a column of `kind` makes.
+pub fn bind_stored(
+    stmt: &mut RawStatement,
+    i: usize,
+    kind: &ColumnKind,
+    value: Option<&[u8]>,
+) -> Result<(), StorageError> {
+    match (kind, value) {
+        (ColumnKind::Integer { min, max }, Some(v)) => {
+            stmt.bind_int(i, stored_integer(v, *min, *max) as i64)
+        }
+        _ => stmt.bind_text(i, value),
     }
 }
 
@@ -88,6 +137,7 @@ fn op_number(op: FindOp) -> usize {
 fn plain_slot(scan: &Scan<'_>) -> Option<usize> {
     let n = scan.keys.len();
     if scan.filter_mode != FilterMode::None
+        || scan.after.is_some()
         || n == 0
         || n > PLAIN_KEYS
         || scan.keys.iter().any(Option::is_none)

@@ -132,8 +132,10 @@ test('IN and filters together', async () => {
     { filters: [hs.while('dept', '=', 20)], limit: 10 })), ['1']);
 });
 
-test('an unknown filter operator makes the condition false', async () => {
-  assert.deepEqual(await call(emp, 'find', '>=', [1], { filters: [hs.filter('sal', '<>', 1000)], limit: 10 }), []);
+test('an unknown filter operator: one byte, or two ending in =, is false; others are true', async () => {
+  assert.deepEqual(await call(emp, 'find', '>=', [1], { filters: [hs.filter('sal', '~', 1000)], limit: 10 }), []);
+  assert.deepEqual(await call(emp, 'find', '>=', [1], { filters: [hs.filter('sal', '~=', 1000)], limit: 10 }), []);
+  assert.equal((await call(emp, 'find', '>=', [1], { filters: [hs.filter('sal', '<>', 1000)], limit: 10 })).length, 10);
 });
 
 test('a filter on a column that was not opened for filters is refused by the client', async () => {

@@ -38,6 +38,8 @@ const MAX_GROUP_WRITES: usize = 1024;
 const BUSY_BUDGET: Duration = Duration::from_secs(10);
 /// Pauses between tries on a locked file, growing to the last one.
 const BUSY_PAUSES_MS: [u64; 6] = [1, 2, 5, 10, 20, 50];
+/// How many times a group that deadlocked with another transaction is run.
+const CONFLICT_ATTEMPTS: u32 = 4;
 /// Groups of at least this many writes have their sync step run on the
 /// sync thread, overlapping the next group.
 const SYNC_BESIDE_FROM: usize = 32;
@@ -289,49 +291,53 @@ fn take_jobs(queue: &Queue, active: &mut Vec<WriteJob>) {
 
 /// Runs every unanswered write of `active` in one transaction and commits.
 /// Returns whether some write found its file locked, how many writes ran,
-/// and how the committed writes become durable.
+/// and how the committed writes become durable. A group that deadlocks with
+/// another transaction is rolled back and run again, up to
+/// `CONFLICT_ATTEMPTS` times, before its writes are answered with the error.
 async fn commit_group<B: Backend>(
     conn: &mut B::Conn,
     shared: &Shared<B>,
     active: &mut [WriteJob],
 ) -> (bool, usize, Durability) {
     let started = Instant::now();
-    if let Err(e) = conn.begin().await {
-        tracing::warn!(error = %e, "begin failed");
-        for job in active.iter_mut() {
-            for (t, done) in job.tasks.iter_mut().zip(job.answered.iter_mut()) {
-                if !*done {
-                    t.out.clear();
-                    t.out.error(ErrorKind::Storage(e.client_code()));
-                    *done = true;
+    let mut attempt = 0;
+    let (locked, ran) = loop {
+        attempt += 1;
+        let writes = active
+            .iter()
+            .map(|job| job.answered.iter().filter(|&&done| !done).count())
+            .sum();
+        if let Err(e) = conn.begin(writes).await {
+            tracing::warn!(error = %e, "begin failed");
+            for job in active.iter_mut() {
+                for (t, done) in job.tasks.iter_mut().zip(job.answered.iter_mut()) {
+                    if !*done {
+                        t.out.clear();
+                        t.out.error(ErrorKind::Storage(e.client_code()));
+                        *done = true;
+                    }
                 }
             }
+            return (false, 0, Durability::Done);
         }
-        return (false, 0, Durability::Done);
-    }
-    // Files found locked in this group: their later writes wait too, so
-    // each file's writes keep their order.
-    let mut locked: HashSet<String> = HashSet::new();
-    let mut ran: Vec<(usize, usize)> = Vec::new();
-    let mut writes = 0;
-    for (j, job) in active.iter_mut().enumerate() {
-        for (i, task) in job.tasks.iter_mut().enumerate() {
-            if job.answered[i] || locked.contains(&task.index.table.db) {
-                continue;
+        let (locked, ran, conflict) = run_group(conn, active).await;
+        if conflict && attempt < CONFLICT_ATTEMPTS {
+            tracing::debug!(
+                attempt,
+                "write group deadlocked with another transaction; running it again"
+            );
+            conn.rollback().await;
+            for &(j, i) in &ran {
+                active[j].answered[i] = false;
             }
-            match exec::run_write(conn, task).await {
-                WriteOutcome::Answered => {
-                    job.answered[i] = true;
-                    ran.push((j, i));
-                    writes += 1;
-                }
-                WriteOutcome::Busy => {
-                    locked.insert(task.index.table.db.clone());
-                    job.busy_since.get_or_insert_with(Instant::now);
-                }
-            }
+            // A short, varying pause: the other transaction gets ahead.
+            let pause = 1 + (started.elapsed().subsec_nanos() % 4) as u64 * attempt as u64;
+            tokio::time::sleep(Duration::from_millis(pause)).await;
+            continue;
         }
-    }
+        break (locked, ran);
+    };
+    let writes = ran.len();
     shared.metrics.group_commit_size.observe(writes as f64);
     let committed = conn.commit().await;
     if let Some(failure) = committed.failure {
@@ -360,6 +366,67 @@ async fn commit_group<B: Backend>(
         }
     }
     (!locked.is_empty(), writes, committed.durability)
+}
+
+/// Runs the group's unanswered writes inside the open transaction: the db
+/// files found locked, the writes that ran (job, task), and whether one
+/// deadlocked with another transaction.
+async fn run_group<C: StorageConn>(
+    conn: &mut C,
+    active: &mut [WriteJob],
+) -> (HashSet<String>, Vec<(usize, usize)>, bool) {
+    // Files found locked in this group: their later writes wait too, so
+    // each file's writes keep their order.
+    let mut locked: HashSet<String> = HashSet::new();
+    let mut ran: Vec<(usize, usize)> = Vec::new();
+    let mut conflict = false;
+    if conn.batches_writes() {
+        let mut slots: Vec<(usize, usize)> = Vec::new();
+        let mut tasks: Vec<&mut WriteTask> = Vec::new();
+        for (j, job) in active.iter_mut().enumerate() {
+            for (i, (t, done)) in job.tasks.iter_mut().zip(&job.answered).enumerate() {
+                if !*done {
+                    slots.push((j, i));
+                    tasks.push(t);
+                }
+            }
+        }
+        let outcomes = exec::run_batched(conn, &mut tasks).await;
+        drop(tasks);
+        for (&(j, i), outcome) in slots.iter().zip(outcomes) {
+            match outcome {
+                WriteOutcome::Answered | WriteOutcome::Conflict => {
+                    conflict |= outcome == WriteOutcome::Conflict;
+                    active[j].answered[i] = true;
+                    ran.push((j, i));
+                }
+                WriteOutcome::Busy => {
+                    locked.insert(active[j].tasks[i].index.table.db.clone());
+                    active[j].busy_since.get_or_insert_with(Instant::now);
+                }
+            }
+        }
+        return (locked, ran, conflict);
+    }
+    for (j, job) in active.iter_mut().enumerate() {
+        for (i, task) in job.tasks.iter_mut().enumerate() {
+            if job.answered[i] || locked.contains(&task.index.table.db) {
+                continue;
+            }
+            match exec::run_write(conn, task).await {
+                outcome @ (WriteOutcome::Answered | WriteOutcome::Conflict) => {
+                    conflict |= outcome == WriteOutcome::Conflict;
+                    job.answered[i] = true;
+                    ran.push((j, i));
+                }
+                WriteOutcome::Busy => {
+                    locked.insert(task.index.table.db.clone());
+                    job.busy_since.get_or_insert_with(Instant::now);
+                }
+            }
+        }
+    }
+    (locked, ran, conflict)
 }
 
 /// Takes out the jobs whose every write has its answer.

@@ -259,13 +259,21 @@ fn exception_explicit_ids_after_an_error() {
     let after = |id: &str| format!("0\t+\t2\t{id}\tafter").into_bytes();
 
     let answers = ask(&plugin, Port::Write, &[open, &before("100")]);
-    assert_eq!(answers[1], b"0\t1\t0".to_vec(), "the fresh plugin stores it");
+    assert_eq!(
+        answers[1],
+        b"0\t1\t0".to_vec(),
+        "the fresh plugin stores it"
+    );
     let answers = ask(&hsd, Port::Write, &[open, &before("200")]);
     assert_eq!(answers[1], b"0\t1\t0".to_vec());
 
     let plugin_after = ask(&plugin, Port::Write, &[missing, open, &after("300")]);
     assert_eq!(plugin_after[0], b"1\t1\topen_table".to_vec());
-    assert_eq!(plugin_after[2], b"1\t1\t167".to_vec(), "the plugin's sticky error");
+    assert_eq!(
+        plugin_after[2],
+        b"1\t1\t167".to_vec(),
+        "the plugin's sticky error"
+    );
     let hsd_after = ask(&hsd, Port::Write, &[missing, open, &after("400")]);
     assert_eq!(hsd_after[0], b"1\t1\topen_table".to_vec());
     assert_eq!(hsd_after[2], b"0\t1\t0".to_vec());
@@ -279,4 +287,166 @@ fn exception_explicit_ids_after_an_error() {
         .filter_map(|r| r[0].clone())
         .collect();
     assert_eq!(ids, ["100", "200", "400"]);
+}
+
+/// Writers per side in `concurrent_writers_answer_as_the_original`, requests
+/// per writer, and how many of them each pipelined chunk carries.
+const WRITERS: usize = 8;
+const WRITES_PER_WRITER: usize = 96;
+const CHUNK: usize = 16;
+
+/// One writer's seeded requests, on its own keys only (ids `w*100+1..`,
+/// unique names `w<w>_..`), so its answers do not depend on how the
+/// writers interleave: inserts (some duplicates), U/D/+/- and their `?`
+/// forms by primary key and by unique index, updates of columns no unique
+/// key holds (merged into one statement), short ranges, finds.
+fn writer_stream(seed: u64, w: usize) -> Vec<String> {
+    let mut rng = hs_conformance::rng::Rng::new(seed * 1_000 + w as u64);
+    let lo = w * 100 + 1;
+    let id = |rng: &mut hs_conformance::rng::Rng| lo + rng.below(40);
+    let name = |rng: &mut hs_conformance::rng::Rng| format!("w{w}_{}", rng.below(50));
+    (0..WRITES_PER_WRITER)
+        .map(|_| match rng.below(14) {
+            0 | 1 => format!(
+                "0\t+\t4\t{}\t{}\t{}\tt{}",
+                id(&mut rng),
+                name(&mut rng),
+                rng.below(9),
+                rng.below(99)
+            ),
+            2 => format!(
+                "0\t=\t1\t{}\t1\t0\tU\t{}\t{}\t{}\tu{}",
+                id(&mut rng),
+                id(&mut rng),
+                name(&mut rng),
+                rng.below(9),
+                rng.below(99)
+            ),
+            3 => format!("0\t=\t1\t{}\t1\t0\tD", id(&mut rng)),
+            4 => format!("0\t=\t1\t{}\t1\t0\tD?", id(&mut rng)),
+            5 => format!("2\t=\t1\t{}\t1\t0\t+\t{}", id(&mut rng), rng.below(5)),
+            6 => format!("2\t=\t1\t{}\t1\t0\t-\t{}", id(&mut rng), rng.below(5)),
+            7 => format!("2\t=\t1\t{}\t1\t0\t+?\t1", id(&mut rng)),
+            8 => format!(
+                "1\t=\t1\t{}\t1\t0\tU?\t{}\t{}",
+                name(&mut rng),
+                name(&mut rng),
+                rng.below(9)
+            ),
+            9 => format!("1\t=\t1\t{}\t1\t0\tD", name(&mut rng)),
+            // W stops the walk at the writer's last key.
+            10 => format!(
+                "2\t>=\t1\t{}\t3\t0\tW\t<=\t0\t{}\t+\t1",
+                id(&mut rng),
+                lo + 98
+            ),
+            11 => format!(
+                "3\t=\t1\t{}\t1\t0\tU\t{}\tv{}",
+                id(&mut rng),
+                rng.below(9),
+                rng.below(99)
+            ),
+            _ => format!("0\t=\t1\t{}", id(&mut rng)),
+        })
+        .collect()
+}
+
+/// Sends every writer's stream to `addr` at once, in pipelined chunks;
+/// returns each writer's answers.
+fn run_writers(addr: &str, db: &str, streams: &[Vec<String>]) -> Vec<Vec<String>> {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for stream in streams {
+            let addr = addr.to_string();
+            let open: Vec<String> = vec![
+                format!("P\t0\t{db}\tcw\tPRIMARY\tid,u,n,t"),
+                format!("P\t1\t{db}\tcw\tuu\tu,n"),
+                format!("P\t2\t{db}\tcw\tPRIMARY\tn\tid"),
+                format!("P\t3\t{db}\tcw\tPRIMARY\tn,t"),
+            ];
+            let stream = stream.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut client = hs_client::Client::connect(&addr).await.expect("connect");
+                for r in client.pipeline(&open).await.expect("open") {
+                    assert_eq!(common::fmt(&r), "0\t1", "P");
+                }
+                let mut answers = Vec::new();
+                for chunk in stream.chunks(CHUNK) {
+                    let got = client.pipeline(chunk).await.expect("pipeline");
+                    answers.extend(got.iter().map(common::fmt));
+                }
+                answers
+            }));
+        }
+        let mut all = Vec::new();
+        for t in tasks {
+            all.push(t.await.expect("writer task"));
+        }
+        all
+    })
+}
+
+/// The conformance suite sends one request at a time; this runs writes as
+/// applications do, several connections pipelining at once, so that hsd
+/// groups them (multi-row INSERTs, pipelined statements, shared commits).
+/// The same streams go to the plugin and to hsd, each on its own copy of
+/// the table: every answer and the final rows must be the same.
+#[test]
+fn concurrent_writers_answer_as_the_original() {
+    writers_match("hst_conf_writers", &[], 1..=3);
+}
+
+/// The same with two write threads, whose groups can deadlock with each
+/// other inside InnoDB: a deadlocked group runs again, and no client sees
+/// `1 1 149`/1213.
+#[test]
+fn concurrent_writers_on_two_write_threads_answer_as_the_original() {
+    writers_match("hst_conf_writers2", &["--threads-wr", "2"], 4..=6);
+}
+
+fn writers_match(db: &str, args: &[&str], seeds: std::ops::RangeInclusive<u64>) {
+    let Some(ports) = common::original_ports() else {
+        return;
+    };
+    let Some(server) = TestServer::start(Backend::Mysql, db, args) else {
+        return;
+    };
+    let plugin_db = format!("{db}_plugin");
+    let table = "CREATE TABLE cw (id INT PRIMARY KEY, u VARCHAR(16) NOT NULL, \
+                 n INT NOT NULL, t VARCHAR(20), UNIQUE KEY uu (u))";
+    let fill: String = (1..=WRITERS * 100)
+        .filter(|id| id % 100 <= 30)
+        .map(|id| format!("({id}, 'w{}_{}', {}, 'r{id}')", id / 100, id % 50, id % 7))
+        .collect::<Vec<_>>()
+        .join(", ");
+    server.sql(&format!("DROP DATABASE IF EXISTS {plugin_db}"));
+    server.sql(&format!("CREATE DATABASE {plugin_db}"));
+    for db in [server.db.as_str(), plugin_db.as_str()] {
+        server.sql(&format!("USE {db}; {table}"));
+        server.sql(&format!("USE {db}; INSERT INTO cw VALUES {fill}"));
+    }
+    for seed in seeds {
+        let streams: Vec<Vec<String>> = (0..WRITERS).map(|w| writer_stream(seed, w)).collect();
+        let plugin = run_writers(&format!("127.0.0.1:{}", ports.1), &plugin_db, &streams);
+        let hsd = run_writers(&server.write_addr, &server.db, &streams);
+        for (w, (p, h)) in plugin.iter().zip(&hsd).enumerate() {
+            for (k, (pa, ha)) in p.iter().zip(h).enumerate() {
+                if pa != ha {
+                    let transcript: Vec<String> = (0..=k)
+                        .map(|j| format!("{:?} -> plugin {:?} hsd {:?}", streams[w][j], p[j], h[j]))
+                        .collect();
+                    panic!(
+                        "seed {seed}, writer {w}, request {k} answered differently:\n{}",
+                        transcript.join("\n")
+                    );
+                }
+            }
+        }
+        let plugin_rows = server.sql(&format!("SELECT * FROM {plugin_db}.cw ORDER BY id"));
+        let hsd_rows = server.sql(&format!("SELECT * FROM {}.cw ORDER BY id", server.db));
+        assert_eq!(plugin_rows, hsd_rows, "seed {seed}: rows differ");
+        assert!(plugin_rows.len() > 100, "the streams left rows to compare");
+    }
+    server.sql(&format!("DROP DATABASE {plugin_db}"));
 }

@@ -47,6 +47,11 @@ pub const ERR_NO_ROW_KEY: u32 = 1173;
 pub const ERR_UNAVAILABLE: u32 = 2013;
 /// Error number when a db file stayed locked by another writer (SQLITE_BUSY).
 pub const ERR_BUSY: u32 = 5;
+/// Error numbers of a lock wait that timed out and of a deadlock, as the
+/// original answered them (the storage engine's HA_ERR_LOCK_WAIT_TIMEOUT and
+/// HA_ERR_LOCK_DEADLOCK).
+pub const ERR_LOCK_WAIT_TIMEOUT: u32 = 146;
+pub const ERR_LOCK_DEADLOCK: u32 = 149;
 
 impl StorageError {
     /// The number a client sees in `1 1 <number>`.
@@ -58,6 +63,14 @@ impl StorageError {
             StorageError::OpenTable(_) => 1,
             StorageError::Busy(_) => ERR_BUSY,
         }
+    }
+
+    /// A deadlock with another transaction, which the database broke by
+    /// rolling this one back: the same writes may well succeed when run
+    /// again. (A lock wait timeout is not one: the wait already lasted the
+    /// whole timeout, for a lock someone else holds.)
+    pub fn is_deadlock(&self) -> bool {
+        matches!(self, StorageError::Refused { code, .. } if *code == ERR_LOCK_DEADLOCK)
     }
 }
 
@@ -196,6 +209,32 @@ pub enum WriteValue<'a> {
     Int(i64),
 }
 
+/// One row to insert, for `StorageConn::insert_rows`.
+#[derive(Debug, Clone, Copy)]
+pub struct RowInsert<'a> {
+    pub table: &'a TableMeta,
+    pub columns: &'a [usize],
+    pub values: &'a [Option<&'a [u8]>],
+    /// The row gives the auto-increment column a value of its own.
+    pub explicit_id: bool,
+}
+
+/// One change to a row found before (by its locator), for
+/// `StorageConn::write_rows`.
+#[derive(Debug, Clone, Copy)]
+pub enum RowWrite<'a> {
+    Update {
+        table: &'a TableMeta,
+        locator: &'a [Value],
+        columns: &'a [usize],
+        values: &'a [WriteValue<'a>],
+    },
+    Delete {
+        table: &'a TableMeta,
+        locator: &'a [Value],
+    },
+}
+
 /// An index opened with `P`: which table, index, returned and filter columns.
 /// Shared between connections that open the same thing; `id` is unique per
 /// distinct opening and lets the executor group requests on the same index.
@@ -322,8 +361,49 @@ pub trait StorageConn {
 
     async fn delete(&mut self, table: &TableMeta, locator: &[Value]) -> Result<(), StorageError>;
 
-    /// Starts the transaction a group of writes shares.
-    async fn begin(&mut self) -> Result<(), StorageError>;
+    /// Whether a write group should hand this connection its writes in
+    /// batches (`insert_rows`, `write_rows`, the rows of several single-row
+    /// modifies read by one `scan_many`): worth it where every statement is
+    /// a round trip to a server.
+    fn batches_writes(&self) -> bool {
+        false
+    }
+
+    /// Inserts rows in order; one result per row, as `insert` gives it.
+    /// A backend may send them as few statements.
+    async fn insert_rows(
+        &mut self,
+        rows: &[RowInsert<'_>],
+    ) -> Vec<Result<Option<u64>, StorageError>> {
+        let mut results = Vec::with_capacity(rows.len());
+        for r in rows {
+            results.push(self.insert(r.table, r.columns, r.values).await);
+        }
+        results
+    }
+
+    /// Applies changes to distinct rows in order; one result per change. A
+    /// backend may send them as few statements.
+    async fn write_rows(&mut self, writes: &[RowWrite<'_>]) -> Vec<Result<(), StorageError>> {
+        let mut results = Vec::with_capacity(writes.len());
+        for w in writes {
+            results.push(match *w {
+                RowWrite::Update {
+                    table,
+                    locator,
+                    columns,
+                    values,
+                } => self.update(table, locator, columns, values).await,
+                RowWrite::Delete { table, locator } => self.delete(table, locator).await,
+            });
+        }
+        results
+    }
+
+    /// Starts the transaction a group of `writes` writes shares. (A backend
+    /// may run a group of one write that is a single statement without a
+    /// transaction of its own: the statement's own commit is the group's.)
+    async fn begin(&mut self, writes: usize) -> Result<(), StorageError>;
     /// Commits the group. A failure names the dbs whose writes were not
     /// committed, so that exactly those writes are answered with an error.
     /// The others may need a sync step before they are durable (see

@@ -43,12 +43,19 @@ pub fn insert(table: &TableMeta, columns: &[usize], sink: &mut impl WriteSink, s
         }
         sql.extend_from_slice(table.columns[c].name_sql.as_bytes());
     }
-    sql.extend_from_slice(b") VALUES (");
-    for n in 0..columns.len() {
-        if n > 0 {
+    sql.extend_from_slice(b") VALUES ");
+    values_row(columns.len(), sink, sql);
+}
+
+/// `(v1, ...)`: one row of an INSERT's VALUES (a multi-row INSERT appends
+/// more, each after `, `).
+pub fn values_row(n: usize, sink: &mut impl WriteSink, sql: &mut Vec<u8>) {
+    sql.push(b'(');
+    for k in 0..n {
+        if k > 0 {
             sql.extend_from_slice(b", ");
         }
-        sink.value(sql, WriteParam::Value(n));
+        sink.value(sql, WriteParam::Value(k));
     }
     sql.push(b')');
 }

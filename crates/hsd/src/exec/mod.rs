@@ -10,10 +10,12 @@
 pub mod find;
 pub mod open;
 pub mod write;
+pub mod write_batch;
 
 pub use find::{run_reads, ReadTask};
 pub use open::{open_index, Catalog};
 pub use write::{run_write, WriteOutcome, WriteTask};
+pub use write_batch::run_batched;
 
 use crate::backend::{FilterMode, OpenedIndex, ResolvedFilter, Scan, StorageError};
 use hs_proto::{ErrorKind, FilterKind, FindRequest};

@@ -42,12 +42,16 @@ pub enum WriteOutcome {
     /// Its db was locked by another writer and nothing was done: run it
     /// again later.
     Busy,
+    /// It deadlocked with another transaction; it is answered with that
+    /// error, but the whole group may be rolled back and run again.
+    Conflict,
 }
 
 /// Why a write did not complete.
-enum WriteFailure {
+pub(super) enum WriteFailure {
     Answer(ErrorKind),
     Busy,
+    Conflict(ErrorKind),
 }
 
 impl From<ErrorKind> for WriteFailure {
@@ -60,6 +64,7 @@ impl From<StorageError> for WriteFailure {
     fn from(e: StorageError) -> Self {
         match e {
             StorageError::Busy(_) => WriteFailure::Busy,
+            other if other.is_deadlock() => WriteFailure::Conflict(storage_error_kind(&other)),
             other => WriteFailure::Answer(storage_error_kind(&other)),
         }
     }
@@ -73,6 +78,11 @@ pub async fn run_write<C: StorageConn>(conn: &mut C, task: &mut WriteTask) -> Wr
         WriteOp::Insert(ins) => insert(conn, &task.index, ins, &mut task.out).await,
         WriteOp::Modify(req) => modify(conn, &task.index, req, &mut task.out).await,
     };
+    settle(task, result)
+}
+
+/// Turns how a write went into its answer and outcome.
+pub(super) fn settle(task: &mut WriteTask, result: Result<(), WriteFailure>) -> WriteOutcome {
     match result {
         Ok(()) => WriteOutcome::Answered,
         Err(WriteFailure::Busy) => {
@@ -83,6 +93,11 @@ pub async fn run_write<C: StorageConn>(conn: &mut C, task: &mut WriteTask) -> Wr
             task.out.clear();
             task.out.error(kind);
             WriteOutcome::Answered
+        }
+        Err(WriteFailure::Conflict(kind)) => {
+            task.out.clear();
+            task.out.error(kind);
+            WriteOutcome::Conflict
         }
     }
 }
@@ -105,6 +120,21 @@ async fn insert<C: StorageConn>(
     req: &InsertRequest,
     out: &mut ResponseWriter,
 ) -> Result<(), WriteFailure> {
+    let row = plan_insert(index, req);
+    let result = conn.insert(&index.table, &row.columns, &row.values).await?;
+    answer_insert(&row, result, out);
+    Ok(())
+}
+
+/// The columns and values an insert writes (see `insert`).
+pub(super) struct InsertRow<'r> {
+    pub columns: Vec<usize>,
+    pub values: Vec<Option<&'r [u8]>>,
+    /// The auto-increment column is given a value of its own.
+    pub explicit_id: bool,
+}
+
+pub(super) fn plan_insert<'r>(index: &OpenedIndex, req: &'r InsertRequest) -> InsertRow<'r> {
     let table = &index.table;
     let n = (req.count as usize).min(index.columns.len());
     let mut columns: Vec<usize> = Vec::with_capacity(n);
@@ -153,12 +183,20 @@ async fn insert<C: StorageConn>(
             values.push(Some(b""));
         }
     }
-    match conn.insert(table, &columns, &values).await? {
-        Some(_) if explicit_id => out.ok_number(0),
+    InsertRow {
+        columns,
+        values,
+        explicit_id,
+    }
+}
+
+/// The answer to an insert that was written: the generated id, if any.
+pub(super) fn answer_insert(row: &InsertRow<'_>, id: Option<u64>, out: &mut ResponseWriter) {
+    match id {
+        Some(_) if row.explicit_id => out.ok_number(0),
         Some(id) => out.ok_number(id),
         None => out.ok(),
     }
-    Ok(())
 }
 
 /// A row a modify read: its filter state, locator, position in the index
@@ -262,30 +300,16 @@ async fn modify<C: StorageConn>(
         if spec.returning {
             returned.extend(row.before.iter().cloned());
         }
-        let changed = match op {
-            ModifyOp::Update => {
-                let (cols, vals) = update_values(index, spec);
+        match row_change(index, op, spec, &row.before) {
+            RowChange::Update(cols, vals) => {
                 conn.update(table, &row.locator, &cols, &vals).await?;
-                true
+                modified += 1;
             }
-            ModifyOp::Delete => {
+            RowChange::Delete => {
                 conn.delete(table, &row.locator).await?;
-                true
+                modified += 1;
             }
-            ModifyOp::Increment | ModifyOp::Decrement => {
-                match arithmetic(index, op, &row.before, spec) {
-                    Some((cols, vals)) => {
-                        let vals: Vec<WriteValue<'_>> =
-                            vals.into_iter().map(WriteValue::Int).collect();
-                        conn.update(table, &row.locator, &cols, &vals).await?;
-                        true
-                    }
-                    None => false,
-                }
-            }
-        };
-        if changed {
-            modified += 1;
+            RowChange::Unchanged => {}
         }
         if single {
             break;
@@ -301,6 +325,37 @@ async fn modify<C: StorageConn>(
         out.ok_number(modified);
     }
     Ok(())
+}
+
+/// What a modify does to one row it took.
+pub(super) enum RowChange<'s> {
+    /// Set these table columns to these values (counted even when no
+    /// column is left to set).
+    Update(Vec<usize>, Vec<WriteValue<'s>>),
+    Delete,
+    /// Left as it was and not counted (a `-` that would change a sign).
+    Unchanged,
+}
+
+pub(super) fn row_change<'s>(
+    index: &OpenedIndex,
+    op: ModifyOp,
+    spec: &'s ModifySpec,
+    before: &[Value],
+) -> RowChange<'s> {
+    match op {
+        ModifyOp::Update => {
+            let (cols, vals) = update_values(index, spec);
+            RowChange::Update(cols, vals)
+        }
+        ModifyOp::Delete => RowChange::Delete,
+        ModifyOp::Increment | ModifyOp::Decrement => match arithmetic(index, op, before, spec) {
+            Some((cols, vals)) => {
+                RowChange::Update(cols, vals.into_iter().map(WriteValue::Int).collect())
+            }
+            None => RowChange::Unchanged,
+        },
+    }
 }
 
 /// `U`: one value per opened column (missing ones are empty strings). A

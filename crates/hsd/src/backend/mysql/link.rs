@@ -112,6 +112,11 @@ pub struct Link {
     deprecate_eof: bool,
     timeout: Duration,
     row: TextRow,
+    /// Statements at the front of `in_flight` whose answers `answer` reads
+    /// and drops itself (session switches queued ahead of a batch).
+    quiet: usize,
+    /// The session's autocommit, as hsd last set it.
+    pub autocommit: bool,
 }
 
 impl Link {
@@ -139,6 +144,8 @@ impl Link {
             deprecate_eof: false,
             timeout: t,
             row: TextRow::default(),
+            quiet: 0,
+            autocommit: true,
         };
         link.login(&settings.url).await?;
         link.set_up_session(t).await?;
@@ -262,6 +269,16 @@ impl Link {
         self.in_flight += 1;
     }
 
+    /// Queues a statement whose answer nobody waits for: the next `answer`
+    /// reads it first and drops it (a refusal loses the link, as a session
+    /// in an unknown state must not be used). Only ahead of other
+    /// statements.
+    pub fn queue_quiet(&mut self, statement: &[u8]) {
+        debug_assert_eq!(self.in_flight, self.quiet, "quiet statements go first");
+        self.queue(|sql| sql.extend_from_slice(statement));
+        self.quiet += 1;
+    }
+
     /// Sends everything queued.
     pub async fn send(&mut self) -> Result<(), Failure> {
         if self.wbuf.is_empty() {
@@ -283,6 +300,13 @@ impl Link {
     /// to `sink`. Sends what is queued first.
     pub async fn answer(&mut self, sink: &mut impl ResultSink) -> Result<Answer, Failure> {
         self.send().await?;
+        while self.quiet > 0 {
+            if let Answer::Refused(e) = self.read_answer(&mut Discard).await? {
+                return Err(Failure::lost("switching the session", e, false));
+            }
+            self.quiet -= 1;
+            self.in_flight -= 1;
+        }
         if self.in_flight == 0 {
             return Err(Failure::protocol("no statement to read an answer for"));
         }

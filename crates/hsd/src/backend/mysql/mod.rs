@@ -18,9 +18,12 @@
 //! back. While the server is unreachable, one caller at a time probes it and
 //! the others fail at once (`StorageError::Unavailable`, `1 1 2013`).
 //!
-//! Writes: `begin` only marks the group; `START TRANSACTION` is sent with the
-//! group's first statement and `COMMIT` at its end, so no transaction (and
-//! no metadata lock) is ever held idle. A deadlock, or losing the connection
+//! Writes: `begin` only marks the group; the session runs groups with
+//! autocommit off, so the transaction begins with the group's first
+//! statement and ends with `COMMIT`: no round trip to open it, and no
+//! transaction (or metadata lock) is ever held idle. A group's inserts leave
+//! as multi-row INSERTs and its other statements pipelined (`insert_rows`,
+//! `write_rows`). A deadlock, or losing the connection
 //! inside the group, dooms the group: its remaining writes and the commit
 //! fail, so no write is reported done that the server rolled back.
 
@@ -33,11 +36,12 @@ use self::handler::Handles;
 use self::link::{Answer, Discard, Failure, Link, LinkSettings};
 use super::write_sql::{self, WriteParam, WriteSink};
 use super::{
-    Backend, CommitFailure, Committed, ReadPlacement, RowVisitor, Scan, StorageConn, StorageError,
-    TableMeta, WriteValue, ERR_DUPLICATE_KEY, ERR_NOT_NULL,
+    Backend, ColumnKind, CommitFailure, Committed, ReadPlacement, RowInsert, RowVisitor, RowWrite,
+    Scan, StorageConn, StorageError, TableMeta, WriteValue, ERR_DUPLICATE_KEY, ERR_NOT_NULL,
 };
 use hs_proto::Value as HsValue;
-use mysql_wire::{ErrPacket, MysqlUrl};
+use mysql_wire::{ErrPacket, MysqlUrl, OkPacket};
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -63,8 +67,8 @@ pub mod codes {
 /// The storage engine's handler error numbers the original answered
 /// (`1 1 <n>`) where MariaDB's SQL layer reports its own.
 mod handler_errors {
-    pub const LOCK_WAIT_TIMEOUT: u32 = 146;
-    pub const LOCK_DEADLOCK: u32 = 149;
+    pub const LOCK_WAIT_TIMEOUT: u32 = crate::backend::ERR_LOCK_WAIT_TIMEOUT;
+    pub const LOCK_DEADLOCK: u32 = crate::backend::ERR_LOCK_DEADLOCK;
     pub const NO_REFERENCED_ROW: u32 = 151;
     pub const ROW_IS_REFERENCED: u32 = 152;
     pub const AUTO_INC_READ_FAILED: u32 = 166;
@@ -208,7 +212,12 @@ impl Backend for MysqlBackend {
 enum Txn {
     /// Autocommit (reads, and writes outside a group).
     Off,
-    /// `begin` was called; START TRANSACTION goes out with the first statement.
+    /// A group of one write: if its first statement is a write statement,
+    /// it runs on its own with autocommit (one round trip, no COMMIT); a
+    /// read first (a modify reading the rows it changes) makes it `Wanted`.
+    Single,
+    /// `begin` was called; the transaction begins with the group's first
+    /// statement (the session runs with autocommit off in groups).
     Wanted,
     Open,
     /// The server rolled the transaction back, or the connection broke: the
@@ -323,53 +332,99 @@ impl MysqlConn {
         }
     }
 
-    /// Queues START TRANSACTION when the group wants one and has none yet.
-    async fn ensure_transaction(&mut self) -> Result<(), Failure> {
-        if matches!(self.txn, Txn::Wanted) {
-            let link = self.link().await?;
-            link.queue(|sql| sql.extend_from_slice(b"START TRANSACTION"));
-            if let Answer::Refused(e) = link.answer(&mut Discard).await? {
-                return Err(Failure {
-                    error: refused_error(&e),
-                    link_lost: false,
-                    retryable: false,
-                });
-            }
-            self.txn = Txn::Open;
+    /// Puts the session in the mode the next statements need, queued ahead
+    /// of them without a round trip of its own: autocommit off inside a
+    /// write group (its transaction begins with its first statement, and
+    /// when a deadlock rolls it back, statements already sent behind the
+    /// failed one run in a new transaction that the group's rollback ends,
+    /// instead of committing on their own), on outside one.
+    async fn ensure_session(&mut self, for_write: bool) -> Result<(), Failure> {
+        if matches!(self.txn, Txn::Single) && !for_write {
+            self.txn = Txn::Wanted;
+        }
+        let in_group = matches!(self.txn, Txn::Wanted | Txn::Open);
+        let link = self.link().await?;
+        if link.autocommit == in_group {
+            link.queue_quiet(if in_group {
+                b"SET autocommit = 0"
+            } else {
+                b"SET autocommit = 1"
+            });
+            link.autocommit = !in_group;
         }
         Ok(())
+    }
+
+    /// Runs the write statements whose texts are `spans` of `self.sql`,
+    /// pipelined: they leave in one write and their answers are read in
+    /// order. One result per statement. A statement that dooms the group
+    /// fails the ones behind it too.
+    async fn run_writes(&mut self, spans: &[Range<usize>]) -> Vec<Result<OkPacket, StorageError>> {
+        if let Txn::Doomed(e) = &self.txn {
+            return spans.iter().map(|_| Err(doomed(e))).collect();
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut results: Vec<Result<OkPacket, StorageError>> = Vec::with_capacity(spans.len());
+            let outcome = async {
+                self.ensure_session(true).await?;
+                let link = live_link(&mut self.link, &mut self.handles, &self.shared).await?;
+                for span in spans {
+                    let text = &self.sql[span.clone()];
+                    link.queue(|out| out.extend_from_slice(text));
+                }
+                for _ in spans {
+                    results.push(match link.answer(&mut Discard).await? {
+                        Answer::Done(ok) => Ok(ok),
+                        Answer::Refused(e) => Err(refused_error(&e)),
+                    });
+                }
+                Ok::<(), Failure>(())
+            }
+            .await;
+            match self.txn {
+                // The one write ran and committed on its own (or failed).
+                Txn::Single => self.txn = Txn::Off,
+                Txn::Wanted if !results.is_empty() => self.txn = Txn::Open,
+                _ => {}
+            }
+            if matches!(self.txn, Txn::Open) {
+                let first_doom = results
+                    .iter()
+                    .position(|r| matches!(r, Err(e) if dooms_transaction(e)));
+                if let Some(k) = first_doom {
+                    if let Err(e) = &results[k] {
+                        let e = e.clone();
+                        for later in &mut results[k + 1..] {
+                            *later = Err(doomed(&e));
+                        }
+                        self.txn = Txn::Doomed(e);
+                    }
+                }
+            }
+            let Err(f) = outcome else {
+                return results;
+            };
+            let answered = results.len();
+            let error = match self.after_failure(f, false, answered > 0, attempt) {
+                Ok(()) => continue,
+                Err(e) => e,
+            };
+            // The link broke: what was not answered is lost (and in a group,
+            // what was answered is too: the commit fails).
+            results.resize_with(spans.len(), || Err(error.clone()));
+            return results;
+        }
     }
 
     /// Runs the write statement in `self.sql`; returns its OK packet's
     /// insert id.
     async fn write(&mut self) -> Result<u64, StorageError> {
-        if let Txn::Doomed(e) = &self.txn {
-            return Err(doomed(e));
-        }
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let result = async {
-                self.ensure_transaction().await?;
-                let link = live_link(&mut self.link, &mut self.handles, &self.shared).await?;
-                let sql = &self.sql;
-                link.queue(|out| out.extend_from_slice(sql));
-                match link.answer(&mut Discard).await? {
-                    Answer::Done(ok) => Ok(Ok(ok.last_insert_id)),
-                    Answer::Refused(e) => Ok(Err(refused_error(&e))),
-                }
-            }
-            .await;
-            match result {
-                Ok(Ok(id)) => return Ok(id),
-                Ok(Err(e)) => {
-                    if matches!(self.txn, Txn::Open) && dooms_transaction(&e) {
-                        self.txn = Txn::Doomed(e.clone());
-                    }
-                    return Err(e);
-                }
-                Err(f) => self.after_failure(f, false, false, attempt)?,
-            }
+        let span = 0..self.sql.len();
+        match self.run_writes(&[span]).await.pop() {
+            Some(result) => result.map(|ok| ok.last_insert_id),
+            None => Err(StorageError::Unavailable("no answer".into())),
         }
     }
 
@@ -434,6 +489,7 @@ impl StorageConn for MysqlConn {
         loop {
             attempt += 1;
             let result = async {
+                self.ensure_session(false).await?;
                 let link = self.link().await?;
                 meta::describe(link, db, table).await
             }
@@ -461,11 +517,16 @@ impl StorageConn for MysqlConn {
             attempt += 1;
             let mut progressed = false;
             let result = async {
-                self.ensure_transaction().await?;
+                self.ensure_session(false).await?;
                 let link = live_link(&mut self.link, &mut self.handles, &self.shared).await?;
                 scan::scan_many(link, &mut self.handles, scans, visit, &mut progressed).await
             }
             .await;
+            let answered =
+                result.is_ok() || progressed || matches!(&result, Err(f) if !f.link_lost);
+            if answered && matches!(self.txn, Txn::Wanted) {
+                self.txn = Txn::Open;
+            }
             match result {
                 Ok(()) => return Ok(()),
                 Err(f) if !f.link_lost => {
@@ -523,12 +584,147 @@ impl StorageConn for MysqlConn {
         self.write().await.map(|_| ())
     }
 
-    async fn begin(&mut self) -> Result<(), StorageError> {
+    /// Every statement is a round trip: write groups come in batches.
+    fn batches_writes(&self) -> bool {
+        true
+    }
+
+    /// Consecutive rows for the same table and columns that generate no id
+    /// leave as one multi-row INSERT, other rows as single INSERTs
+    /// pipelined ahead of it. A multi-row INSERT is the last statement of
+    /// its round trip: when it fails (a statement fails whole), its rows are
+    /// sent again one by one, so each gets its own answer, before any later
+    /// row runs.
+    ///
+    /// Rows that take a generated id always go one by one: a multi-row
+    /// INSERT that fails has used up the ids it reserved, and the rows sent
+    /// again would then get other ids than the original gives them.
+    async fn insert_rows(
+        &mut self,
+        rows: &[RowInsert<'_>],
+    ) -> Vec<Result<Option<u64>, StorageError>> {
+        let mut results = Vec::with_capacity(rows.len());
+        let mut next = 0;
+        while next < rows.len() {
+            self.sql.clear();
+            let mut spans: Vec<Range<usize>> = Vec::new();
+            let mut runs: Vec<Range<usize>> = Vec::new();
+            while next < rows.len() && self.sql.len() < BATCH_SQL_BYTES {
+                let from = self.sql.len();
+                let end = push_insert_run(rows, next, &mut self.sql);
+                spans.push(from..self.sql.len());
+                runs.push(next..end);
+                next = end;
+                if end - runs[runs.len() - 1].start > 1 {
+                    break;
+                }
+            }
+            let answers = self.run_writes(&spans).await;
+            for (run, answer) in runs.into_iter().zip(answers) {
+                match answer {
+                    Ok(ok) => {
+                        // A multi-row INSERT's rows generate no id: their
+                        // answers ignore the number.
+                        for row in &rows[run] {
+                            let id = ok.last_insert_id;
+                            results.push(Ok(row.table.has_autoincrement.then_some(id)));
+                        }
+                    }
+                    Err(e) if run.len() > 1 && !matches!(self.txn, Txn::Doomed(_)) => {
+                        tracing::debug!(rows = run.len(), error = %e, "multi-row INSERT failed; its rows go one by one");
+                        self.sql.clear();
+                        let mut spans = Vec::with_capacity(run.len());
+                        for row in &rows[run.clone()] {
+                            let from = self.sql.len();
+                            push_insert(row, &mut self.sql);
+                            spans.push(from..self.sql.len());
+                        }
+                        let answers = self.run_writes(&spans).await;
+                        for (row, answer) in rows[run].iter().zip(answers) {
+                            results.push(answer.map(|ok| {
+                                row.table.has_autoincrement.then_some(ok.last_insert_id)
+                            }));
+                        }
+                    }
+                    Err(e) => results.extend(run.map(|_| Err(e.clone()))),
+                }
+            }
+        }
+        results
+    }
+
+    /// Consecutive updates of the same columns of one table that no unique
+    /// key depends on leave as one UPDATE (a CASE on the locator picks each
+    /// row's values), the rest as single statements pipelined ahead of it.
+    /// Like a multi-row INSERT, a merged UPDATE ends its round trip, and when
+    /// it fails its rows are sent again one by one before anything later.
+    /// (With a unique column written, one statement could succeed where the
+    /// same changes one after another fail: a value two rows swap.)
+    async fn write_rows(&mut self, writes: &[RowWrite<'_>]) -> Vec<Result<(), StorageError>> {
+        let mut results = Vec::with_capacity(writes.len());
+        let mut next = 0;
+        while next < writes.len() {
+            self.sql.clear();
+            let mut spans: Vec<Range<usize>> = Vec::new();
+            let mut runs: Vec<Range<usize>> = Vec::new();
+            while next < writes.len() && self.sql.len() < BATCH_SQL_BYTES {
+                let from = self.sql.len();
+                let end = push_write_run(writes, next, &mut self.sql);
+                let start = next;
+                next = end;
+                if from == self.sql.len() {
+                    // An update of no column: nothing to send.
+                    runs.push(start..end);
+                    spans.push(from..from);
+                    continue;
+                }
+                spans.push(from..self.sql.len());
+                runs.push(start..end);
+                if end - start > 1 {
+                    break;
+                }
+            }
+            let sent: Vec<Range<usize>> = spans.iter().filter(|s| !s.is_empty()).cloned().collect();
+            let mut answers = self.run_writes(&sent).await.into_iter();
+            for (run, span) in runs.into_iter().zip(spans) {
+                if span.is_empty() {
+                    results.push(Ok(()));
+                    continue;
+                }
+                let answer = answers
+                    .next()
+                    .unwrap_or_else(|| Err(StorageError::Unavailable("no answer".into())));
+                match answer {
+                    Ok(_) => results.extend(run.map(|_| Ok(()))),
+                    Err(e) if run.len() > 1 && !matches!(self.txn, Txn::Doomed(_)) => {
+                        tracing::debug!(rows = run.len(), error = %e, "merged UPDATE failed; its rows go one by one");
+                        self.sql.clear();
+                        let mut spans = Vec::with_capacity(run.len());
+                        for w in &writes[run.clone()] {
+                            let from = self.sql.len();
+                            push_write(w, &mut self.sql);
+                            spans.push(from..self.sql.len());
+                        }
+                        let answers = self.run_writes(&spans).await;
+                        results.extend(answers.into_iter().map(|a| a.map(|_| ())));
+                    }
+                    Err(e) => results.extend(run.map(|_| Err(e.clone()))),
+                }
+            }
+        }
+        results
+    }
+
+    async fn begin(&mut self, writes: usize) -> Result<(), StorageError> {
         if matches!(self.txn, Txn::Open | Txn::Doomed(_)) {
             // A group was left open (should not happen): end it first.
             self.rollback().await;
         }
-        self.txn = Txn::Wanted;
+        self.txn = if writes == 1 {
+            Txn::Single
+        } else {
+            Txn::Wanted
+        };
         Ok(())
     }
 
@@ -536,7 +732,7 @@ impl StorageConn for MysqlConn {
     /// innodb_flush_log_at_trx_commit). One transaction: all or nothing.
     async fn commit(&mut self) -> Committed {
         match std::mem::replace(&mut self.txn, Txn::Off) {
-            Txn::Off | Txn::Wanted => Committed::done(),
+            Txn::Off | Txn::Single | Txn::Wanted => Committed::done(),
             Txn::Open => {
                 let Some(link) = self.link.as_mut() else {
                     return Committed::failed(CommitFailure::all(StorageError::Unavailable(
@@ -577,6 +773,293 @@ impl StorageConn for MysqlConn {
 
     async fn release_idle(&mut self) {
         self.release_handles().await;
+    }
+}
+
+/// How much statement text one round trip of inserts carries, at most
+/// (well inside the server's default max_allowed_packet of 16 MiB).
+const BATCH_SQL_BYTES: usize = 1 << 20;
+
+/// Writes the INSERT of `rows[start]` and of the rows after it that can
+/// share its statement: same table and columns, no generated id. Returns
+/// the end of the rows written.
+fn push_insert_run(rows: &[RowInsert<'_>], start: usize, sql: &mut Vec<u8>) -> usize {
+    let first = &rows[start];
+    push_insert(first, sql);
+    if first.table.has_autoincrement && !first.explicit_id {
+        return start + 1;
+    }
+    let mut end = start + 1;
+    while end < rows.len() && sql.len() < BATCH_SQL_BYTES && same_statement(first, &rows[end]) {
+        let values: Vec<WriteValue<'_>> = rows[end]
+            .values
+            .iter()
+            .map(|v| WriteValue::Bytes(*v))
+            .collect();
+        let mut sink = WriteLiterals {
+            values: &values,
+            locator: &[],
+        };
+        sql.extend_from_slice(b", ");
+        write_sql::values_row(rows[end].columns.len(), &mut sink, sql);
+        end += 1;
+    }
+    end
+}
+
+/// Whether row `b` can go in the same INSERT as row `a`.
+fn same_statement(a: &RowInsert<'_>, b: &RowInsert<'_>) -> bool {
+    a.explicit_id == b.explicit_id
+        && a.table.table_sql == b.table.table_sql
+        && a.columns.len() == b.columns.len()
+        && a.columns
+            .iter()
+            .zip(b.columns)
+            .all(|(&x, &y)| a.table.columns[x].name_sql == b.table.columns[y].name_sql)
+}
+
+/// Writes one row's INSERT.
+fn push_insert(row: &RowInsert<'_>, sql: &mut Vec<u8>) {
+    let values: Vec<WriteValue<'_>> = row.values.iter().map(|v| WriteValue::Bytes(*v)).collect();
+    let mut sink = WriteLiterals {
+        values: &values,
+        locator: &[],
+    };
+    write_sql::insert(row.table, row.columns, &mut sink, sql);
+}
+
+/// Writes the statement of `writes[start]` and of the updates after it
+/// that can share it (see `write_rows`). Returns the end of the writes
+/// written; writes nothing for an update of no column.
+fn push_write_run(writes: &[RowWrite<'_>], start: usize, sql: &mut Vec<u8>) -> usize {
+    let mut end = start + 1;
+    while end < writes.len() && mergeable(&writes[start], &writes[end]) {
+        end += 1;
+    }
+    if end - start == 1 {
+        push_write(&writes[start], sql);
+        return end;
+    }
+    // Cut where the text would grow past the batch budget.
+    let run = &writes[start..end];
+    let mut rows = run.len();
+    let estimate: usize = run.iter().map(write_size).sum();
+    if estimate > BATCH_SQL_BYTES {
+        let mut total = 0;
+        rows = run
+            .iter()
+            .take_while(|w| {
+                total += write_size(w);
+                total <= BATCH_SQL_BYTES
+            })
+            .count()
+            .max(1);
+    }
+    if rows == 1 {
+        push_write(&writes[start], sql);
+        return start + 1;
+    }
+    push_update_many(&run[..rows], sql);
+    start + rows
+}
+
+/// One write's statement; nothing for an update of no column.
+fn push_write(w: &RowWrite<'_>, sql: &mut Vec<u8>) {
+    match *w {
+        RowWrite::Update {
+            table,
+            locator,
+            columns,
+            values,
+        } => {
+            if !columns.is_empty() {
+                let mut sink = WriteLiterals { values, locator };
+                write_sql::update(table, columns, &mut sink, sql);
+            }
+        }
+        RowWrite::Delete { table, locator } => {
+            let mut sink = WriteLiterals {
+                values: &[],
+                locator,
+            };
+            write_sql::delete(table, &mut sink, sql);
+        }
+    }
+}
+
+/// Roughly how much statement text a write takes.
+fn write_size(w: &RowWrite<'_>) -> usize {
+    let bytes = |v: &Option<&[u8]>| v.map_or(4, |b| 2 * b.len() + 4);
+    match w {
+        RowWrite::Update {
+            locator, values, ..
+        } => {
+            locator.iter().map(|l| bytes(&l.as_deref())).sum::<usize>()
+                + values
+                    .iter()
+                    .map(|v| match v {
+                        WriteValue::Int(_) => 20,
+                        WriteValue::Bytes(b) => bytes(b),
+                    })
+                    .sum::<usize>()
+                + 32
+        }
+        RowWrite::Delete { .. } => 64,
+    }
+}
+
+/// Whether update `b` can share update `a`'s statement: same table and
+/// columns, values of the same kinds, and no written column in a unique
+/// key.
+fn mergeable(a: &RowWrite<'_>, b: &RowWrite<'_>) -> bool {
+    let (
+        RowWrite::Update {
+            table: ta,
+            columns: ca,
+            values: va,
+            ..
+        },
+        RowWrite::Update {
+            table: tb,
+            columns: cb,
+            values: vb,
+            ..
+        },
+    ) = (a, b)
+    else {
+        return false;
+    };
+    let kind = |v: &WriteValue<'_>| match v {
+        WriteValue::Int(_) => 1,
+        WriteValue::Bytes(Some(_)) => 2,
+        WriteValue::Bytes(None) => 0,
+    };
+    !ca.is_empty()
+        && ta.table_sql == tb.table_sql
+        && ca.len() == cb.len()
+        && ca
+            .iter()
+            .zip(cb.iter())
+            .all(|(&x, &y)| ta.columns[x].name_sql == tb.columns[y].name_sql)
+        && va.iter().zip(vb.iter()).all(|(x, y)| {
+            let (kx, ky) = (kind(x), kind(y));
+            kx == ky || kx == 0 || ky == 0
+        })
+        && !writes_a_unique_key(ta, ca)
+        && ta.locator_sql.iter().all(|l| locator_kind(ta, l).is_some())
+}
+
+/// How a merged UPDATE writes a locator column's values, for the columns
+/// whose comparisons in a CASE are exact: integers as numbers (a string
+/// there would compare as a floating-point number) and bytes (text and
+/// binary columns compare `_binary` literals byte for byte). `None` for the
+/// other kinds, which stay single statements.
+fn locator_kind(table: &TableMeta, locator_sql: &str) -> Option<bool> {
+    let column = table.columns.iter().find(|c| c.name_sql == locator_sql)?;
+    match column.kind {
+        ColumnKind::Integer { .. } => Some(true),
+        ColumnKind::Text { .. } | ColumnKind::Bytes { .. } => Some(false),
+        _ => None,
+    }
+}
+
+/// A locator value in a merged UPDATE (see `locator_kind`).
+fn push_locator_value(sql: &mut Vec<u8>, integer: bool, v: Option<&[u8]>) {
+    match v {
+        Some(digits)
+            if integer
+                && !digits.is_empty()
+                && digits.iter().enumerate().all(|(i, b)| {
+                    b.is_ascii_digit() || (i == 0 && *b == b'-' && digits.len() > 1)
+                }) =>
+        {
+            sql.extend_from_slice(digits)
+        }
+        _ => mysql_wire::literal::push_binary(sql, v),
+    }
+}
+
+/// Whether one of `columns` is part of a unique index (or of an index
+/// whose columns are not all known).
+fn writes_a_unique_key(table: &TableMeta, columns: &[usize]) -> bool {
+    table.indexes.iter().filter(|i| i.unique).any(|i| {
+        i.key_columns
+            .iter()
+            .any(|k| k.is_none_or(|k| columns.contains(&k)))
+    })
+}
+
+/// `UPDATE t SET c = CASE WHEN <row 1> THEN v1 WHEN ... END, ... WHERE
+/// <row 1> OR ...`, a row named by its locator (with a one-column locator,
+/// `CASE l WHEN x1 THEN v1 ...` and `l IN (x1, ...)`).
+fn push_update_many(writes: &[RowWrite<'_>], sql: &mut Vec<u8>) {
+    let RowWrite::Update { table, columns, .. } = writes[0] else {
+        return;
+    };
+    let single = table.locator_sql.len() == 1;
+    let row_test = |w: &RowWrite<'_>, sql: &mut Vec<u8>| {
+        let locator = match w {
+            RowWrite::Update { locator, .. } | RowWrite::Delete { locator, .. } => *locator,
+        };
+        for (n, l) in table.locator_sql.iter().enumerate() {
+            if n > 0 {
+                sql.extend_from_slice(b" AND ");
+            }
+            if !single {
+                sql.extend_from_slice(l.as_bytes());
+                sql.extend_from_slice(b" = ");
+            }
+            let integer = locator_kind(table, l) == Some(true);
+            push_locator_value(sql, integer, locator.get(n).and_then(|v| v.as_deref()));
+        }
+    };
+    sql.extend_from_slice(b"UPDATE ");
+    sql.extend_from_slice(table.table_sql.as_bytes());
+    sql.extend_from_slice(b" SET ");
+    for (k, &c) in columns.iter().enumerate() {
+        if k > 0 {
+            sql.extend_from_slice(b", ");
+        }
+        sql.extend_from_slice(table.columns[c].name_sql.as_bytes());
+        sql.extend_from_slice(b" = CASE");
+        if single {
+            sql.push(b' ');
+            sql.extend_from_slice(table.locator_sql[0].as_bytes());
+        }
+        for w in writes {
+            let RowWrite::Update {
+                locator, values, ..
+            } = *w
+            else {
+                continue;
+            };
+            sql.extend_from_slice(b" WHEN ");
+            row_test(w, sql);
+            sql.extend_from_slice(b" THEN ");
+            let mut sink = WriteLiterals { values, locator };
+            sink.value(sql, WriteParam::Value(k));
+        }
+        sql.extend_from_slice(b" END");
+    }
+    sql.extend_from_slice(b" WHERE ");
+    if single {
+        sql.extend_from_slice(table.locator_sql[0].as_bytes());
+        sql.extend_from_slice(b" IN (");
+    }
+    for (n, w) in writes.iter().enumerate() {
+        if n > 0 {
+            sql.extend_from_slice(if single { b", " } else { b" OR " });
+        }
+        if !single {
+            sql.push(b'(');
+        }
+        row_test(w, sql);
+        if !single {
+            sql.push(b')');
+        }
+    }
+    if single {
+        sql.push(b')');
     }
 }
 

@@ -309,7 +309,6 @@ fn is_point_lookup(scan: &Scan<'_>) -> bool {
         && !index.key_sql.is_empty()
         && scan.keys.len() == index.key_sql.len()
         && scan.filter_mode == FilterMode::None
-        && !scan.with_locator
         && scan.after.is_none()
         && scan
             .keys
@@ -357,10 +356,11 @@ pub async fn scan_many(
     // Plan: group point lookups by opened index.
     let mut routes = Vec::with_capacity(scans.len());
     let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut group_of: HashMap<u64, usize> = HashMap::new();
+    let mut group_of: HashMap<(u64, bool), usize> = HashMap::new();
     for (i, scan) in scans.iter().enumerate() {
         if scans.len() > 1 && is_point_lookup(scan) {
-            let g = *group_of.entry(scan.index.id).or_insert_with(|| {
+            let key = (scan.index.id, scan.with_locator);
+            let g = *group_of.entry(key).or_insert_with(|| {
                 groups.push(Vec::new());
                 groups.len() - 1
             });
@@ -372,11 +372,16 @@ pub async fn scan_many(
             routes.push(Route::Select);
         }
     }
-    // A group of one is cheaper through HANDLER.
-    for r in routes.iter_mut() {
+    // A group of one is cheaper through HANDLER (or, for a read that
+    // locks, its own SELECT).
+    for (r, scan) in routes.iter_mut().zip(scans) {
         if let Route::Points(g) = *r {
             if groups[g].len() < 2 {
-                *r = Route::Handler;
+                *r = if scan.with_locator {
+                    Route::Select
+                } else {
+                    Route::Handler
+                };
             }
         }
     }
@@ -416,14 +421,16 @@ pub async fn scan_many(
     for (i, (scan, route)) in scans.iter().zip(&routes).enumerate() {
         if let Route::Points(_) = route {
             let ncols = scan.index.columns.len();
+            let locator_len = points_locator_len(scan);
             let mut row = TextRow::default();
             for payload in std::mem::take(&mut buffers[i]) {
                 *progressed = true;
-                row.parse(&payload, 1 + ncols).map_err(|e| Failure {
-                    error: crate::backend::StorageError::Unavailable(e),
-                    link_lost: false,
-                    retryable: false,
-                })?;
+                row.parse(&payload, 1 + ncols + locator_len)
+                    .map_err(|e| Failure {
+                        error: crate::backend::StorageError::Unavailable(e),
+                        link_lost: false,
+                        retryable: false,
+                    })?;
                 let view = TextRowView {
                     payload: &payload,
                     row: &row,
@@ -431,7 +438,7 @@ pub async fn scan_many(
                     ncols,
                     layout: ScanLayout {
                         has_state: false,
-                        locator_len: 0,
+                        locator_len,
                     },
                 };
                 if visit(i, &view) == ScanStep::Stop {
@@ -601,7 +608,20 @@ async fn run_points(
     Ok(())
 }
 
-/// `SELECT (CASE WHEN k = v0 THEN 0 ... END), cols FROM t WHERE k IN (...)`
+/// How many locator columns follow a point lookup's opened columns: the
+/// table's locator, for a lookup that reads rows to change them (such a
+/// lookup finds at most one row, at the key it looked up: no position in
+/// the index is needed to go on from).
+fn points_locator_len(scan: &Scan<'_>) -> usize {
+    if scan.with_locator {
+        scan.index.table.locator_sql.len()
+    } else {
+        0
+    }
+}
+
+/// `SELECT (CASE WHEN k = v0 THEN 0 ... END), cols FROM t WHERE k IN (...)`,
+/// with the locator columns and `FOR UPDATE` when the rows are to change.
 fn points_sql<'k>(
     sql: &mut Vec<u8>,
     scan: &Scan<'_>,
@@ -631,6 +651,12 @@ fn points_sql<'k>(
         sql.extend_from_slice(b", ");
         sql.extend_from_slice(table.columns[c].select_sql.as_bytes());
     }
+    if scan.with_locator {
+        for l in &table.locator_sql {
+            sql.extend_from_slice(b", ");
+            sql.extend_from_slice(l.as_bytes());
+        }
+    }
     sql.extend_from_slice(b" FROM ");
     sql.extend_from_slice(index.from_sql.as_bytes());
     sql.extend_from_slice(b" WHERE ");
@@ -653,6 +679,9 @@ fn points_sql<'k>(
             cond(sql, key);
             sql.push(b')');
         }
+    }
+    if scan.with_locator {
+        sql.extend_from_slice(DIALECT.lock_suffix.as_bytes());
     }
 }
 
@@ -736,7 +765,11 @@ impl RowView for TextRowView<'_> {
     }
 
     fn locator(&self) -> Vec<Value> {
-        let start = self.ncols + usize::from(self.layout.has_state);
+        let base = match self.columns {
+            Columns::Offset(base) => base,
+            Columns::Table { .. } => 0,
+        };
+        let start = base + self.ncols + usize::from(self.layout.has_state);
         (start..start + self.layout.locator_len)
             .map(|i| self.row.get(self.payload, i).map(<[u8]>::to_vec))
             .collect()

@@ -7,7 +7,9 @@
 //!   (`canonical`), two or more of one opened index: one `SELECT (CASE WHEN
 //!   k = v0 THEN 0 WHEN k = v1 THEN 1 ... END), cols ... WHERE k IN (...)`
 //!   per chunk of up to `POINTS_CHUNK` distinct keys. The server compares;
-//!   the CASE tells which lookup a row answers. Under a case-insensitive
+//!   the CASE tells which lookup a row answers (for keys that compare byte
+//!   for byte, integers and binary strings, the row's own key does, and the
+//!   statement selects it instead: `exact_keys`). Under a case-insensitive
 //!   collation two different keys can find one row, and CASE names only the
 //!   first: lookups that missed in a statement that found something are
 //!   asked again, until a round finds nothing.
@@ -422,10 +424,11 @@ pub async fn scan_many(
         if let Route::Points(_) = route {
             let ncols = scan.index.columns.len();
             let locator_len = points_locator_len(scan);
+            let lead = points_lead(scan);
             let mut row = TextRow::default();
             for payload in std::mem::take(&mut buffers[i]) {
                 *progressed = true;
-                row.parse(&payload, 1 + ncols + locator_len)
+                row.parse(&payload, lead + ncols + locator_len)
                     .map_err(|e| Failure {
                         error: crate::backend::StorageError::Unavailable(e),
                         link_lost: false,
@@ -434,7 +437,7 @@ pub async fn scan_many(
                 let view = TextRowView {
                     payload: &payload,
                     row: &row,
-                    columns: Columns::Offset(1),
+                    columns: Columns::Offset(lead),
                     ncols,
                     layout: ScanLayout {
                         has_state: false,
@@ -559,6 +562,7 @@ async fn run_points(
     // Keys that can be equal without being byte-identical need the rounds.
     let may_share_rows =
         (0..first.keys.len()).any(|i| matches!(key_kind(first, i), ColumnKind::Text { .. }));
+    let exact = exact_keys(first);
     let mut pending: Vec<usize> = (0..slots.len()).collect();
     while !pending.is_empty() {
         let chunks: Vec<&[usize]> = pending.chunks(POINTS_CHUNK).collect();
@@ -567,8 +571,17 @@ async fn run_points(
         }
         let mut missed = Vec::new();
         for chunk in &chunks {
+            let by_key: Option<HashMap<&[Option<&[u8]>], usize>> = exact.then(|| {
+                chunk
+                    .iter()
+                    .enumerate()
+                    .map(|(n, &s)| (slots[s], n))
+                    .collect()
+            });
             let mut sink = PointsSink {
                 chunk,
+                by_key,
+                nkeys: first.keys.len(),
                 found: &mut found,
                 hits: 0,
             };
@@ -608,6 +621,34 @@ async fn run_points(
     Ok(())
 }
 
+/// Whether every key column of the lookup's index compares byte for byte
+/// (integers, binary strings): then a found row's own key names the lookup
+/// it answers, and the statement selects the key columns instead of a CASE
+/// over every key (which costs the server one comparison per key and row).
+fn exact_keys(scan: &Scan<'_>) -> bool {
+    (0..scan.keys.len()).all(|i| {
+        matches!(
+            key_kind(scan, i),
+            ColumnKind::Integer { .. } | ColumnKind::Bytes { .. }
+        )
+    }) && scan
+        .index
+        .index_meta()
+        .key_prefix
+        .iter()
+        .all(Option::is_none)
+}
+
+/// How many columns lead a point lookup's rows: its key columns (see
+/// `exact_keys`) or the CASE's lookup number.
+fn points_lead(scan: &Scan<'_>) -> usize {
+    if exact_keys(scan) {
+        scan.keys.len()
+    } else {
+        1
+    }
+}
+
 /// How many locator columns follow a point lookup's opened columns: the
 /// table's locator, for a lookup that reads rows to change them (such a
 /// lookup finds at most one row, at the key it looked up: no position in
@@ -639,14 +680,31 @@ fn points_sql<'k>(
             literal_for_key(sql, scan, i, *v);
         }
     };
-    sql.extend_from_slice(b"SELECT (CASE");
-    for (n, key) in keys.clone().enumerate() {
-        sql.extend_from_slice(b" WHEN ");
-        cond(sql, key);
-        sql.extend_from_slice(b" THEN ");
-        push_number(sql, n as u64);
+    if exact_keys(scan) {
+        sql.extend_from_slice(b"SELECT ");
+        for (i, col) in index.key_sql.iter().enumerate() {
+            if i > 0 {
+                sql.extend_from_slice(b", ");
+            }
+            if matches!(key_kind(scan, i), ColumnKind::Integer { .. }) {
+                // `+ 0`: a ZEROFILL column's text is padded.
+                sql.push(b'(');
+                sql.extend_from_slice(col.as_bytes());
+                sql.extend_from_slice(b" + 0)");
+            } else {
+                sql.extend_from_slice(col.as_bytes());
+            }
+        }
+    } else {
+        sql.extend_from_slice(b"SELECT (CASE");
+        for (n, key) in keys.clone().enumerate() {
+            sql.extend_from_slice(b" WHEN ");
+            cond(sql, key);
+            sql.extend_from_slice(b" THEN ");
+            push_number(sql, n as u64);
+        }
+        sql.extend_from_slice(b" END)");
     }
-    sql.extend_from_slice(b" END)");
     for &c in &scan.index.columns {
         sql.extend_from_slice(b", ");
         sql.extend_from_slice(table.columns[c].select_sql.as_bytes());
@@ -696,16 +754,26 @@ fn literal_for_key(sql: &mut Vec<u8>, scan: &Scan<'_>, i: usize, v: Option<&[u8]
 
 struct PointsSink<'a> {
     chunk: &'a [usize],
+    /// With exact keys: the chunk's position of each key.
+    by_key: Option<HashMap<&'a [Option<&'a [u8]>], usize>>,
+    nkeys: usize,
     found: &'a mut [Option<Vec<u8>>],
     hits: usize,
 }
 
 impl ResultSink for PointsSink<'_> {
     fn row(&mut self, payload: &[u8], row: &TextRow) -> bool {
-        let n = row
-            .get(payload, 0)
-            .and_then(|v| std::str::from_utf8(v).ok())
-            .and_then(|s| s.parse::<usize>().ok());
+        let n = match &self.by_key {
+            Some(by_key) => {
+                let key: Vec<Option<&[u8]>> =
+                    (0..self.nkeys).map(|i| row.get(payload, i)).collect();
+                by_key.get(key.as_slice()).copied()
+            }
+            None => row
+                .get(payload, 0)
+                .and_then(|v| std::str::from_utf8(v).ok())
+                .and_then(|s| s.parse::<usize>().ok()),
+        };
         if let Some(&slot) = n.and_then(|n| self.chunk.get(n)) {
             if self.found[slot].is_none() {
                 self.found[slot] = Some(payload.to_vec());

@@ -1,8 +1,9 @@
 //! MySQL backend: SQL and HandlerSocket on the same rows, both ways, with no
 //! cache in between; index kinds, numeric index positions, keyless tables.
 
-mod mysql_common;
-use mysql_common::*;
+mod common;
+use common::blocking::*;
+use common::mysql_url;
 
 #[test]
 fn hs_writes_are_visible_to_the_next_sql_query() {

@@ -2,8 +2,9 @@
 //! transaction or metadata lock between requests, so ALTER/RENAME/DROP never
 //! queue behind it, and a `P` after the change sees the new columns.
 
-mod mysql_common;
-use mysql_common::*;
+mod common;
+use common::blocking::*;
+use common::mysql_url;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

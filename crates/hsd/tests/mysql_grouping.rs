@@ -3,8 +3,9 @@
 //! server's own global status counters, so this file holds one test at a time
 //! (cargo runs test binaries one after another).
 
-mod mysql_common;
-use mysql_common::*;
+mod common;
+use common::blocking::*;
+use common::mysql_url;
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 

@@ -8,8 +8,9 @@
 //! other tests use. They run only where the MariaDB tests run
 //! (HSD_TEST_MYSQL_URL set; required in CI).
 
-mod mysql_common;
-use mysql_common::*;
+mod common;
+use common::blocking::*;
+use common::mysql_url;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;

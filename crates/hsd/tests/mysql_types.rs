@@ -3,8 +3,9 @@
 //! what a non-strict `INSERT ... VALUES ('<string>')` stores; utf8mb4 and
 //! binary columns are byte-exact; comparisons use the server's collations.
 
-mod mysql_common;
-use mysql_common::*;
+mod common;
+use common::blocking::*;
+use common::mysql_url;
 
 const TYPES_TABLE: &str = "CREATE TABLE ty (
     id INT NOT NULL PRIMARY KEY,

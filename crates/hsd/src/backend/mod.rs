@@ -301,12 +301,36 @@ pub struct Scan<'a> {
     pub after: Option<&'a [Value]>,
 }
 
+/// What a row's filters say about it. A scan with filters computes it in
+/// SQL, in its state column (`scan_sql`): the numbers are the column's
+/// values, so the SQL text and this type must agree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterVerdict {
+    /// Every filter holds (or the scan has none).
+    Pass = 0,
+    /// An `F` filter is false: the row is skipped.
+    Skip = 1,
+    /// A `W` filter is false: the scan ends here.
+    Stop = 2,
+}
+
+impl FilterVerdict {
+    /// The verdict a state column's value names (anything else passes).
+    pub fn from_state(n: i64) -> FilterVerdict {
+        match n {
+            1 => FilterVerdict::Skip,
+            2 => FilterVerdict::Stop,
+            _ => FilterVerdict::Pass,
+        }
+    }
+}
+
 /// A row as a backend hands it to the executor. Columns are the opened
 /// `columns`, as the database's own text or NULL.
 pub trait RowView {
     fn column(&self, i: usize) -> Option<&[u8]>;
-    /// 0 passes, 1 skip, 2 stop; 0 when the scan has no state column.
-    fn filter_state(&self) -> i64;
+    /// What the row's filters say; `Pass` when the scan has no state column.
+    fn filter_state(&self) -> FilterVerdict;
     /// The locator values (only when the scan asked for them).
     fn locator(&self) -> Vec<Value>;
 }

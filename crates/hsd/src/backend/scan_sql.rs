@@ -10,7 +10,7 @@
 //! NULL sorts lowest, as in an index: each comparison below is written so
 //! that a NULL column or key behaves that way instead of yielding SQL NULL.
 
-use super::{FilterMode, ResolvedFilter, Scan, TableMeta};
+use super::{FilterMode, FilterVerdict, ResolvedFilter, Scan, TableMeta};
 use hs_proto::{FilterKind, FilterOp, FindOp};
 
 /// Everything that changes the text of a scan's statement (given a sink
@@ -239,7 +239,8 @@ pub fn build(
     layout
 }
 
-/// `CASE WHEN NOT f1 THEN k1 ... ELSE 0 END`: the first false filter decides.
+/// `CASE WHEN NOT f1 THEN v1 ... ELSE 0 END`: the first false filter
+/// decides; the numbers are `FilterVerdict`s.
 fn state_expr(
     filters: &[ResolvedFilter],
     table: &TableMeta,
@@ -248,15 +249,15 @@ fn state_expr(
 ) {
     sql.extend_from_slice(b"(CASE");
     for (i, f) in filters.iter().enumerate() {
-        let code: &[u8] = match f.kind {
-            FilterKind::Skip => b" THEN 1",
-            FilterKind::While => b" THEN 2",
+        let verdict = match f.kind {
+            FilterKind::Skip => FilterVerdict::Skip,
+            FilterKind::While => FilterVerdict::Stop,
         };
         sql.extend_from_slice(b" WHEN NOT ");
         filter_condition(f, i, table, sink, sql);
-        sql.extend_from_slice(code);
+        sql.extend_from_slice(format!(" THEN {}", verdict as i64).as_bytes());
     }
-    sql.extend_from_slice(b" ELSE 0 END)");
+    sql.extend_from_slice(format!(" ELSE {} END)", FilterVerdict::Pass as i64).as_bytes());
 }
 
 /// A filter as a condition that is never NULL. NULL is equal to NULL and

@@ -17,7 +17,7 @@ pub use open::{open_index, Catalog};
 pub use write::{run_write, WriteOutcome, WriteTask};
 pub use write_batch::run_batched;
 
-use crate::backend::{FilterMode, OpenedIndex, ResolvedFilter, Scan, StorageError};
+use crate::backend::{FilterMode, FilterVerdict, OpenedIndex, ResolvedFilter, Scan, StorageError};
 use hs_proto::{ErrorKind, FilterKind, FindRequest};
 
 /// Maps a storage failure to the error line a client sees.
@@ -199,16 +199,15 @@ impl RowCounter {
         self.taken < self.limit.wrapping_add(self.skip)
     }
 
-    /// Decides about the next row read (`filter_state`: 0 passes, 1 an `F`
-    /// filter is false, 2 a `W` filter is false). `done` tells afterwards
-    /// whether the loop reads any further row.
-    pub fn decide(&mut self, filter_state: i64) -> RowDecision {
+    /// Decides about the next row read, given what its filters say. `done`
+    /// tells afterwards whether the loop reads any further row.
+    pub fn decide(&mut self, filter_state: FilterVerdict) -> RowDecision {
         if self.done {
             return RowDecision::End;
         }
         let decision = match filter_state {
-            1 => RowDecision::Skip,
-            2 => {
+            FilterVerdict::Skip => RowDecision::Skip,
+            FilterVerdict::Stop => {
                 self.done = true;
                 return RowDecision::End;
             }
@@ -247,7 +246,7 @@ mod tests {
         let mut c = RowCounter::new(&req(limit, offset));
         let mut taken = Vec::new();
         for (i, &s) in states.iter().enumerate() {
-            if c.decide(s) == RowDecision::Take {
+            if c.decide(FilterVerdict::from_state(s)) == RowDecision::Take {
                 taken.push(i);
             }
         }

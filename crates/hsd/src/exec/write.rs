@@ -5,7 +5,8 @@
 use super::{prepare_find, storage_error_kind, RowCounter, RowDecision};
 use crate::backend::values::{modify_amount, stored_integer, stored_readback};
 use crate::backend::{
-    ColumnKind, OpenedIndex, RowView, Scan, ScanStep, StorageConn, StorageError, WriteValue,
+    ColumnKind, FilterVerdict, OpenedIndex, RowView, Scan, ScanStep, StorageConn, StorageError,
+    WriteValue,
 };
 use hs_proto::{
     ErrorKind, FindRequest, InsertRequest, ModifyOp, ModifySpec, ResponseWriter, Value,
@@ -202,7 +203,7 @@ pub(super) fn answer_insert(row: &InsertRow<'_>, id: Option<u64>, out: &mut Resp
 /// A row a modify read: its filter state, locator, position in the index
 /// and values before any change.
 struct ReadRow {
-    state: i64,
+    state: FilterVerdict,
     locator: Vec<Value>,
     position: Vec<Value>,
     before: Vec<Value>,

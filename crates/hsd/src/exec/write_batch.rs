@@ -17,7 +17,7 @@ use super::write::{
     WriteOutcome, WriteTask,
 };
 use super::{prepare_find, RowCounter, RowDecision};
-use crate::backend::{RowInsert, RowView, RowWrite, Scan, ScanStep, StorageConn};
+use crate::backend::{FilterVerdict, RowInsert, RowView, RowWrite, Scan, ScanStep, StorageConn};
 use hs_proto::{FindOp, FindRequest, Value};
 use std::collections::HashSet;
 
@@ -129,7 +129,7 @@ fn single_row_modify(task: &WriteTask) -> Option<&FindRequest> {
 
 /// What a modify of the batch read.
 struct ReadRow {
-    state: i64,
+    state: FilterVerdict,
     locator: Vec<Value>,
     before: Vec<Value>,
 }

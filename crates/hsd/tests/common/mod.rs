@@ -1,7 +1,11 @@
-//! Test harness shared by the integration suites: spawns the real `hsd`
+//! The one test harness of the integration suites: spawns the real `hsd`
 //! binary on the embedded store or on the private MariaDB that
-//! `scripts/mariadb.sh` runs, runs SQL beside it, and formats responses.
+//! `scripts/mariadb.sh` runs, runs SQL beside it, and formats responses
+//! (async, through hs-client). `blocking` is its blocking side, used by the
+//! MariaDB backend's suites.
 #![allow(dead_code)]
+
+pub mod blocking;
 
 use hs_client::{Client, Response};
 use std::io::{BufRead, BufReader};

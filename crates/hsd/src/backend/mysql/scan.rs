@@ -26,7 +26,9 @@ use super::link::{Answer, Failure, Link, ResultSink};
 use super::refused_error;
 use crate::backend::scan_sql::{self, Dialect, Param, ScanLayout, ValueSink};
 use crate::backend::values::{date_check, stored_enum, stored_year, DateCheck};
-use crate::backend::{ColumnKind, FilterMode, RowView, RowVisitor, Scan, ScanStep, TableMeta};
+use crate::backend::{
+    ColumnKind, FilterMode, FilterVerdict, RowView, RowVisitor, Scan, ScanStep, TableMeta,
+};
 use hs_proto::{FindOp, Value};
 use mysql_wire::literal::{push_binary, push_number};
 use mysql_wire::TextRow;
@@ -821,15 +823,17 @@ impl RowView for TextRowView<'_> {
         self.row.get(self.payload, pos)
     }
 
-    fn filter_state(&self) -> i64 {
+    fn filter_state(&self) -> FilterVerdict {
         if !self.layout.has_state {
-            return 0;
+            return FilterVerdict::Pass;
         }
-        self.row
+        let n = self
+            .row
             .get(self.payload, self.ncols)
             .and_then(|v| std::str::from_utf8(v).ok())
             .and_then(|s| s.parse().ok())
-            .unwrap_or(0)
+            .unwrap_or(0);
+        FilterVerdict::from_state(n)
     }
 
     fn locator(&self) -> Vec<Value> {

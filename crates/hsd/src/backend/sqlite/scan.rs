@@ -5,7 +5,7 @@
 use super::stmt::{RawStatement, Step};
 use crate::backend::scan_sql::{self, Dialect, Param, Placeholders, ScanLayout, ScanShape};
 use crate::backend::values::stored_integer;
-use crate::backend::{ColumnKind, FilterMode, RowView, Scan, StorageError};
+use crate::backend::{ColumnKind, FilterMode, FilterVerdict, RowView, Scan, StorageError};
 use hs_proto::{FindOp, Value};
 use rusqlite::Connection;
 use std::collections::HashMap;
@@ -209,11 +209,11 @@ impl RowView for SqliteRow<'_> {
         self.stmt.column(i)
     }
 
-    fn filter_state(&self) -> i64 {
+    fn filter_state(&self) -> FilterVerdict {
         if !self.layout.has_state {
-            return 0;
+            return FilterVerdict::Pass;
         }
-        self.stmt.column_int(self.ncols)
+        FilterVerdict::from_state(self.stmt.column_int(self.ncols))
     }
 
     fn locator(&self) -> Vec<Value> {

@@ -1,30 +1,13 @@
-//! Helpers for the MySQL/MariaDB backend tests (tests/mysql_*.rs): the
-//! server URL (a test FAILS without it when `CI` is set), the real `hsd`
-//! binary on that server, a tiny blocking HandlerSocket client, and SQL beside
-//! it through the `mysql` crate.
-#![allow(dead_code)]
+//! The harness's blocking side, for the MySQL/MariaDB backend tests
+//! (tests/mysql_*.rs): the real `hsd` binary on the private MariaDB, a tiny
+//! blocking HandlerSocket client (hs-proto's token encoding) for exact
+//! pipelining and raw bytes, and SQL beside it through the `mysql` crate.
 
 use mysql::prelude::Queryable;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-/// `HSD_TEST_MYSQL_URL` (set by scripts/test.sh). Without it the test is
-/// skipped with a notice, except in CI, where that is a failure.
-pub fn mysql_url() -> Option<String> {
-    match std::env::var("HSD_TEST_MYSQL_URL") {
-        Ok(u) if !u.is_empty() => Some(u),
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "HSD_TEST_MYSQL_URL is not set: CI must run the MariaDB tests (scripts/test.sh sets it)"
-            );
-            eprintln!("HSD_TEST_MYSQL_URL not set: skipping (run scripts/test.sh, or eval \"$(scripts/mariadb.sh env)\")");
-            None
-        }
-    }
-}
 
 /// A connection to the server, with the test's session settings.
 pub fn sql_conn(url: &str) -> mysql::Conn {
@@ -159,33 +142,8 @@ pub struct Hs {
 /// A response token: bytes or NULL.
 pub type Token = Option<Vec<u8>>;
 
-pub fn encode(v: &[u8], out: &mut Vec<u8>) {
-    for &b in v {
-        if b < 0x10 {
-            out.push(0x01);
-            out.push(b + 0x40);
-        } else {
-            out.push(b);
-        }
-    }
-}
-
 fn decode(t: &[u8]) -> Token {
-    if t == [0] {
-        return None;
-    }
-    let mut out = Vec::with_capacity(t.len());
-    let mut i = 0;
-    while i < t.len() {
-        if t[i] == 0x01 && i + 1 < t.len() {
-            out.push(t[i + 1] - 0x40);
-            i += 2;
-        } else {
-            out.push(t[i]);
-            i += 1;
-        }
-    }
-    Some(out)
+    hs_proto::codec::decode_token(t)
 }
 
 impl Hs {
@@ -212,10 +170,7 @@ impl Hs {
             if i > 0 {
                 line.push(b'\t');
             }
-            match t {
-                Some(v) => encode(v, &mut line),
-                None => line.push(0),
-            }
+            hs_proto::codec::encode_token(*t, &mut line);
         }
         line.push(b'\n');
         line

@@ -3,9 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use std::io::IsTerminal;
-use std::net::{TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
-use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
@@ -79,7 +77,6 @@ fn serve(opts: hsd::config::ServeOptions) -> anyhow::Result<()> {
     if let Some(warning) = config.unprotected_port() {
         tracing::warn!("{warning}");
     }
-    warn_if_backend_unreachable(&config);
     raise_open_file_limit(config.max_connections);
     // The main thread accepts and starts the event loops, which run every
     // connection on threads of their own (see hsd::dispatch).
@@ -120,68 +117,5 @@ fn raise_open_file_limit(max_connections: usize) {
             needed,
             "the open-file limit is below what --max-connections needs (its seats, up to 1000 connections waiting for a first request, and files); accepts will fail before it is reached"
         );
-    }
-}
-
-/// An unreachable MySQL server does not stop the start (hsd connects once it
-/// is up), so say plainly what to check. The backend logs its own line too.
-fn warn_if_backend_unreachable(config: &hsd::config::Config) {
-    let Some(addr) = mysql_tcp_address(&config.backend) else {
-        return;
-    };
-    let wait = config.mysql_timeout.min(Duration::from_secs(2));
-    let result = addr
-        .to_socket_addrs()
-        .and_then(|mut addrs| {
-            addrs.next().ok_or_else(|| {
-                std::io::Error::new(std::io::ErrorKind::NotFound, "no address for this name")
-            })
-        })
-        .and_then(|a| TcpStream::connect_timeout(&a, wait));
-    if let Err(e) = result {
-        tracing::warn!(
-            "cannot reach the MySQL server at {addr} ({e}); hsd starts anyway and connects once it is up: start that server, or fix the host and port in --backend"
-        );
-    }
-}
-
-/// `host:port` of a `mysql://` URL that connects over TCP (not a socket).
-fn mysql_tcp_address(url: &str) -> Option<String> {
-    let rest = url.strip_prefix("mysql://")?;
-    if url.contains("socket=") {
-        return None;
-    }
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-    let host_port = authority
-        .rfind('@')
-        .map_or(authority, |at| &authority[at + 1..]);
-    let has_port = match host_port.rfind(']') {
-        Some(bracket) => host_port[bracket..].contains(':'),
-        None => host_port.contains(':'),
-    };
-    let host_port = if host_port.is_empty() {
-        "127.0.0.1:3306".to_string()
-    } else if has_port {
-        host_port.to_string()
-    } else {
-        format!("{host_port}:3306")
-    };
-    Some(host_port)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::mysql_tcp_address;
-
-    #[test]
-    fn mysql_addresses() {
-        let a = |url: &str| mysql_tcp_address(url);
-        assert_eq!(a("mysql://u:p@db:3307/x").as_deref(), Some("db:3307"));
-        assert_eq!(a("mysql://u@db").as_deref(), Some("db:3306"));
-        assert_eq!(a("mysql://u:p@s@[::1]:3310").as_deref(), Some("[::1]:3310"));
-        assert_eq!(a("mysql://[::1]").as_deref(), Some("[::1]:3306"));
-        assert_eq!(a("mysql://u@").as_deref(), Some("127.0.0.1:3306"));
-        assert_eq!(a("mysql://u@localhost/x?socket=/run/m.sock"), None);
-        assert_eq!(a("sqlite"), None);
     }
 }

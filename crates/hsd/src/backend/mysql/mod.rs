@@ -115,10 +115,10 @@ impl MysqlBackend {
             Ok(link) => link.quit().await,
             Err(f) if f.link_lost && !matches!(f.error, StorageError::Refused { .. }) => {
                 tracing::warn!(
-                    target = %shared.target,
-                    error = %f.error,
-                    "MySQL server not reachable yet; requests answer 1 1 2013 until it is \
-                     (start that server, or fix the host and port in --backend)"
+                    "cannot reach the MySQL server at {} ({}); hsd starts anyway and connects \
+                     once it is up: start that server, or fix the host and port in --backend",
+                    shared.settings.url.address(),
+                    f.error
                 )
             }
             Err(f) => anyhow::bail!("cannot use {}: {}", shared.target, f.error),

@@ -259,13 +259,21 @@ fn exception_explicit_ids_after_an_error() {
     let after = |id: &str| format!("0\t+\t2\t{id}\tafter").into_bytes();
 
     let answers = ask(&plugin, Port::Write, &[open, &before("100")]);
-    assert_eq!(answers[1], b"0\t1\t0".to_vec(), "the fresh plugin stores it");
+    assert_eq!(
+        answers[1],
+        b"0\t1\t0".to_vec(),
+        "the fresh plugin stores it"
+    );
     let answers = ask(&hsd, Port::Write, &[open, &before("200")]);
     assert_eq!(answers[1], b"0\t1\t0".to_vec());
 
     let plugin_after = ask(&plugin, Port::Write, &[missing, open, &after("300")]);
     assert_eq!(plugin_after[0], b"1\t1\topen_table".to_vec());
-    assert_eq!(plugin_after[2], b"1\t1\t167".to_vec(), "the plugin's sticky error");
+    assert_eq!(
+        plugin_after[2],
+        b"1\t1\t167".to_vec(),
+        "the plugin's sticky error"
+    );
     let hsd_after = ask(&hsd, Port::Write, &[missing, open, &after("400")]);
     assert_eq!(hsd_after[0], b"1\t1\topen_table".to_vec());
     assert_eq!(hsd_after[2], b"0\t1\t0".to_vec());

@@ -79,7 +79,10 @@ impl PrivateMariadb {
         let port = |name: &str| var(name).parse::<u16>().expect("port number");
         PrivateMariadb {
             url: var("HSD_TEST_MYSQL_URL"),
-            hs_ports: (port("HSD_HS_ORIGINAL_PORT"), port("HSD_HS_ORIGINAL_PORT_WR")),
+            hs_ports: (
+                port("HSD_HS_ORIGINAL_PORT"),
+                port("HSD_HS_ORIGINAL_PORT_WR"),
+            ),
             dir,
         }
     }

@@ -4,9 +4,10 @@
 //!
 //! Answers are bounded in bytes (`--max-response-bytes`): the answers that
 //! one client connection's batch builds at once may hold at most that many
-//! bytes together. A find whose rows would take them past it stops reading
-//! rows, drops those it took and answers `1 1 1153` (MySQL's "packet bigger
-//! than max_allowed_packet"); the finds before it keep their answers.
+//! bytes together (and a run joining several clients' batches a few times
+//! that). A find whose rows would take them past it stops reading rows,
+//! drops those it took and answers `1 1 1153` (MySQL's "packet bigger than
+//! max_allowed_packet"); the finds before it keep their answers.
 
 use super::{prepare_find, storage_error_kind, PreparedFind, RowCounter, RowDecision};
 use crate::backend::{OpenedIndex, RowView, ScanStep, StorageConn};
@@ -38,11 +39,18 @@ impl ReadTask {
     }
 }
 
+/// When one run joins the batches of several clients (the MySQL read
+/// batcher does), their answers together may hold this many times the
+/// limit: each client gets its own limit, the run as a whole a bound.
+pub const JOINED_BATCHES_FACTOR: usize = 4;
+
 /// Bytes the answers of each client batch hold so far, against the limit.
 struct AnswerBytes {
     limit: usize,
     /// By batch number.
     used: Vec<usize>,
+    /// All batches together, against `JOINED_BATCHES_FACTOR` x the limit.
+    total: usize,
 }
 
 impl AnswerBytes {
@@ -51,7 +59,22 @@ impl AnswerBytes {
         AnswerBytes {
             limit,
             used: vec![0; batches],
+            total: 0,
         }
+    }
+
+    /// Counts `n` more bytes for `batch`; whether both bounds still hold.
+    fn add(&mut self, batch: usize, n: usize) -> bool {
+        self.used[batch] += n;
+        self.total += n;
+        self.used[batch] <= self.limit
+            && self.total <= self.limit.saturating_mul(JOINED_BATCHES_FACTOR)
+    }
+
+    /// Forgets `n` bytes of `batch` (an answer dropped).
+    fn remove(&mut self, batch: usize, n: usize) {
+        self.used[batch] = self.used[batch].saturating_sub(n);
+        self.total = self.total.saturating_sub(n);
     }
 }
 
@@ -115,12 +138,10 @@ async fn run_grouped<C: StorageConn>(
     let ncols: Vec<usize> = tasks.iter().map(|t| t.index.columns.len()).collect();
     let batch: Vec<usize> = tasks.iter().map(|t| t.batch).collect();
     for (out, &b) in outputs.iter().zip(&batch) {
-        bytes.used[b] += out.len();
+        bytes.add(b, out.len());
     }
     // Tasks whose answer went over the limit.
     let mut too_large = vec![false; tasks.len()];
-    let limit = bytes.limit;
-    let used = &mut bytes.used;
     let mut visit = |scan_no: usize, row: &dyn RowView| {
         let t = owner[scan_no];
         if too_large[t] {
@@ -133,9 +154,8 @@ async fn run_grouped<C: StorageConn>(
                 for c in 0..ncols[t] {
                     let before = outputs[t].len();
                     outputs[t].value(row.column(c));
-                    used[batch[t]] += outputs[t].len() - before;
-                    if used[batch[t]] > limit {
-                        used[batch[t]] -= outputs[t].len();
+                    if !bytes.add(batch[t], outputs[t].len() - before) {
+                        bytes.remove(batch[t], outputs[t].len());
                         outputs[t] = ResponseWriter::new();
                         too_large[t] = true;
                         return ScanStep::Stop;
@@ -172,7 +192,7 @@ async fn run_grouped<C: StorageConn>(
         Err(e) => {
             // What the answers held is dropped with them.
             for (task, out) in tasks.iter().zip(&outputs) {
-                used[task.batch] = used[task.batch].saturating_sub(out.len());
+                bytes.remove(task.batch, out.len());
             }
             if tasks.len() == 1 {
                 let task = &mut tasks[0];

@@ -18,10 +18,17 @@ use std::sync::{Arc, Mutex};
 type OpenKey = (Vec<u8>, Vec<u8>, Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>);
 
 /// Opened indexes shared by all connections.
-#[derive(Default)]
 pub struct Catalog {
     next_id: AtomicU64,
     opened: Mutex<Remembered>,
+    /// Bytes the remembered openings may hold (`MAX_REMEMBERED_BYTES`).
+    max_bytes: usize,
+}
+
+impl Default for Catalog {
+    fn default() -> Self {
+        Catalog::with_byte_limit(MAX_REMEMBERED_BYTES)
+    }
 }
 
 /// The openings the catalog remembers, and about how many bytes they hold.
@@ -83,7 +90,7 @@ pub async fn open_index<C: StorageConn>(
     let index = resolve(meta, req, catalog.next_id.fetch_add(1, Ordering::Relaxed))?;
     let index = Arc::new(index);
     let cost = opening_bytes(&key, &index);
-    if opened.map.len() >= MAX_REMEMBERED || opened.bytes + cost > MAX_REMEMBERED_BYTES {
+    if opened.map.len() >= MAX_REMEMBERED || opened.bytes + cost > catalog.max_bytes {
         opened.map.clear();
         opened.bytes = 0;
     }
@@ -95,6 +102,15 @@ pub async fn open_index<C: StorageConn>(
 }
 
 impl Catalog {
+    /// A catalog whose openings may hold `max_bytes`.
+    pub fn with_byte_limit(max_bytes: usize) -> Catalog {
+        Catalog {
+            next_id: AtomicU64::new(0),
+            opened: Mutex::new(Remembered::default()),
+            max_bytes,
+        }
+    }
+
     /// Distinct openings remembered, and about how many bytes they hold.
     pub fn remembered(&self) -> (usize, usize) {
         let opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
@@ -155,4 +171,82 @@ fn resolve(meta: TableMeta, req: &OpenIndexRequest, id: u64) -> Result<OpenedInd
         columns,
         filter_columns,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::sqlite::{open_db, SqliteConn, Synchronous};
+
+    fn opening(columns: Vec<Vec<u8>>) -> OpenIndexRequest {
+        OpenIndexRequest {
+            index_id: 0,
+            db: b"test".to_vec(),
+            table: b"wide".to_vec(),
+            index: b"PRIMARY".to_vec(),
+            columns,
+            filter_columns: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn column_lists_and_remembered_openings_are_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let names: Vec<String> = (0..100)
+            .map(|i| format!("column_{i:03}_{}", "x".repeat(40)))
+            .collect();
+        let ddl = format!(
+            "CREATE TABLE wide (id INTEGER PRIMARY KEY, {})",
+            names
+                .iter()
+                .map(|n| format!("{n} TEXT"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        open_db(dir.path(), "test", true, Synchronous::Off)
+            .unwrap()
+            .execute_batch(&ddl)
+            .unwrap();
+        let mut conn = SqliteConn::new(dir.path().to_path_buf(), Synchronous::Off, None, None);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let limit = 1 << 20;
+        let catalog = Catalog::with_byte_limit(limit);
+        rt.block_on(async {
+            // As many names as the table has columns (101), repeats included.
+            let most = vec![names[0].as_bytes().to_vec(); 101];
+            assert!(open_index(&mut conn, &catalog, &opening(most.clone()))
+                .await
+                .is_ok());
+            let mut over = most;
+            over.push(b"id".to_vec());
+            assert_eq!(
+                open_index(&mut conn, &catalog, &opening(over)).await.err(),
+                Some(ErrorKind::Fld)
+            );
+            // Distinct openings of every column: each holds about 30 KB.
+            let mut most_held = 0;
+            for i in 0..200 {
+                let mut columns: Vec<Vec<u8>> =
+                    names.iter().map(|n| n.as_bytes().to_vec()).collect();
+                columns.rotate_left(i % names.len());
+                columns.push(if i < 100 {
+                    b"id".to_vec()
+                } else {
+                    names[0].as_bytes().to_vec()
+                });
+                assert!(open_index(&mut conn, &catalog, &opening(columns))
+                    .await
+                    .is_ok());
+                most_held = most_held.max(catalog.remembered().1);
+            }
+            let (count, bytes) = catalog.remembered();
+            assert!(most_held <= limit, "held {most_held} bytes");
+            assert!(
+                count < 200,
+                "every opening was kept: {count}, {bytes} bytes"
+            );
+        });
+    }
 }

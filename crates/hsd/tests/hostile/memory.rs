@@ -252,6 +252,18 @@ fn answers_are_bounded_in_bytes() {
         )),
         "0|1"
     );
+    // 16 MiB `P` lines of one column repeated: before, each added ~125 MB
+    // to the shared catalog (30 lines: 3.9 GB, kept after the client left).
+    let huge_p = format!("P|4|test|user|PRIMARY|{}", repeat("user_id", 2 << 20));
+    for _ in 0..10 {
+        assert_eq!(c.req(&huge_p), "2|1|fld");
+    }
+    s.wait_idle();
+    eprintln!(
+        "hostile: ten 16 MiB P lines of repeats: VmHWM {} MiB, VmRSS {} MiB after",
+        s.status_kb("VmHWM:") >> 10,
+        s.status_kb("VmRSS:") >> 10
+    );
     // The whole table 64 columns wide is about 170 MB of answer: past the
     // default --max-response-bytes (64 MiB), so it is refused without being
     // built in full. Before: 2,000 columns, 6 GB in 22 s, then an abort.

@@ -73,11 +73,11 @@ impl World {
                         PortKind::Read
                     };
                     Port {
-                        context: Rc::new(PortContext {
+                        context: Rc::new(PortContext::new(
                             kind,
-                            secret: (flags & 2 != 0).then(|| SECRET.to_vec()),
-                            metrics: shared.metrics.clone(),
-                        }),
+                            (flags & 2 != 0).then(|| SECRET.to_vec()),
+                            shared.metrics.clone(),
+                        )),
                         dispatcher: match kind {
                             PortKind::Read => read.clone(),
                             PortKind::Write => write.clone(),

@@ -105,6 +105,15 @@ pub struct ServeOptions {
     /// [default: 256 MiB].
     #[arg(long, env = "HSD_MAX_OUTPUT_MEMORY")]
     pub max_output_memory: Option<usize>,
+    /// Bytes the answers to one connection's batch of pipelined finds may
+    /// hold together; a find whose rows would go past it answers
+    /// `1 1 1153` [default: 64 MiB].
+    #[arg(long, env = "HSD_MAX_RESPONSE_BYTES")]
+    pub max_response_bytes: Option<usize>,
+    /// Embedded store: seconds a statement may run before it is stopped and
+    /// its request answered `1 1 1969`; 0 no limit [default: 5].
+    #[arg(long, env = "HSD_STATEMENT_TIMEOUT")]
+    pub statement_timeout: Option<u64>,
     /// Seconds shutdown waits for connections to finish what they read
     /// before closing them [default: 30].
     #[arg(long, env = "HSD_DRAIN_TIMEOUT")]
@@ -134,6 +143,11 @@ pub const THREADS_WR: RangeInclusive<usize> = 1..=64;
 /// `--mysql-pool`: read connections to the MySQL server.
 pub const MYSQL_POOL: RangeInclusive<usize> = 1..=256;
 
+/// `--max-response-bytes` unless set.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
+/// Below this, ordinary answers would not fit.
+pub const MIN_MAX_RESPONSE_BYTES: usize = 4096;
+
 /// Settings after merging, with defaults applied and checked: thread counts
 /// in range, secrets non-empty, TLS files loaded, the data dir writable.
 /// Printing it shows no secret (see `secrets`).
@@ -157,6 +171,8 @@ pub struct Config {
     pub auth_timeout: Option<Duration>,
     pub max_input_memory: usize,
     pub max_output_memory: usize,
+    pub max_response_bytes: usize,
+    pub statement_timeout: Option<Duration>,
     pub drain_timeout: Duration,
     pub synchronous: Durability,
     pub mysql_pool: Option<usize>,
@@ -266,6 +282,18 @@ impl ServeOptions {
             .max_output_memory
             .or(file.max_output_memory)
             .unwrap_or(256 << 20);
+        let max_response_bytes = self
+            .max_response_bytes
+            .or(file.max_response_bytes)
+            .unwrap_or(DEFAULT_MAX_RESPONSE_BYTES);
+        anyhow::ensure!(
+            max_response_bytes >= MIN_MAX_RESPONSE_BYTES,
+            "--max-response-bytes must be at least {MIN_MAX_RESPONSE_BYTES}, not {max_response_bytes}"
+        );
+        let statement_timeout = self
+            .statement_timeout
+            .or(file.statement_timeout)
+            .unwrap_or(5);
         let tls = match (
             self.tls_cert.or(file.tls_cert),
             self.tls_key.or(file.tls_key),
@@ -307,6 +335,9 @@ impl ServeOptions {
             auth_timeout: (auth_timeout > 0).then(|| Duration::from_secs(auth_timeout)),
             max_input_memory,
             max_output_memory,
+            max_response_bytes,
+            statement_timeout: (statement_timeout > 0)
+                .then(|| Duration::from_secs(statement_timeout)),
             drain_timeout: Duration::from_secs(drain_timeout),
             max_line_size: self
                 .max_line_size

@@ -10,7 +10,8 @@
 //! than is left is closed); an unfinished line must be completed within the
 //! line timeout; a port with a secret must be authenticated within the auth
 //! timeout; and a connection takes one of the --max-connections seats only
-//! with its first request (`admission`).
+//! with its first request (`admission`). A connection that keeps failing
+//! `A` is closed (`session::MAX_AUTH_FAILURES`).
 
 use crate::admission::Place;
 use crate::backend::Backend;
@@ -107,6 +108,8 @@ pub enum Close {
     PushedOut,
     /// Every seat was taken when it made its first request.
     NoSeat,
+    /// Too many failed `A` (answered, then closed).
+    AuthFailures,
     Shutdown,
     Io,
 }
@@ -238,6 +241,11 @@ where
             session.handle_line(line, &mut out).await;
             start = end + 1;
             from = start;
+            if session.must_close() {
+                session.flush(&mut out).await;
+                let _ = writer.write(&mut stream, &mut out).await;
+                return Close::AuthFailures;
+            }
             // Answers to a long pipelined chunk can be far bigger than the
             // chunk: send them as they pile up, so a client that does not
             // read blocks us here instead of making us buffer them all.

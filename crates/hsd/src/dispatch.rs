@@ -55,6 +55,9 @@ pub struct Shared<B: Backend> {
     pub backend: Arc<B>,
     pub catalog: Arc<Catalog>,
     pub metrics: Arc<Metrics>,
+    /// `--max-response-bytes`: what the answers of one client batch of
+    /// finds may hold together.
+    pub max_response_bytes: usize,
 }
 
 impl<B: Backend> Clone for Shared<B> {
@@ -63,6 +66,7 @@ impl<B: Backend> Clone for Shared<B> {
             backend: self.backend.clone(),
             catalog: self.catalog.clone(),
             metrics: self.metrics.clone(),
+            max_response_bytes: self.max_response_bytes,
         }
     }
 }
@@ -149,7 +153,8 @@ impl<B: Backend> Dispatcher<B> {
                 tokio::task::consume_budget().await;
                 match pool.checkout(&self.shared).await {
                     Some((mut conn, _in_use)) => {
-                        exec::run_reads(&mut conn, &mut tasks).await;
+                        exec::run_reads(&mut conn, &mut tasks, self.shared.max_response_bytes)
+                            .await;
                         pool.checkin(conn);
                     }
                     None => {

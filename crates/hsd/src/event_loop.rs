@@ -113,11 +113,11 @@ async fn run_loop<B: Backend>(
     mut shutdown: Shutdown,
 ) {
     let dispatcher = Rc::new(Dispatcher::new(port.kind, shared.clone()));
-    let context = Rc::new(PortContext {
-        kind: port.kind,
-        secret: port.secret.clone(),
-        metrics: shared.metrics.clone(),
-    });
+    let context = Rc::new(PortContext::new(
+        port.kind,
+        port.secret.clone(),
+        shared.metrics.clone(),
+    ));
     let mut clients = JoinSet::new();
     loop {
         tokio::select! {

@@ -197,12 +197,16 @@ async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>, me: usize) {
         let counts: Vec<usize> = finds.iter().map(|(t, _)| t.len()).collect();
         let mut all: Vec<ReadTask> = Vec::with_capacity(counts.iter().sum());
         let mut replies = Vec::with_capacity(finds.len());
-        for (tasks, reply) in finds {
-            all.extend(tasks);
+        for (batch, (tasks, reply)) in finds.into_iter().enumerate() {
+            // Each client's batch has its own answer bytes limit.
+            all.extend(tasks.into_iter().map(|mut t| {
+                t.batch = batch;
+                t
+            }));
             replies.push(reply);
         }
         match conn.as_mut() {
-            Some(c) => exec::run_reads(c, &mut all).await,
+            Some(c) => exec::run_reads(c, &mut all, shared.max_response_bytes).await,
             None => fail_all(&mut all),
         }
         let mut rest = all.into_iter().map(|t| t.out);

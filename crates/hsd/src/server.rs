@@ -59,7 +59,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             Durability::Normal => Synchronous::Normal,
             Durability::Full => Synchronous::Full,
         };
-        let backend = SqliteBackend::new(&config.data_dir, synchronous);
+        let backend = SqliteBackend::new(&config.data_dir, synchronous)
+            .with_statement_timeout(config.statement_timeout);
         return serve(config, backend).await;
     }
     if config.backend.starts_with("mysql://") {
@@ -90,6 +91,7 @@ async fn serve<B: Backend>(config: Config, backend: B) -> anyhow::Result<()> {
         backend: Arc::new(backend),
         catalog: Arc::new(Catalog::default()),
         metrics: metrics.clone(),
+        max_response_bytes: config.max_response_bytes,
     };
     let target = shared.backend.describe_target();
 

@@ -14,6 +14,7 @@ use hs_proto::{
     parse_request, AuthRequest, ErrorKind, ExecRequest, IndexOperation, OpenIndexRequest, Request,
     ResponseWriter, MAX_INDEX_ID,
 };
+use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -25,6 +26,21 @@ pub struct PortContext {
     pub kind: PortKind,
     pub secret: Option<Vec<u8>>,
     pub metrics: Arc<Metrics>,
+    /// SHA-256 of the secret (of the empty secret on a port without one),
+    /// computed once: an `A` then costs the same whatever the secret.
+    secret_digest: [u8; 32],
+}
+
+impl PortContext {
+    pub fn new(kind: PortKind, secret: Option<Vec<u8>>, metrics: Arc<Metrics>) -> PortContext {
+        let secret_digest = Sha256::digest(secret.as_deref().unwrap_or_default()).into();
+        PortContext {
+            kind,
+            secret,
+            metrics,
+            secret_digest,
+        }
+    }
 }
 
 /// Opened indexes by id: a vector for the small ids clients use, a bounded
@@ -93,7 +109,19 @@ pub struct Session<B: Backend> {
     pending_since: Option<Instant>,
     /// Rows the pending batch may answer with (sum of its limits).
     pending_rows: u64,
+    /// Failed `A` on a port with a secret.
+    auth_failures: u32,
 }
+
+/// A connection that fails `A` this many times (on a port with a secret)
+/// is closed after the last answer: guessing takes a new connection every
+/// few tries. The answers themselves are the original's.
+pub const MAX_AUTH_FAILURES: u32 = 8;
+
+/// Most filters one find or modify may carry. The original took any
+/// number; each is an SQL expression evaluated on every row read, so hsd
+/// answers `2 1 filterfld` beyond this (docs/protocol.md, hsd's limits).
+pub const MAX_FILTERS: usize = 128;
 
 /// A pending batch runs once its requests may answer with this many rows,
 /// so pipelined scans cannot pile up answers far bigger than the requests.
@@ -112,7 +140,14 @@ impl<B: Backend> Session<B> {
             pending: Pending::None,
             pending_since: None,
             pending_rows: 0,
+            auth_failures: 0,
         }
+    }
+
+    /// Whether the connection must be closed once its answers are sent
+    /// (too many failed `A`, see `MAX_AUTH_FAILURES`).
+    pub fn must_close(&self) -> bool {
+        self.auth_failures >= MAX_AUTH_FAILURES
     }
 
     /// Whether requests may run (the port has no secret, or it was given).
@@ -165,9 +200,15 @@ impl<B: Backend> Session<B> {
         if req.auth_type != b"1" {
             return self.answer_error("auth", ErrorKind::AuthType, out);
         }
-        let secret = self.port.secret.as_deref().unwrap_or_default();
-        let ok = secret.len() == req.secret.len() && bool::from(secret.ct_eq(&req.secret));
+        // Digests of equal length, compared in constant time: how long the
+        // comparison takes tells nothing about the secret, not even its
+        // length.
+        let given = Sha256::digest(&req.secret);
+        let ok = bool::from(self.port.secret_digest.ct_eq(given.as_slice()));
         self.authorized = ok;
+        if !ok && self.port.secret.is_some() {
+            self.auth_failures += 1;
+        }
         if ok {
             out.extend_from_slice(b"0\t1\n");
             self.port
@@ -226,6 +267,10 @@ impl<B: Backend> Session<B> {
             self.flush(out).await;
             return self.answer_error("exec", ErrorKind::StmtNum, out);
         };
+        if req.filters.len() > MAX_FILTERS {
+            self.flush(out).await;
+            return self.answer_error("exec", ErrorKind::FilterFld, out);
+        }
         let op = match req.operation() {
             Ok(op) => op,
             Err(kind) => {

@@ -84,6 +84,10 @@ fn thread_counts_out_of_range_are_refused() {
             &["--mysql-pool", "1000"][..],
             "--mysql-pool must be 1 to 256, not 1000",
         ),
+        (
+            &["--max-response-bytes", "100"][..],
+            "--max-response-bytes must be at least 4096, not 100",
+        ),
     ] {
         assert_refused(&serve(dir.path(), args, &[]), want);
     }

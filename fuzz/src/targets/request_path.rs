@@ -54,6 +54,7 @@ impl World {
             backend: Arc::new(SqliteBackend::new(dir.path(), Synchronous::Off)),
             catalog: Arc::new(Catalog::default()),
             metrics: Metrics::new().expect("metrics"),
+            max_response_bytes: 1 << 20,
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -72,11 +73,11 @@ impl World {
                         PortKind::Read
                     };
                     Port {
-                        context: Rc::new(PortContext {
+                        context: Rc::new(PortContext::new(
                             kind,
-                            secret: (flags & 2 != 0).then(|| SECRET.to_vec()),
-                            metrics: shared.metrics.clone(),
-                        }),
+                            (flags & 2 != 0).then(|| SECRET.to_vec()),
+                            shared.metrics.clone(),
+                        )),
                         dispatcher: match kind {
                             PortKind::Read => read.clone(),
                             PortKind::Write => write.clone(),
@@ -182,6 +183,15 @@ fn check_responses(input: &[u8], out: &[u8], close: Close, max_line: usize) {
         ),
         Close::LineTooLong => {
             assert!(longest > max_line, "closed for a line within the limit");
+            assert!(responses <= requests);
+        }
+        Close::AuthFailures => {
+            // Closed after answering the last of too many failed `A`.
+            let unauth = out
+                .split(|&b| b == b'\n')
+                .filter(|l| *l == b"3\t1\tunauth")
+                .count();
+            assert!(unauth >= hsd::session::MAX_AUTH_FAILURES as usize);
             assert!(responses <= requests);
         }
         other => panic!("connection ended with {other:?}"),

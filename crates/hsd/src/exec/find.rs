@@ -1,17 +1,31 @@
 //! Read-only finds. Every scan of every task in a batch goes to the backend in
 //! one `scan_many` call; rows come back in scan order and are encoded straight
 //! into each task's response.
+//!
+//! Answers are bounded in bytes (`--max-response-bytes`): the answers that
+//! one client connection's batch builds at once may hold at most that many
+//! bytes together (and a run joining several clients' batches a few times
+//! that). A find whose rows would take them past it stops reading rows,
+//! drops those it took and answers `1 1 1153` (MySQL's "packet bigger than
+//! max_allowed_packet"); the finds before it keep their answers.
 
 use super::{prepare_find, storage_error_kind, PreparedFind, RowCounter, RowDecision};
 use crate::backend::{OpenedIndex, RowView, ScanStep, StorageConn};
 use hs_proto::{ErrorKind, FindRequest, ResponseWriter};
 use std::sync::Arc;
 
+/// The answer to a find whose rows would exceed the answer bytes limit:
+/// MySQL's ER_NET_PACKET_TOO_LARGE, a result bigger than the server's limit.
+pub const ERR_ANSWER_TOO_LARGE: u32 = 1153;
+
 /// One find to run and the response it produced.
 pub struct ReadTask {
     pub index: Arc<OpenedIndex>,
     pub req: FindRequest,
     pub out: ResponseWriter,
+    /// Which client batch the task belongs to: the answers of one batch
+    /// share one limit in bytes (a batch's tasks are next to each other).
+    pub batch: usize,
 }
 
 impl ReadTask {
@@ -20,23 +34,73 @@ impl ReadTask {
             index,
             req,
             out: ResponseWriter::new(),
+            batch: 0,
         }
     }
 }
 
-/// Runs a batch of finds. If the grouped statement fails, each task is run on
-/// its own so one bad request cannot fail its neighbours.
-pub async fn run_reads<C: StorageConn>(conn: &mut C, tasks: &mut [ReadTask]) {
-    if tasks.len() > 1 && run_grouped(conn, tasks).await.is_ok() {
-        return;
+/// When one run joins the batches of several clients (the MySQL read
+/// batcher does), their answers together may hold this many times the
+/// limit: each client gets its own limit, the run as a whole a bound.
+pub const JOINED_BATCHES_FACTOR: usize = 4;
+
+/// Bytes the answers of each client batch hold so far, against the limit.
+struct AnswerBytes {
+    limit: usize,
+    /// By batch number.
+    used: Vec<usize>,
+    /// All batches together, against `JOINED_BATCHES_FACTOR` x the limit.
+    total: usize,
+}
+
+impl AnswerBytes {
+    fn new(limit: usize, tasks: &[ReadTask]) -> AnswerBytes {
+        let batches = tasks.iter().map(|t| t.batch + 1).max().unwrap_or(0);
+        AnswerBytes {
+            limit,
+            used: vec![0; batches],
+            total: 0,
+        }
     }
-    for task in tasks.iter_mut() {
-        task.out.clear();
-        let _ = run_grouped(conn, std::slice::from_mut(task)).await;
+
+    /// Counts `n` more bytes for `batch`; whether both bounds still hold.
+    fn add(&mut self, batch: usize, n: usize) -> bool {
+        self.used[batch] += n;
+        self.total += n;
+        self.used[batch] <= self.limit
+            && self.total <= self.limit.saturating_mul(JOINED_BATCHES_FACTOR)
+    }
+
+    /// Forgets `n` bytes of `batch` (an answer dropped).
+    fn remove(&mut self, batch: usize, n: usize) {
+        self.used[batch] = self.used[batch].saturating_sub(n);
+        self.total = self.total.saturating_sub(n);
     }
 }
 
-async fn run_grouped<C: StorageConn>(conn: &mut C, tasks: &mut [ReadTask]) -> Result<(), ()> {
+/// Runs a batch of finds, whose answers together may hold `max_bytes` per
+/// client batch (see the module comment). If the grouped statement fails,
+/// each task is run on its own so one bad request cannot fail its
+/// neighbours.
+pub async fn run_reads<C: StorageConn>(conn: &mut C, tasks: &mut [ReadTask], max_bytes: usize) {
+    if tasks.len() > 1 {
+        let mut bytes = AnswerBytes::new(max_bytes, tasks);
+        if run_grouped(conn, tasks, &mut bytes).await.is_ok() {
+            return;
+        }
+    }
+    let mut bytes = AnswerBytes::new(max_bytes, tasks);
+    for i in 0..tasks.len() {
+        tasks[i].out.clear();
+        let _ = run_grouped(conn, &mut tasks[i..=i], &mut bytes).await;
+    }
+}
+
+async fn run_grouped<C: StorageConn>(
+    conn: &mut C,
+    tasks: &mut [ReadTask],
+    bytes: &mut AnswerBytes,
+) -> Result<(), ()> {
     // Check every task first; a failed check answers at once and adds no scan.
     let mut prepared: Vec<Option<PreparedFind<'_>>> = Vec::with_capacity(tasks.len());
     let mut errors: Vec<Option<ErrorKind>> = Vec::with_capacity(tasks.len());
@@ -72,12 +136,30 @@ async fn run_grouped<C: StorageConn>(conn: &mut C, tasks: &mut [ReadTask]) -> Re
         .collect();
     let mut counters: Vec<RowCounter> = tasks.iter().map(|t| RowCounter::new(&t.req)).collect();
     let ncols: Vec<usize> = tasks.iter().map(|t| t.index.columns.len()).collect();
+    let batch: Vec<usize> = tasks.iter().map(|t| t.batch).collect();
+    for (out, &b) in outputs.iter().zip(&batch) {
+        bytes.add(b, out.len());
+    }
+    // Tasks whose answer went over the limit.
+    let mut too_large = vec![false; tasks.len()];
     let mut visit = |scan_no: usize, row: &dyn RowView| {
         let t = owner[scan_no];
+        if too_large[t] {
+            return ScanStep::Stop;
+        }
         match counters[t].decide(row.filter_state()) {
             RowDecision::Take => {
+                // Checked after every value: one row may be far bigger
+                // than the limit (wide rows of long values).
                 for c in 0..ncols[t] {
+                    let before = outputs[t].len();
                     outputs[t].value(row.column(c));
+                    if !bytes.add(batch[t], outputs[t].len() - before) {
+                        bytes.remove(batch[t], outputs[t].len());
+                        outputs[t] = ResponseWriter::new();
+                        too_large[t] = true;
+                        return ScanStep::Stop;
+                    }
                 }
                 if counters[t].done {
                     ScanStep::Stop
@@ -93,9 +175,12 @@ async fn run_grouped<C: StorageConn>(conn: &mut C, tasks: &mut [ReadTask]) -> Re
     let result = conn.scan_many(&scans, &mut visit).await;
     match result {
         Ok(()) => {
-            for ((task, mut out), err) in tasks.iter_mut().zip(outputs).zip(errors) {
+            for (((task, mut out), err), too_large) in
+                tasks.iter_mut().zip(outputs).zip(errors).zip(too_large)
+            {
                 match err {
                     Some(e) => task.out.error(e),
+                    None if too_large => task.out.error(ErrorKind::Storage(ERR_ANSWER_TOO_LARGE)),
                     None => {
                         out.end();
                         task.out = out;
@@ -105,6 +190,10 @@ async fn run_grouped<C: StorageConn>(conn: &mut C, tasks: &mut [ReadTask]) -> Re
             Ok(())
         }
         Err(e) => {
+            // What the answers held is dropped with them.
+            for (task, out) in tasks.iter().zip(&outputs) {
+                bytes.remove(task.batch, out.len());
+            }
             if tasks.len() == 1 {
                 let task = &mut tasks[0];
                 task.out

@@ -116,8 +116,42 @@ fn every_spec_error_line() {
     assert_eq!(r.req("A|1|rsecret"), "0|1");
     assert_eq!(r.req("P|0|test|h|PRIMARY|id,name"), "0|1");
     assert_eq!(r.req("0|=|1|5"), "0|2|5|x");
+
+    // Guessing: every wrong secret is answered as the original answers it,
+    // and the 8th failure on one connection closes it after its answer.
+    // Before: 60,000 wrong `A` a second on one connection, never closed.
+    let long_wrong = "s".repeat(4096);
+    for port in [&s.read, &s.write] {
+        let mut g = Conn::open(port);
+        for i in 0..7 {
+            let guess = if i % 2 == 0 { "guess" } else { &long_wrong };
+            assert_eq!(g.req(&format!("A|1|{guess}")), "3|1|unauth", "guess {i}");
+        }
+        assert_eq!(g.req("A|2|x"), "3|1|authtype", "not a guess");
+        assert_eq!(g.req("A|1|eighth"), "3|1|unauth");
+        assert!(
+            g.closed_within(Duration::from_secs(2)),
+            "8 failed A left the connection open"
+        );
+    }
+    // Seven failures then the secret: served (a typo does not lock out).
+    let mut g = Conn::open(&s.read);
+    for _ in 0..7 {
+        assert_eq!(g.req("A|1|typo"), "3|1|unauth");
+    }
+    assert_eq!(g.req("A|1|rsecret"), "0|1");
+    assert_eq!(g.req("P|0|test|h|PRIMARY|id,name"), "0|1");
     assert!(s.child.try_wait().expect("try_wait").is_none());
     assert!(s.status_kb("VmHWM:") <= MAX_HWM_KB);
+
+    // A port without a secret has nothing to guess: wrong secrets answer
+    // `unauth` as on the original, and the connection stays.
+    let s = Hsd::start(&[]);
+    let mut g = Conn::open(&s.read);
+    for _ in 0..50 {
+        assert_eq!(g.req("A|1|anything"), "3|1|unauth");
+    }
+    assert_eq!(g.req("P|0|test|h|PRIMARY|id,name"), "0|1");
 }
 
 #[test]
@@ -291,7 +325,11 @@ fn huge_lines_and_huge_token_counts() {
         // finds every id.
         (format!("0|>=|1|1|1|0|U|1|{}", many("u")), None),
         (format!("0|=|1|1|{n}|0|@|0|{n}|{}", ids.join("|")), None),
-        (format!("0|>=|1|1|10|0|{}", many("F|!=|0|zz")), None),
+        // More filters than a request may carry (hsd's limit, 128).
+        (
+            format!("0|>=|1|1|10|0|{}", many("F|!=|0|zz")),
+            Some("2|1|filterfld"),
+        ),
         (
             format!("0|>=|1|1|10|0|{}", many("F|=|7|zz")),
             Some("2|1|filterfld"),
@@ -301,9 +339,10 @@ fn huge_lines_and_huge_token_counts() {
                 "P|1|test|user|PRIMARY|{}",
                 many("user_id").replace('|', ",")
             ),
-            None,
+            // More columns than the table has (hsd's limit).
+            Some("2|1|fld"),
         ),
-        ("1|>=|1|1|2|0".to_string(), None),
+        ("1|>=|1|1|2|0".to_string(), Some("2|1|stmtnum")),
         (
             format!("P|2|test|h|PRIMARY|id,name|{}", many("x").replace('|', ",")),
             Some("2|1|fld"),

@@ -215,3 +215,119 @@ fn socket_with_small_buffers(addr: &str) -> TcpStream {
     assert_eq!(rc, 0, "connect: {}", std::io::Error::last_os_error());
     sock
 }
+
+#[test]
+fn answers_are_bounded_in_bytes() {
+    let mut s = Hsd::start(&[]);
+    let mut c = Conn::open(&s.read);
+    // `P` may list a column as often as the table has columns, or 64
+    // times: more is only repeats (the original took any number; 2,000
+    // repeats of one column then made a row 2,000 values wide).
+    let repeat = |name: &str, n: usize| vec![name; n].join(",");
+    assert_eq!(
+        c.req(&format!(
+            "P|1|test|user|PRIMARY|{}",
+            repeat("user_email", 2000)
+        )),
+        "2|1|fld"
+    );
+    assert_eq!(
+        c.req(&format!(
+            "P|1|test|user|PRIMARY|user_id|{}",
+            repeat("user_id", 65)
+        )),
+        "2|1|fld"
+    );
+    assert_eq!(
+        c.req(&format!(
+            "P|1|test|user|PRIMARY|{}",
+            repeat("user_email", 65)
+        )),
+        "2|1|fld"
+    );
+    assert_eq!(
+        c.req(&format!(
+            "P|1|test|user|PRIMARY|{}",
+            repeat("user_email", 64)
+        )),
+        "0|1"
+    );
+    // 16 MiB `P` lines of one column repeated: before, each added ~125 MB
+    // to the shared catalog (30 lines: 3.9 GB, kept after the client left).
+    let huge_p = format!("P|4|test|user|PRIMARY|{}", repeat("user_id", 2 << 20));
+    for _ in 0..10 {
+        assert_eq!(c.req(&huge_p), "2|1|fld");
+    }
+    s.wait_idle();
+    eprintln!(
+        "hostile: ten 16 MiB P lines of repeats: VmHWM {} MiB, VmRSS {} MiB after",
+        s.status_kb("VmHWM:") >> 10,
+        s.status_kb("VmRSS:") >> 10
+    );
+    // The whole table 64 columns wide is about 170 MB of answer: past the
+    // default --max-response-bytes (64 MiB), so it is refused without being
+    // built in full. Before: 2,000 columns, 6 GB in 22 s, then an abort.
+    let started = Instant::now();
+    assert_eq!(c.req("1|>=|1|1|100000|0"), "1|1|1153");
+    eprintln!(
+        "hostile: whole table 64 columns wide: 1|1|1153 in {:?}",
+        started.elapsed()
+    );
+    // The connection goes on, and answers within the limit are whole.
+    let ten = c.req("1|>=|1|1|10|0");
+    assert_eq!(ten.split('|').count(), 2 + 640, "{}", &ten[..60]);
+    s.wait_idle();
+    let hwm = s.status_kb("VmHWM:");
+    eprintln!("hostile: a 170 MB answer refused: VmHWM {} MiB", hwm >> 10);
+    assert!(hwm <= 256 << 10, "hsd peak RSS {hwm} kB");
+    s.case_done("answer past --max-response-bytes");
+
+    // One row bigger than the limit: an 8 MiB value listed 64 times is a
+    // 512 MiB row, refused after 64 MiB of it.
+    let mut w = Conn::open(&s.write);
+    assert_eq!(w.req("P|0|test|h|PRIMARY|id,name"), "0|1");
+    let big = "x".repeat(8 << 20);
+    assert_eq!(w.req(&format!("0|+|2|77|{big}")), "0|1");
+    assert_eq!(
+        c.req(&format!("P|2|test|h|PRIMARY|{}", repeat("name", 64))),
+        "0|1"
+    );
+    assert_eq!(c.req("2|=|1|77"), "1|1|1153");
+    // Seven copies fit.
+    assert_eq!(
+        c.req(&format!("P|3|test|h|PRIMARY|{}", repeat("name", 7))),
+        "0|1"
+    );
+    let back = c.req("3|=|1|77");
+    assert_eq!(back.len(), 3 + 7 * (1 + big.len()), "seven 8 MiB values");
+    s.wait_idle();
+    let hwm = s.status_kb("VmHWM:");
+    eprintln!("hostile: a 512 MiB row refused: VmHWM {} MiB", hwm >> 10);
+    assert!(hwm <= 320 << 10, "hsd peak RSS {hwm} kB");
+    s.case_done("a row bigger than --max-response-bytes");
+}
+
+#[test]
+fn pipelined_answers_share_the_limit() {
+    // With a 100 KB limit: three finds of about 60 KB each in one
+    // pipelined batch. The first is answered; the next two would take the
+    // batch's answers past the limit and are refused; alone, each is
+    // answered.
+    let mut s = Hsd::start(&["--max-response-bytes", "100000"]);
+    let mut c = Conn::open(&s.read);
+    assert_eq!(
+        c.req("P|0|test|user|PRIMARY|user_id,user_name,user_email,created"),
+        "0|1"
+    );
+    let find = "0\t>=\t1\t1\t800\t0\n";
+    c.send(find.repeat(3).as_bytes());
+    let first = show(&c.line());
+    assert!(first.starts_with("0|4|1|"), "{}", &first[..40]);
+    assert!(first.len() > 50_000, "{} bytes", first.len());
+    assert_eq!(show(&c.line()), "1|1|1153");
+    assert_eq!(show(&c.line()), "1|1|1153");
+    for _ in 0..3 {
+        assert!(c.req(find.trim_end()).starts_with("0|4|1|"));
+    }
+    s.case_done("pipelined answers past --max-response-bytes");
+}

@@ -18,8 +18,9 @@
 //! the group committer tries it again later, while other files go on.
 
 use super::meta::describe_table;
-use super::scan::{next_row, ScanStatements, SqliteRow};
+use super::scan::{next_row, ScanStatements, SqliteRow, MAX_KEPT_SQL};
 use super::shm::{Fingerprint, WalIndexView};
+use super::statement_clock::StatementClock;
 use super::stmt::RawStatement;
 use super::wal_sync::WalSyncer;
 use super::{db_path, open_db, refused, Synchronous};
@@ -84,6 +85,8 @@ pub struct SqliteConn {
     sql: Vec<u8>,
     /// When a find last ran (read leases end after idling).
     last_read: Instant,
+    /// Stops a scan or write statement that runs past its time budget.
+    clock: StatementClock,
 }
 
 impl SqliteConn {
@@ -91,6 +94,7 @@ impl SqliteConn {
         data_dir: PathBuf,
         synchronous: Synchronous,
         syncer: Option<Arc<WalSyncer>>,
+        statement_timeout: Option<Duration>,
     ) -> SqliteConn {
         SqliteConn {
             data_dir,
@@ -100,6 +104,7 @@ impl SqliteConn {
             in_write_group: false,
             sql: Vec::with_capacity(256),
             last_read: Instant::now(),
+            clock: StatementClock::new(statement_timeout),
         }
     }
 
@@ -117,6 +122,7 @@ impl SqliteConn {
                 conn.pragma_update(None, "wal_autocheckpoint", 0)
                     .map_err(refused)?;
             }
+            self.clock.watch(&conn);
             let file = DbFile {
                 scans: ScanStatements::default(),
                 begin: RawStatement::prepare(&conn, "BEGIN")?,
@@ -207,10 +213,11 @@ impl SqliteConn {
     fn write_statement(
         &mut self,
         db: &str,
-        bind: impl FnOnce(&mut rusqlite::CachedStatement<'_>) -> Result<(), StorageError>,
+        bind: impl FnOnce(&mut rusqlite::Statement<'_>) -> Result<(), StorageError>,
     ) -> Result<u64, StorageError> {
         let in_write_group = self.in_write_group;
         let sql = std::mem::take(&mut self.sql);
+        let clock = self.clock.clone();
         let result = (|| {
             let file = self.file_for_group(db)?;
             let text = std::str::from_utf8(&sql).map_err(|_| StorageError::Refused {
@@ -218,9 +225,19 @@ impl SqliteConn {
                 message: "statement text is not UTF-8".into(),
             })?;
             let result: Result<u64, StorageError> = (|| {
-                let mut stmt = file.conn.prepare_cached(text).map_err(refused)?;
-                bind(&mut stmt)?;
-                stmt.raw_execute().map_err(refused)?;
+                // rusqlite's cache keeps 64 statements: only small ones, so
+                // that what it holds stays bounded in bytes too.
+                let run = |stmt: &mut rusqlite::Statement<'_>| {
+                    bind(stmt)?;
+                    let _armed = clock.start();
+                    stmt.raw_execute().map_err(refused)
+                };
+                if text.len() > MAX_KEPT_SQL {
+                    run(&mut file.conn.prepare(text).map_err(refused)?)?;
+                } else {
+                    let mut cached = file.conn.prepare_cached(text).map_err(refused)?;
+                    run(&mut cached)?;
+                }
                 Ok(file.conn.last_insert_rowid() as u64)
             })();
             if let Err(e) = &result {
@@ -289,6 +306,8 @@ impl SqliteConn {
     ) -> Result<(), StorageError> {
         let mut slice_start = Instant::now();
         let mut rows = 0u64;
+        let clock = self.clock.clone();
+        let armed = clock.start();
         for (n, scan) in scans.iter().enumerate() {
             let file = self.file_for_group(&scan.index.table.db)?;
             let st = file.scans.get(&file.conn, scan)?;
@@ -314,11 +333,14 @@ impl SqliteConn {
                     // Let the loop's other connections run; this connection
                     // is ours alone (checked out), so the open statement
                     // waits safely.
+                    let waiting = Instant::now();
                     tokio::task::yield_now().await;
+                    armed.excuse(waiting.elapsed());
                     slice_start = Instant::now();
                 }
             };
             st.stmt.reset();
+            file.scans.release_passing();
             result?;
         }
         Ok(())

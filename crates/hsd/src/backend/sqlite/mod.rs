@@ -9,11 +9,13 @@
 //! - `stmt`: a prepared statement owned outside rusqlite's cache (the hot path).
 //! - `shm`: a lock-free look at the WAL-index header (for read leases).
 //! - `wal_sync`: durable commits with the WAL synced beside the event loop.
+//! - `statement_clock`: the time budget of each statement.
 
 mod conn;
 mod meta;
 mod scan;
 mod shm;
+mod statement_clock;
 mod stmt;
 mod wal_sync;
 
@@ -55,6 +57,8 @@ impl Synchronous {
 pub struct SqliteBackend {
     data_dir: PathBuf,
     synchronous: Synchronous,
+    /// How long one statement may run (None: no limit).
+    statement_timeout: Option<Duration>,
     /// With `Synchronous::Full`: makes commits durable beside the loops.
     syncer: Option<Arc<WalSyncer>>,
 }
@@ -67,8 +71,15 @@ impl SqliteBackend {
         SqliteBackend {
             data_dir,
             synchronous,
+            statement_timeout: None,
             syncer,
         }
+    }
+
+    /// Stops statements that run longer than `timeout` (None: never).
+    pub fn with_statement_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.statement_timeout = timeout;
+        self
     }
 }
 
@@ -80,6 +91,7 @@ impl Backend for SqliteBackend {
             self.data_dir.clone(),
             self.synchronous,
             self.syncer.clone(),
+            self.statement_timeout,
         ))
     }
 
@@ -139,6 +151,10 @@ pub fn open_db(
     Ok(conn)
 }
 
+/// What a statement stopped by its time budget answers: MariaDB's
+/// ER_STATEMENT_TIMEOUT, as the MySQL backend answers it.
+pub const ERR_STATEMENT_TIMEOUT: u32 = 1969;
+
 /// SQLite's result code for a lock held by another connection.
 pub const SQLITE_BUSY: u32 = ffi::SQLITE_BUSY as u32;
 
@@ -161,6 +177,7 @@ pub fn refused_code(extended_code: i32, message: String) -> StorageError {
     let code = match extended_code {
         ffi::SQLITE_CONSTRAINT_PRIMARYKEY | ffi::SQLITE_CONSTRAINT_UNIQUE => ERR_DUPLICATE_KEY,
         ffi::SQLITE_CONSTRAINT_NOTNULL => ERR_NOT_NULL,
+        ffi::SQLITE_INTERRUPT => ERR_STATEMENT_TIMEOUT,
         other if other & 0xff == ffi::SQLITE_BUSY => return StorageError::Busy(message),
         other => other as u32,
     };

@@ -1,6 +1,12 @@
 //! Running scans on one db file, with statements prepared once per opened
 //! index: the plain shapes (no NULL key, no filter) sit in a small array
 //! indexed by op and key count; other shapes in a map by `ScanShape`.
+//!
+//! What the statements kept may hold is bounded in bytes: a statement whose
+//! SQL is longer than `MAX_KEPT_SQL` (many filters, wide rows) is prepared
+//! for its scan and dropped after it, and once the kept statements of a db
+//! file hold `MAX_KEPT_BYTES` (SQLite's own count of their memory, plus
+//! their SQL) they are all dropped and prepared again on use.
 
 use super::stmt::{RawStatement, Step};
 use crate::backend::scan_sql::{self, Dialect, Param, Placeholders, ScanLayout, ScanShape};
@@ -20,12 +26,18 @@ const PLAIN_KEYS: usize = 8;
 const MAX_INDEXES: usize = 1024;
 /// Most statements of other shapes per opened index.
 const MAX_SHAPED: usize = 64;
+/// Longest SQL of a statement that is kept for the next scan of its shape.
+pub const MAX_KEPT_SQL: usize = 16 << 10;
+/// Most bytes the kept statements of one db file hold together.
+pub const MAX_KEPT_BYTES: usize = 4 << 20;
 
 /// A scan statement and how to bind and read it.
 pub struct ScanStatement {
     pub stmt: RawStatement,
     params: Vec<Param>,
     pub layout: ScanLayout,
+    /// Length of its SQL text.
+    sql_len: usize,
 }
 
 impl ScanStatement {
@@ -41,7 +53,13 @@ impl ScanStatement {
             stmt: RawStatement::prepare(conn, &sql)?,
             params: sink.params,
             layout,
+            sql_len: sql.len(),
         })
+    }
+
+    /// About what keeping it costs.
+    fn bytes(&self) -> usize {
+        self.stmt.memory_used() + self.sql_len
     }
 
     /// Binds the scan's values. They must stay alive until `reset`.
@@ -121,6 +139,10 @@ struct IndexStatements {
 #[derive(Default)]
 pub struct ScanStatements {
     by_index: HashMap<u64, IndexStatements>,
+    /// What the kept statements cost (`ScanStatement::bytes`).
+    kept_bytes: usize,
+    /// A statement too big to keep, for the scan running now.
+    passing: Option<ScanStatement>,
 }
 
 fn op_number(op: FindOp) -> usize {
@@ -148,52 +170,106 @@ fn plain_slot(scan: &Scan<'_>) -> Option<usize> {
 }
 
 impl ScanStatements {
-    /// The statement for `scan`, prepared on first use.
+    /// The statement for `scan`, prepared on first use (and kept, unless
+    /// too big: see the module comment).
     pub fn get(
         &mut self,
         conn: &Connection,
         scan: &Scan<'_>,
     ) -> Result<&mut ScanStatement, StorageError> {
+        self.passing = None;
         if self.by_index.len() >= MAX_INDEXES && !self.by_index.contains_key(&scan.index.id) {
-            self.by_index.clear();
+            self.clear();
         }
-        let entry = self.by_index.entry(scan.index.id).or_default();
-        match plain_slot(scan) {
-            Some(slot) => {
-                if entry.plain.len() <= slot {
-                    entry.plain.resize_with(slot + 1, || None);
-                }
-                let cell = &mut entry.plain[slot];
-                if cell.is_none() {
-                    *cell = Some(ScanStatement::prepare(conn, scan)?);
-                }
-                cell.as_mut().ok_or_else(|| StorageError::Refused {
-                    code: 1,
-                    message: "statement vanished".into(),
-                })
+        let slot = plain_slot(scan);
+        let shape = match slot {
+            Some(_) => None,
+            None => Some(ScanShape::of(scan)),
+        };
+        if !self.holds(scan.index.id, slot, shape.as_ref()) {
+            let st = ScanStatement::prepare(conn, scan)?;
+            if st.sql_len > MAX_KEPT_SQL {
+                return Ok(self.passing.insert(st));
             }
-            None => {
-                let shape = ScanShape::of(scan);
-                if !entry.shaped.contains_key(&shape) {
-                    if entry.shaped.len() >= MAX_SHAPED {
-                        entry.shaped.clear();
-                    }
-                    let s = ScanStatement::prepare(conn, scan)?;
-                    entry.shaped.insert(shape.clone(), s);
-                }
-                entry
-                    .shaped
-                    .get_mut(&shape)
-                    .ok_or_else(|| StorageError::Refused {
-                        code: 1,
-                        message: "statement vanished".into(),
-                    })
+            let cost = st.bytes();
+            if self.kept_bytes + cost > MAX_KEPT_BYTES {
+                self.clear();
             }
+            self.kept_bytes += cost;
+            self.keep(scan.index.id, slot, shape.clone(), st);
+        }
+        let entry = self.by_index.get_mut(&scan.index.id);
+        let found = match (entry, slot, &shape) {
+            (Some(e), Some(slot), _) => e.plain.get_mut(slot).and_then(Option::as_mut),
+            (Some(e), None, Some(shape)) => e.shaped.get_mut(shape),
+            _ => None,
+        };
+        found.ok_or_else(|| StorageError::Refused {
+            code: 1,
+            message: "statement vanished".into(),
+        })
+    }
+
+    /// Whether the statement for this index and slot or shape is kept.
+    fn holds(&self, index: u64, slot: Option<usize>, shape: Option<&ScanShape>) -> bool {
+        let Some(e) = self.by_index.get(&index) else {
+            return false;
+        };
+        match (slot, shape) {
+            (Some(slot), _) => e.plain.get(slot).is_some_and(Option::is_some),
+            (None, Some(shape)) => e.shaped.contains_key(shape),
+            (None, None) => false,
         }
     }
 
+    fn keep(
+        &mut self,
+        index: u64,
+        slot: Option<usize>,
+        shape: Option<ScanShape>,
+        st: ScanStatement,
+    ) {
+        let entry = self.by_index.entry(index).or_default();
+        match (slot, shape) {
+            (Some(slot), _) => {
+                if entry.plain.len() <= slot {
+                    entry.plain.resize_with(slot + 1, || None);
+                }
+                entry.plain[slot] = Some(st);
+            }
+            (None, Some(shape)) => {
+                if entry.shaped.len() >= MAX_SHAPED {
+                    let dropped: usize = entry.shaped.values().map(ScanStatement::bytes).sum();
+                    self.kept_bytes = self.kept_bytes.saturating_sub(dropped);
+                    entry.shaped.clear();
+                }
+                entry.shaped.insert(shape, st);
+            }
+            (None, None) => {}
+        }
+    }
+
+    /// Drops the statement too big to keep, once its scan is done.
+    pub fn release_passing(&mut self) {
+        self.passing = None;
+    }
+
+    /// Drops every statement.
     pub fn clear(&mut self) {
         self.by_index.clear();
+        self.kept_bytes = 0;
+        self.passing = None;
+    }
+
+    /// What the kept statements cost, and how many there are.
+    #[cfg(test)]
+    pub fn kept(&self) -> (usize, usize) {
+        let count = self
+            .by_index
+            .values()
+            .map(|e| e.plain.iter().flatten().count() + e.shaped.len())
+            .sum();
+        (self.kept_bytes, count)
     }
 }
 
@@ -227,4 +303,118 @@ impl RowView for SqliteRow<'_> {
 /// Steps `stmt` once; `Ok(false)` at the end.
 pub fn next_row(stmt: &mut RawStatement) -> Result<bool, StorageError> {
     Ok(stmt.step()? == Step::Row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{OpenedIndex, ResolvedFilter};
+    use hs_proto::{FilterKind, FilterOp};
+    use std::sync::Arc;
+
+    /// A long column name makes wide statements long.
+    const LONG: &str = "a_column_whose_name_is_long_enough_to_make_wide_statements_long";
+
+    fn table(conn: &Connection) -> Arc<crate::backend::TableMeta> {
+        conn.execute_batch(&format!(
+            "CREATE TABLE t (id INTEGER PRIMARY KEY, a INTEGER, {LONG} TEXT)"
+        ))
+        .unwrap();
+        Arc::new(super::super::meta::describe_table(conn, "test", "t").unwrap())
+    }
+
+    fn scan<'a>(index: &'a OpenedIndex, filters: &'a [ResolvedFilter]) -> Scan<'a> {
+        Scan {
+            index,
+            op: FindOp::Ge,
+            keys: vec![Some(b"1")],
+            filters,
+            filter_mode: if filters.is_empty() {
+                FilterMode::None
+            } else {
+                FilterMode::StateColumn {
+                    exclude_skipped: true,
+                }
+            },
+            fetch: 10,
+            with_locator: false,
+            after: None,
+        }
+    }
+
+    #[test]
+    fn kept_statements_stay_within_their_bytes() {
+        let conn = Connection::open_in_memory().unwrap();
+        let table = table(&conn);
+        let mut statements = ScanStatements::default();
+        let ops = [FilterOp::Eq, FilterOp::Ne, FilterOp::Gt, FilterOp::Lt];
+        let mut most = 0;
+        let mut biggest = 0;
+        // Many opened indexes, each with statements of many shapes: 128
+        // filters (the most a request may carry) of varying operators.
+        for id in 0..40u64 {
+            let index = OpenedIndex {
+                id,
+                table: table.clone(),
+                index: 0,
+                columns: vec![0, 1],
+                filter_columns: vec![1],
+            };
+            for shape in 0..ops.len() * 2 {
+                let filters: Vec<ResolvedFilter> = (0..128)
+                    .map(|i| ResolvedFilter {
+                        kind: if shape % 2 == 0 {
+                            FilterKind::While
+                        } else {
+                            FilterKind::Skip
+                        },
+                        op: ops[(i + shape / 2) % ops.len()],
+                        column: 1,
+                        value: Some(b"5".to_vec()),
+                    })
+                    .collect();
+                let st = statements.get(&conn, &scan(&index, &filters)).unwrap();
+                biggest = biggest.max(st.bytes());
+                st.stmt.reset();
+                most = most.max(statements.kept().0);
+            }
+        }
+        let (bytes, count) = statements.kept();
+        eprintln!(
+            "scan statements: 320 shapes with 128 filters, {biggest} bytes the largest; \
+             at most {most} bytes kept ({count} statements, {bytes} bytes at the end)"
+        );
+        assert!(most <= MAX_KEPT_BYTES, "kept {most} bytes");
+        assert!(count > 0);
+    }
+
+    #[test]
+    fn statements_with_long_sql_are_not_kept() {
+        let conn = Connection::open_in_memory().unwrap();
+        let table = table(&conn);
+        // The long column, listed 400 times: about 26 KB of SQL.
+        let index = OpenedIndex {
+            id: 1,
+            table,
+            index: 0,
+            columns: vec![2; 400],
+            filter_columns: vec![],
+        };
+        let st = statements_get(&conn, &index);
+        assert!(st.0 > MAX_KEPT_SQL, "{} bytes of SQL", st.0);
+        assert_eq!(st.1, (0, 0), "a long statement was kept");
+    }
+
+    /// Runs one scan on `index`: its SQL length and what is kept after it.
+    fn statements_get(conn: &Connection, index: &OpenedIndex) -> (usize, (usize, usize)) {
+        let mut statements = ScanStatements::default();
+        let scan = scan(index, &[]);
+        let st = statements.get(conn, &scan).unwrap();
+        st.bind(&scan).unwrap();
+        let len = st.sql_len;
+        assert!(!next_row(&mut st.stmt).unwrap(), "the table is empty");
+        st.stmt.reset();
+        statements.release_passing();
+        (len, statements.kept())
+    }
 }

@@ -120,6 +120,15 @@ impl RawStatement {
         }
     }
 
+    /// Heap bytes SQLite holds for this prepared statement.
+    pub fn memory_used(&self) -> usize {
+        // SAFETY: valid statement; reading a counter changes nothing.
+        let n = unsafe {
+            ffi::sqlite3_stmt_status(self.raw.as_ptr(), ffi::SQLITE_STMTSTATUS_MEMUSED, 0)
+        };
+        usize::try_from(n).unwrap_or(0)
+    }
+
     pub fn column_int(&self, i: usize) -> i64 {
         // SAFETY: valid statement positioned on a row.
         unsafe { ffi::sqlite3_column_int64(self.raw.as_ptr(), i as c_int) }

@@ -300,6 +300,11 @@ async fn commit_group<B: Backend>(
     active: &mut [WriteJob],
 ) -> (bool, usize, Durability) {
     let started = Instant::now();
+    for job in active.iter_mut() {
+        for task in &mut job.tasks {
+            task.max_answer = shared.max_response_bytes;
+        }
+    }
     let mut attempt = 0;
     let (locked, ran) = loop {
         attempt += 1;

@@ -23,6 +23,9 @@ pub struct WriteTask {
     pub index: Arc<OpenedIndex>,
     pub op: WriteOp,
     pub out: ResponseWriter,
+    /// The most bytes of old rows a `?` form answers (--max-response-bytes;
+    /// the group committer sets it): past it, `1 1 1153` and the walk ends.
+    pub max_answer: usize,
 }
 
 impl WriteTask {
@@ -31,8 +34,14 @@ impl WriteTask {
             index,
             op,
             out: ResponseWriter::new(),
+            max_answer: usize::MAX,
         }
     }
+}
+
+/// The bytes `row` adds to an answer (values and separators, roughly).
+pub(super) fn answer_bytes(row: &[Value]) -> usize {
+    row.iter().map(|v| v.as_ref().map_or(1, Vec::len) + 1).sum()
 }
 
 /// How a write went.
@@ -77,7 +86,9 @@ pub async fn run_write<C: StorageConn>(conn: &mut C, task: &mut WriteTask) -> Wr
     task.out.clear();
     let result = match &task.op {
         WriteOp::Insert(ins) => insert(conn, &task.index, ins, &mut task.out).await,
-        WriteOp::Modify(req) => modify(conn, &task.index, req, &mut task.out).await,
+        WriteOp::Modify(req) => {
+            modify(conn, &task.index, req, task.max_answer, &mut task.out).await
+        }
     };
     settle(task, result)
 }
@@ -219,6 +230,7 @@ async fn modify<C: StorageConn>(
     conn: &mut C,
     index: &OpenedIndex,
     req: &FindRequest,
+    max_answer: usize,
     out: &mut ResponseWriter,
 ) -> Result<(), WriteFailure> {
     let Some(spec) = &req.modify else {
@@ -238,6 +250,7 @@ async fn modify<C: StorageConn>(
     let walk = req.active_in().is_none();
     let mut counter = RowCounter::new(req);
     let mut returned: Vec<Value> = Vec::new();
+    let mut returned_bytes = 0usize;
     let mut modified: u64 = 0;
     let mut after: Option<Vec<Value>> = None;
     // `=` with a full key of a unique index (no NULL in it) reads one row
@@ -299,6 +312,11 @@ async fn modify<C: StorageConn>(
             continue;
         }
         if spec.returning {
+            returned_bytes += answer_bytes(&row.before);
+            if returned_bytes > max_answer {
+                // Rows changed before stay changed, as after any error.
+                return Err(ErrorKind::Storage(super::find::ERR_ANSWER_TOO_LARGE).into());
+            }
             returned.extend(row.before.iter().cloned());
         }
         match row_change(index, op, spec, &row.before) {

@@ -13,8 +13,8 @@
 //! modify of the batch looks its row up by.
 
 use super::write::{
-    answer_insert, plan_insert, row_change, settle, InsertRow, RowChange, WriteFailure, WriteOp,
-    WriteOutcome, WriteTask,
+    answer_bytes, answer_insert, plan_insert, row_change, settle, InsertRow, RowChange,
+    WriteFailure, WriteOp, WriteOutcome, WriteTask,
 };
 use super::{prepare_find, RowCounter, RowDecision};
 use crate::backend::{FilterVerdict, RowInsert, RowView, RowWrite, Scan, ScanStep, StorageConn};
@@ -214,6 +214,15 @@ async fn modify_batch<C: StorageConn>(
         let mut written: Vec<usize> = Vec::new();
         if let Some(r) = row.filter(|_| !counter.done) {
             if counter.decide(r.state) == RowDecision::Take {
+                if spec.returning && answer_bytes(&r.before) > task.max_answer {
+                    // Answered with the error; the row stays as it was.
+                    out.error(hs_proto::ErrorKind::Storage(
+                        super::find::ERR_ANSWER_TOO_LARGE,
+                    ));
+                    answers.push(out);
+                    done = i + 1;
+                    continue;
+                }
                 if spec.returning {
                     returned = &r.before;
                 }

@@ -331,3 +331,25 @@ fn pipelined_answers_share_the_limit() {
     }
     s.case_done("pipelined answers past --max-response-bytes");
 }
+
+#[test]
+fn old_rows_answered_by_modifies_are_bounded_too() {
+    // The `?` forms answer the rows as they were before the change: with
+    // the smallest limit (4096 bytes), a walk over 800 names (about 10 KB
+    // of old values) answers 1 1 1153 once its old rows pass the limit;
+    // rows it changed before stay changed, as after any error, and the rows
+    // past it are as they were. A single-row `U?` answers as usual.
+    let mut s = Hsd::start(&["--max-response-bytes", "4096"]);
+    let mut c = Conn::open(&s.write);
+    assert_eq!(
+        c.req("P|0|test|user|PRIMARY|user_id,user_name,user_email,created"),
+        "0|1"
+    );
+    assert_eq!(c.req("P|1|test|user|PRIMARY|user_name"), "0|1");
+    assert_eq!(c.req("1|>=|1|100|800|0|U?|renamed"), "1|1|1153");
+    assert!(c.req("0|=|1|100").contains("|renamed|"));
+    assert!(!c.req("0|=|1|899").contains("renamed"));
+    let one = c.req("0|=|1|5000|1|0|U?|5000|five|five@example.com|2020-01-01 00:00:00");
+    assert!(one.starts_with("0|4|5000|"), "{one}");
+    s.case_done("old rows answered by U? past --max-response-bytes");
+}

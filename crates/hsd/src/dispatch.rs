@@ -74,12 +74,12 @@ impl<B: Backend> Clone for Shared<B> {
 /// One event loop's way to storage.
 pub struct Dispatcher<B: Backend> {
     shared: Shared<B>,
-    reads: ReadPath<B::Conn>,
-    writes: Option<GroupCommitter<B::Conn>>,
+    reads: ReadPath<B::Storage>,
+    writes: Option<GroupCommitter<B::Storage>>,
 }
 
 enum ReadPath<C> {
-    Inline(Rc<ConnPool<C>>),
+    Inline(Rc<StoragePool<C>>),
     Batched(ReadBatcher<C>),
 }
 
@@ -90,7 +90,7 @@ enum ReadPath<C> {
 /// (its page cache, its mapping of the file) and a half-built answer. A
 /// keeper task gives back what an idle connection must not hold (see
 /// `StorageConn::idle_deadline`).
-struct ConnPool<C> {
+struct StoragePool<C> {
     idle: RefCell<Vec<C>>,
     in_use: Arc<Semaphore>,
     keeper: Notify,
@@ -108,7 +108,7 @@ impl<B: Backend> Dispatcher<B> {
     pub fn new(kind: PortKind, shared: Shared<B>) -> Dispatcher<B> {
         let reads = match shared.backend.read_placement() {
             ReadPlacement::Inline => {
-                let pool = Rc::new(ConnPool {
+                let pool = Rc::new(StoragePool {
                     idle: RefCell::new(Vec::new()),
                     in_use: Arc::new(Semaphore::new(POOL_MAX)),
                     keeper: Notify::new(),
@@ -133,11 +133,11 @@ impl<B: Backend> Dispatcher<B> {
     pub async fn open(&self, req: OpenIndexRequest) -> Result<Arc<OpenedIndex>, ErrorKind> {
         match &self.reads {
             ReadPath::Inline(pool) => {
-                let Some((mut conn, _in_use)) = pool.checkout(&self.shared).await else {
+                let Some((mut storage, _in_use)) = pool.checkout(&self.shared).await else {
                     return Err(ErrorKind::OpenTable);
                 };
-                let result = exec::open_index(&mut conn, &self.shared.catalog, &req).await;
-                pool.checkin(conn);
+                let result = exec::open_index(&mut storage, &self.shared.catalog, &req).await;
+                pool.checkin(storage);
                 result
             }
             ReadPath::Batched(batcher) => batcher.open(req).await,
@@ -152,10 +152,10 @@ impl<B: Backend> Dispatcher<B> {
                 // Give the loop's other connections a turn now and then.
                 tokio::task::consume_budget().await;
                 match pool.checkout(&self.shared).await {
-                    Some((mut conn, _in_use)) => {
-                        exec::run_reads(&mut conn, &mut tasks, self.shared.max_response_bytes)
+                    Some((mut storage, _in_use)) => {
+                        exec::run_reads(&mut storage, &mut tasks, self.shared.max_response_bytes)
                             .await;
-                        pool.checkin(conn);
+                        pool.checkin(storage);
                     }
                     None => {
                         for t in &mut tasks {
@@ -190,10 +190,10 @@ impl<B: Backend> Dispatcher<B> {
     }
 }
 
-impl<C: StorageConn> ConnPool<C> {
+impl<C: StorageConn> StoragePool<C> {
     /// A connection and its place among those in use (hold it until the
     /// connection is checked in).
-    async fn checkout<B: Backend<Conn = C>>(
+    async fn checkout<B: Backend<Storage = C>>(
         &self,
         shared: &Shared<B>,
     ) -> Option<(C, OwnedSemaphorePermit)> {
@@ -211,11 +211,11 @@ impl<C: StorageConn> ConnPool<C> {
         }
     }
 
-    fn checkin(&self, conn: C) {
-        let holds = conn.idle_deadline().is_some();
+    fn checkin(&self, storage: C) {
+        let holds = storage.idle_deadline().is_some();
         let mut idle = self.idle.borrow_mut();
         if idle.len() < POOL_MAX {
-            idle.push(conn);
+            idle.push(storage);
             if holds && !self.keeper_armed.get() {
                 self.keeper.notify_one();
             }
@@ -225,7 +225,7 @@ impl<C: StorageConn> ConnPool<C> {
 
 /// The pool's keeper: at each idle connection's deadline, has it give back
 /// what it holds. Lives as long as the event loop.
-async fn keep<C: StorageConn>(pool: Rc<ConnPool<C>>) {
+async fn keep<C: StorageConn>(pool: Rc<StoragePool<C>>) {
     loop {
         let woken = pool.keeper.notified();
         let next = pool

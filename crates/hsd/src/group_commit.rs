@@ -68,7 +68,7 @@ pub struct GroupCommitter<C> {
 
 impl<C: StorageConn + 'static> GroupCommitter<C> {
     /// Starts the committer task on the current `LocalSet`.
-    pub fn start<B: Backend<Conn = C>>(shared: Shared<B>) -> GroupCommitter<C> {
+    pub fn start<B: Backend<Storage = C>>(shared: Shared<B>) -> GroupCommitter<C> {
         let queue = Rc::new(Queue {
             jobs: RefCell::new(VecDeque::new()),
             work: Notify::new(),
@@ -126,7 +126,7 @@ fn failed(n: usize, code: u32) -> Vec<ResponseWriter> {
 }
 
 async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>) {
-    let mut conn: Option<B::Conn> = None;
+    let mut storage: Option<B::Storage> = None;
     // Jobs taken but not fully answered (some writes wait on a locked file).
     let mut active: Vec<WriteJob> = Vec::new();
     let mut pause = 0usize;
@@ -141,9 +141,9 @@ async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>) {
             work.await;
             continue;
         }
-        if conn.is_none() {
+        if storage.is_none() {
             match shared.backend.connect().await {
-                Ok(c) => conn = Some(c),
+                Ok(c) => storage = Some(c),
                 Err(e) => {
                     tracing::warn!(error = %e, target = %shared.backend.describe_target(), "cannot connect to storage");
                     for job in active.drain(..) {
@@ -153,7 +153,7 @@ async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>) {
                 }
             }
         }
-        let Some(c) = conn.as_mut() else { continue };
+        let Some(c) = storage.as_mut() else { continue };
         let (busy, writes, durability) = commit_group(c, &shared, &mut active).await;
         let finished = take_finished(&mut active);
         let step = match durability {
@@ -295,7 +295,7 @@ fn take_jobs(queue: &Queue, active: &mut Vec<WriteJob>) {
 /// another transaction is rolled back and run again, up to
 /// `CONFLICT_ATTEMPTS` times, before its writes are answered with the error.
 async fn commit_group<B: Backend>(
-    conn: &mut B::Conn,
+    storage: &mut B::Storage,
     shared: &Shared<B>,
     active: &mut [WriteJob],
 ) -> (bool, usize, Durability) {
@@ -312,7 +312,7 @@ async fn commit_group<B: Backend>(
             .iter()
             .map(|job| job.answered.iter().filter(|&&done| !done).count())
             .sum();
-        if let Err(e) = conn.begin(writes).await {
+        if let Err(e) = storage.begin(writes).await {
             tracing::warn!(error = %e, "begin failed");
             for job in active.iter_mut() {
                 for (t, done) in job.tasks.iter_mut().zip(job.answered.iter_mut()) {
@@ -325,13 +325,13 @@ async fn commit_group<B: Backend>(
             }
             return (false, 0, Durability::Done);
         }
-        let (locked, ran, conflict) = run_group(conn, active).await;
+        let (locked, ran, conflict) = run_group(storage, active).await;
         if conflict && attempt < CONFLICT_ATTEMPTS {
             tracing::debug!(
                 attempt,
                 "write group deadlocked with another transaction; running it again"
             );
-            conn.rollback().await;
+            storage.rollback().await;
             for &(j, i) in &ran {
                 active[j].answered[i] = false;
             }
@@ -344,10 +344,10 @@ async fn commit_group<B: Backend>(
     };
     let writes = ran.len();
     shared.metrics.group_commit_size.observe(writes as f64);
-    let committed = conn.commit().await;
+    let committed = storage.commit().await;
     if let Some(failure) = committed.failure {
         tracing::warn!(error = %failure.error, dbs = ?failure.dbs, "group commit failed; the writes it rolled back are answered with the error");
-        conn.rollback().await;
+        storage.rollback().await;
         let code = failure.error.client_code();
         for &(j, i) in &ran {
             let task = &mut active[j].tasks[i];
@@ -377,7 +377,7 @@ async fn commit_group<B: Backend>(
 /// files found locked, the writes that ran (job, task), and whether one
 /// deadlocked with another transaction.
 async fn run_group<C: StorageConn>(
-    conn: &mut C,
+    storage: &mut C,
     active: &mut [WriteJob],
 ) -> (HashSet<String>, Vec<(usize, usize)>, bool) {
     // Files found locked in this group: their later writes wait too, so
@@ -385,7 +385,7 @@ async fn run_group<C: StorageConn>(
     let mut locked: HashSet<String> = HashSet::new();
     let mut ran: Vec<(usize, usize)> = Vec::new();
     let mut conflict = false;
-    if conn.batches_writes() {
+    if storage.batches_writes() {
         let mut slots: Vec<(usize, usize)> = Vec::new();
         let mut tasks: Vec<&mut WriteTask> = Vec::new();
         for (j, job) in active.iter_mut().enumerate() {
@@ -396,7 +396,7 @@ async fn run_group<C: StorageConn>(
                 }
             }
         }
-        let outcomes = exec::run_batched(conn, &mut tasks).await;
+        let outcomes = exec::run_batched(storage, &mut tasks).await;
         drop(tasks);
         for (&(j, i), outcome) in slots.iter().zip(outcomes) {
             match outcome {
@@ -418,7 +418,7 @@ async fn run_group<C: StorageConn>(
             if job.answered[i] || locked.contains(&task.index.table.db) {
                 continue;
             }
-            match exec::run_write(conn, task).await {
+            match exec::run_write(storage, task).await {
                 outcome @ (WriteOutcome::Answered | WriteOutcome::Conflict) => {
                     conflict |= outcome == WriteOutcome::Conflict;
                     job.answered[i] = true;

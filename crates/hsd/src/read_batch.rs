@@ -52,7 +52,7 @@ pub struct ReadBatcher<C> {
 
 impl<C: StorageConn + 'static> ReadBatcher<C> {
     /// Starts `links` runner tasks on the current `LocalSet`.
-    pub fn start<B: Backend<Conn = C>>(shared: Shared<B>, links: usize) -> ReadBatcher<C> {
+    pub fn start<B: Backend<Storage = C>>(shared: Shared<B>, links: usize) -> ReadBatcher<C> {
         let links = links.max(1);
         let queue = Rc::new(Queue {
             jobs: RefCell::new(VecDeque::new()),
@@ -145,7 +145,7 @@ pub fn unavailable(n: usize) -> Vec<ResponseWriter> {
 
 /// Runner `me`: its own storage connection, made on first use.
 async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>, me: usize) {
-    let mut conn: Option<B::Conn> = None;
+    let mut storage: Option<B::Storage> = None;
     loop {
         let (opens, finds) = take_batch(&queue);
         if opens.is_empty() && finds.is_empty() {
@@ -154,7 +154,7 @@ async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>, me: usize) {
             }
             let work = queue.wake[me].notified();
             queue.idle.borrow_mut().push(me);
-            let deadline = conn.as_ref().and_then(StorageConn::idle_deadline);
+            let deadline = storage.as_ref().and_then(StorageConn::idle_deadline);
             let woken = match deadline {
                 Some(at) => {
                     tokio::select! {
@@ -170,22 +170,22 @@ async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>, me: usize) {
             if !woken {
                 // Not picked: leave the idle stack while housekeeping.
                 queue.idle.borrow_mut().retain(|&r| r != me);
-                if let Some(c) = conn.as_mut() {
+                if let Some(c) = storage.as_mut() {
                     c.release_idle().await;
                 }
             }
             continue;
         }
-        if conn.is_none() {
+        if storage.is_none() {
             match shared.backend.connect().await {
-                Ok(c) => conn = Some(c),
+                Ok(c) => storage = Some(c),
                 Err(e) => {
                     tracing::warn!(error = %e, target = %shared.backend.describe_target(), "cannot connect to storage");
                 }
             }
         }
         for (req, reply) in opens {
-            let result = match conn.as_mut() {
+            let result = match storage.as_mut() {
                 Some(c) => exec::open_index(c, &shared.catalog, &req).await,
                 None => Err(ErrorKind::OpenTable),
             };
@@ -205,7 +205,7 @@ async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>, me: usize) {
             }));
             replies.push(reply);
         }
-        match conn.as_mut() {
+        match storage.as_mut() {
             Some(c) => exec::run_reads(c, &mut all, shared.max_response_bytes).await,
             None => fail_all(&mut all),
         }
@@ -214,7 +214,7 @@ async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>, me: usize) {
             let _ = reply.send(rest.by_ref().take(n).collect());
         }
     }
-    if let Some(c) = conn.as_mut() {
+    if let Some(c) = storage.as_mut() {
         c.release_idle().await;
     }
     queue.running.set(queue.running.get() - 1);

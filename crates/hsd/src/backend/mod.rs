@@ -511,9 +511,9 @@ impl CommitFailure {
 /// connections each loop owns.
 #[allow(async_fn_in_trait)]
 pub trait Backend: Send + Sync + 'static {
-    type Conn: StorageConn;
+    type Storage: StorageConn;
     /// Opens a connection for the calling event loop.
-    async fn connect(&self) -> Result<Self::Conn, StorageError>;
+    async fn connect(&self) -> Result<Self::Storage, StorageError>;
     /// A short name for logs (never includes a password).
     fn describe_target(&self) -> String;
     /// How an event loop runs reads on this storage (see `dispatch`).

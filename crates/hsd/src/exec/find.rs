@@ -82,22 +82,22 @@ impl AnswerBytes {
 /// client batch (see the module comment). If the grouped statement fails,
 /// each task is run on its own so one bad request cannot fail its
 /// neighbours.
-pub async fn run_reads<C: StorageConn>(conn: &mut C, tasks: &mut [ReadTask], max_bytes: usize) {
+pub async fn run_reads<C: StorageConn>(storage: &mut C, tasks: &mut [ReadTask], max_bytes: usize) {
     if tasks.len() > 1 {
         let mut bytes = AnswerBytes::new(max_bytes, tasks);
-        if run_grouped(conn, tasks, &mut bytes).await.is_ok() {
+        if run_grouped(storage, tasks, &mut bytes).await.is_ok() {
             return;
         }
     }
     let mut bytes = AnswerBytes::new(max_bytes, tasks);
     for i in 0..tasks.len() {
         tasks[i].out.clear();
-        let _ = run_grouped(conn, &mut tasks[i..=i], &mut bytes).await;
+        let _ = run_grouped(storage, &mut tasks[i..=i], &mut bytes).await;
     }
 }
 
 async fn run_grouped<C: StorageConn>(
-    conn: &mut C,
+    storage: &mut C,
     tasks: &mut [ReadTask],
     bytes: &mut AnswerBytes,
 ) -> Result<(), ()> {
@@ -172,7 +172,7 @@ async fn run_grouped<C: StorageConn>(
             RowDecision::End => ScanStep::Stop,
         }
     };
-    let result = conn.scan_many(&scans, &mut visit).await;
+    let result = storage.scan_many(&scans, &mut visit).await;
     match result {
         Ok(()) => {
             for (((task, mut out), err), too_large) in

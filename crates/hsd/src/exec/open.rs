@@ -57,7 +57,7 @@ pub fn max_listed_columns(table: &TableMeta) -> usize {
 pub const MIN_LISTED_COLUMNS: usize = 64;
 
 pub async fn open_index<C: StorageConn>(
-    conn: &mut C,
+    storage: &mut C,
     catalog: &Catalog,
     req: &OpenIndexRequest,
 ) -> Result<Arc<OpenedIndex>, ErrorKind> {
@@ -67,7 +67,7 @@ pub async fn open_index<C: StorageConn>(
     ) else {
         return Err(ErrorKind::OpenTable);
     };
-    let meta = conn.describe(db, table).await.map_err(|e| {
+    let meta = storage.describe(db, table).await.map_err(|e| {
         tracing::debug!(db, table, error = %e, "open_index failed");
         match storage_error_kind(&e) {
             ErrorKind::Storage(_) => ErrorKind::OpenTable,
@@ -207,7 +207,7 @@ mod tests {
             .unwrap()
             .execute_batch(&ddl)
             .unwrap();
-        let mut conn = SqliteConn::new(dir.path().to_path_buf(), Synchronous::Off, None, None);
+        let mut storage = SqliteConn::new(dir.path().to_path_buf(), Synchronous::Off, None, None);
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
@@ -216,13 +216,15 @@ mod tests {
         rt.block_on(async {
             // As many names as the table has columns (101), repeats included.
             let most = vec![names[0].as_bytes().to_vec(); 101];
-            assert!(open_index(&mut conn, &catalog, &opening(most.clone()))
+            assert!(open_index(&mut storage, &catalog, &opening(most.clone()))
                 .await
                 .is_ok());
             let mut over = most;
             over.push(b"id".to_vec());
             assert_eq!(
-                open_index(&mut conn, &catalog, &opening(over)).await.err(),
+                open_index(&mut storage, &catalog, &opening(over))
+                    .await
+                    .err(),
                 Some(ErrorKind::Fld)
             );
             // Distinct openings of every column: each holds about 30 KB.
@@ -236,7 +238,7 @@ mod tests {
                 } else {
                     names[0].as_bytes().to_vec()
                 });
-                assert!(open_index(&mut conn, &catalog, &opening(columns))
+                assert!(open_index(&mut storage, &catalog, &opening(columns))
                     .await
                     .is_ok());
                 most_held = most_held.max(catalog.remembered().1);

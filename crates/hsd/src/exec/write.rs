@@ -82,12 +82,12 @@ impl From<StorageError> for WriteFailure {
 
 /// Runs one write inside the group's transaction; its answer goes to
 /// `task.out` unless it must run again.
-pub async fn run_write<C: StorageConn>(conn: &mut C, task: &mut WriteTask) -> WriteOutcome {
+pub async fn run_write<C: StorageConn>(storage: &mut C, task: &mut WriteTask) -> WriteOutcome {
     task.out.clear();
     let result = match &task.op {
-        WriteOp::Insert(ins) => insert(conn, &task.index, ins, &mut task.out).await,
+        WriteOp::Insert(ins) => insert(storage, &task.index, ins, &mut task.out).await,
         WriteOp::Modify(req) => {
-            modify(conn, &task.index, req, task.max_answer, &mut task.out).await
+            modify(storage, &task.index, req, task.max_answer, &mut task.out).await
         }
     };
     settle(task, result)
@@ -127,13 +127,15 @@ pub(super) fn settle(task: &mut WriteTask, result: Result<(), WriteFailure>) -> 
 /// `P` on a missing table, until the server restarts: docs/compatibility.md,
 /// `explicit_ids_after_an_error`.)
 async fn insert<C: StorageConn>(
-    conn: &mut C,
+    storage: &mut C,
     index: &OpenedIndex,
     req: &InsertRequest,
     out: &mut ResponseWriter,
 ) -> Result<(), WriteFailure> {
     let row = plan_insert(index, req);
-    let result = conn.insert(&index.table, &row.columns, &row.values).await?;
+    let result = storage
+        .insert(&index.table, &row.columns, &row.values)
+        .await?;
     answer_insert(&row, result, out);
     Ok(())
 }
@@ -227,7 +229,7 @@ struct ReadRow {
 /// are then). An error stops the loop and is the answer; rows changed
 /// before it stay changed.
 async fn modify<C: StorageConn>(
-    conn: &mut C,
+    storage: &mut C,
     index: &OpenedIndex,
     req: &FindRequest,
     max_answer: usize,
@@ -297,7 +299,8 @@ async fn modify<C: StorageConn>(
             });
             ScanStep::Stop
         };
-        conn.scan_many(std::slice::from_ref(&scan), &mut visit)
+        storage
+            .scan_many(std::slice::from_ref(&scan), &mut visit)
             .await?;
         let Some(row) = read else {
             if walk {
@@ -321,11 +324,11 @@ async fn modify<C: StorageConn>(
         }
         match row_change(index, op, spec, &row.before) {
             RowChange::Update(cols, vals) => {
-                conn.update(table, &row.locator, &cols, &vals).await?;
+                storage.update(table, &row.locator, &cols, &vals).await?;
                 modified += 1;
             }
             RowChange::Delete => {
-                conn.delete(table, &row.locator).await?;
+                storage.delete(table, &row.locator).await?;
                 modified += 1;
             }
             RowChange::Unchanged => {}

@@ -23,7 +23,7 @@ use std::collections::HashSet;
 
 /// Runs `tasks` in order; one outcome per task.
 pub async fn run_batched<C: StorageConn>(
-    conn: &mut C,
+    storage: &mut C,
     tasks: &mut [&mut WriteTask],
 ) -> Vec<WriteOutcome> {
     let mut outcomes = Vec::with_capacity(tasks.len());
@@ -31,18 +31,18 @@ pub async fn run_batched<C: StorageConn>(
     while i < tasks.len() {
         let end = run_of(tasks, i, |t| matches!(t.op, WriteOp::Insert(_)));
         if end > i + 1 {
-            outcomes.extend(insert_batch(conn, &mut tasks[i..end]).await);
+            outcomes.extend(insert_batch(storage, &mut tasks[i..end]).await);
             i = end;
             continue;
         }
         let end = run_of(tasks, i, |t| single_row_modify(t).is_some());
         if end > i + 1 {
-            let (done, mut results) = modify_batch(conn, &mut tasks[i..end]).await;
+            let (done, mut results) = modify_batch(storage, &mut tasks[i..end]).await;
             outcomes.append(&mut results);
             i += done;
             continue;
         }
-        outcomes.push(super::run_write(conn, tasks[i]).await);
+        outcomes.push(super::run_write(storage, tasks[i]).await);
         i += 1;
     }
     outcomes
@@ -58,7 +58,7 @@ fn run_of(tasks: &[&mut WriteTask], start: usize, fits: impl Fn(&WriteTask) -> b
 }
 
 async fn insert_batch<C: StorageConn>(
-    conn: &mut C,
+    storage: &mut C,
     tasks: &mut [&mut WriteTask],
 ) -> Vec<WriteOutcome> {
     let planned: Vec<InsertRow<'_>> = tasks
@@ -73,7 +73,7 @@ async fn insert_batch<C: StorageConn>(
         drop(planned);
         let mut outcomes = Vec::with_capacity(tasks.len());
         for t in tasks.iter_mut() {
-            outcomes.push(super::run_write(conn, t).await);
+            outcomes.push(super::run_write(storage, t).await);
         }
         return outcomes;
     }
@@ -87,7 +87,7 @@ async fn insert_batch<C: StorageConn>(
             explicit_id: p.explicit_id,
         })
         .collect();
-    let results = conn.insert_rows(&rows).await;
+    let results = storage.insert_rows(&rows).await;
     let mut answers = Vec::with_capacity(tasks.len());
     for (p, result) in planned.iter().zip(results) {
         let mut out = hs_proto::ResponseWriter::new();
@@ -137,7 +137,7 @@ struct ReadRow {
 /// Runs a batch of single-row modifies: returns how many of them it ran
 /// (a batch may end early, see the module comment) and their outcomes.
 async fn modify_batch<C: StorageConn>(
-    conn: &mut C,
+    storage: &mut C,
     tasks: &mut [&mut WriteTask],
 ) -> (usize, Vec<WriteOutcome>) {
     // Read (and lock) every task's row at once.
@@ -156,7 +156,7 @@ async fn modify_batch<C: StorageConn>(
             // Not a run of single-row modifies after all.
             drop(scans);
             drop(prepared);
-            let outcome = super::run_write(conn, tasks[0]).await;
+            let outcome = super::run_write(storage, tasks[0]).await;
             return (1, vec![outcome]);
         }
         rows.resize_with(tasks.len(), || None);
@@ -174,12 +174,12 @@ async fn modify_batch<C: StorageConn>(
             });
             ScanStep::Stop
         };
-        conn.scan_many(&scans, &mut visit).await
+        storage.scan_many(&scans, &mut visit).await
     };
     if read.is_err() {
         // Which task's read failed is unknown: run the first alone, which
         // tells, and leave the rest to the next batch.
-        let outcome = super::run_write(conn, tasks[0]).await;
+        let outcome = super::run_write(storage, tasks[0]).await;
         return (1, vec![outcome]);
     }
 
@@ -273,7 +273,7 @@ async fn modify_batch<C: StorageConn>(
             }
         })
         .collect();
-    let results = conn.write_rows(&writes).await;
+    let results = storage.write_rows(&writes).await;
     let mut failures: Vec<Option<WriteFailure>> = (0..done).map(|_| None).collect();
     for ((i, _), result) in changes.iter().zip(results) {
         if let Err(e) = result {

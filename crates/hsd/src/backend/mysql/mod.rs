@@ -183,7 +183,7 @@ impl Shared {
 }
 
 impl Backend for MysqlBackend {
-    type Conn = MysqlConn;
+    type Storage = MysqlConn;
 
     async fn connect(&self) -> Result<MysqlConn, StorageError> {
         // The server connection itself is made on first use.

@@ -84,7 +84,7 @@ impl SqliteBackend {
 }
 
 impl Backend for SqliteBackend {
-    type Conn = SqliteConn;
+    type Storage = SqliteConn;
 
     async fn connect(&self) -> Result<SqliteConn, StorageError> {
         Ok(SqliteConn::new(

@@ -127,8 +127,9 @@ pub struct ServeOptions {
     /// PEM private key for --tls-cert.
     #[arg(long, env = "HSD_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// MySQL backend: read connections, one per read worker thread (replaces
-    /// --threads), 1 to 256; writes use --threads-wr more [default: threads].
+    /// MySQL backend: read connections per event loop (each loop groups its
+    /// clients' reads on them), 1 to 256; each write thread has one more
+    /// [default: 2].
     #[arg(long, env = "HSD_MYSQL_POOL")]
     pub mysql_pool: Option<usize>,
     /// MySQL backend: seconds to wait for the server before answering an error [default: 3].
@@ -140,7 +141,7 @@ pub struct ServeOptions {
 pub const THREADS: RangeInclusive<usize> = 1..=256;
 /// `--threads-wr`: write workers, each with its own storage connection.
 pub const THREADS_WR: RangeInclusive<usize> = 1..=64;
-/// `--mysql-pool`: read connections to the MySQL server.
+/// `--mysql-pool`: read connections to the MySQL server per event loop.
 pub const MYSQL_POOL: RangeInclusive<usize> = 1..=256;
 
 /// `--max-response-bytes` unless set.

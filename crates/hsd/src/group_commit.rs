@@ -308,11 +308,7 @@ async fn commit_group<B: Backend>(
     let mut attempt = 0;
     let (locked, ran) = loop {
         attempt += 1;
-        let writes = active
-            .iter()
-            .map(|job| job.answered.iter().filter(|&&done| !done).count())
-            .sum();
-        if let Err(e) = storage.begin(writes).await {
+        if let Err(e) = storage.begin().await {
             tracing::warn!(error = %e, "begin failed");
             for job in active.iter_mut() {
                 for (t, done) in job.tasks.iter_mut().zip(job.answered.iter_mut()) {

@@ -235,6 +235,26 @@ pub enum RowWrite<'a> {
     },
 }
 
+/// A change of the one row that the whole key of a unique index finds, for
+/// `StorageConn::write_by_keys`: made without reading the row first.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyedWrite<'a> {
+    pub index: &'a OpenedIndex,
+    /// One value per key column, none NULL.
+    pub keys: &'a [Option<&'a [u8]>],
+    pub change: KeyedChange<'a>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum KeyedChange<'a> {
+    /// Set these table columns (at least one) to these values.
+    Update {
+        columns: &'a [usize],
+        values: &'a [WriteValue<'a>],
+    },
+    Delete,
+}
+
 /// An index opened with `P`: which table, index, returned and filter columns.
 /// Shared between connections that open the same thing; `id` is unique per
 /// distinct opening and lets the executor group requests on the same index.
@@ -424,10 +444,28 @@ pub trait StorageConn {
         results
     }
 
-    /// Starts the transaction a group of `writes` writes shares. (A backend
-    /// may run a group of one write that is a single statement without a
-    /// transaction of its own: the statement's own commit is the group's.)
-    async fn begin(&mut self, writes: usize) -> Result<(), StorageError>;
+    /// Whether `write_by_keys` can make this change as the read-then-write
+    /// path would: the key compares in SQL exactly as a lookup finds it.
+    fn can_write_by_key(&self, _write: &KeyedWrite<'_>) -> bool {
+        false
+    }
+
+    /// Makes each change with one statement, in order; one result per
+    /// change: how many rows it found (0 or 1). Only for changes
+    /// `can_write_by_key` accepted.
+    async fn write_by_keys(&mut self, writes: &[KeyedWrite<'_>]) -> Vec<Result<u64, StorageError>> {
+        writes
+            .iter()
+            .map(|_| {
+                Err(StorageError::Unavailable(
+                    "this backend reads rows before changing them".into(),
+                ))
+            })
+            .collect()
+    }
+
+    /// Starts the transaction a group of writes shares.
+    async fn begin(&mut self) -> Result<(), StorageError>;
     /// Commits the group. A failure names the dbs whose writes were not
     /// committed, so that exactly those writes are answered with an error.
     /// The others may need a sync step before they are durable (see

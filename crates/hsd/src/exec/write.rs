@@ -383,7 +383,7 @@ pub(super) fn row_change<'s>(
 /// `U`: one value per opened column (missing ones are empty strings). A
 /// column opened twice takes its last value; NULL on a NOT NULL column
 /// leaves it as it was.
-fn update_values<'s>(
+pub(super) fn update_values<'s>(
     index: &OpenedIndex,
     spec: &'s ModifySpec,
 ) -> (Vec<usize>, Vec<WriteValue<'s>>) {

@@ -6,6 +6,11 @@
 //! only the number of round trips changes. Anything else runs alone through
 //! `run_write`, in order.
 //!
+//! Before both, a `U` or `D` without `?` or filters by the whole key of a
+//! unique index (the commonest write after inserts) needs no read at all on
+//! a backend that can find the row itself (`StorageConn::can_write_by_key`):
+//! it becomes one statement, and the row count it reports is the answer.
+//!
 //! Modifies are batched only while running them together cannot differ from
 //! running them one after another: their rows were read before any of them
 //! changed, so a batch ends before a modify that found a row an earlier one
@@ -13,12 +18,15 @@
 //! modify of the batch looks its row up by.
 
 use super::write::{
-    answer_bytes, answer_insert, plan_insert, row_change, settle, InsertRow, RowChange,
-    WriteFailure, WriteOp, WriteOutcome, WriteTask,
+    answer_bytes, answer_insert, plan_insert, row_change, settle, update_values, InsertRow,
+    RowChange, WriteFailure, WriteOp, WriteOutcome, WriteTask,
 };
 use super::{prepare_find, RowCounter, RowDecision};
-use crate::backend::{FilterVerdict, RowInsert, RowView, RowWrite, Scan, ScanStep, StorageConn};
-use hs_proto::{FindOp, FindRequest, Value};
+use crate::backend::{
+    FilterVerdict, KeyedChange, KeyedWrite, RowInsert, RowView, RowWrite, Scan, ScanStep,
+    StorageConn,
+};
+use hs_proto::{FindOp, FindRequest, ModifyOp, Value};
 use std::collections::HashSet;
 
 /// Runs `tasks` in order; one outcome per task.
@@ -29,6 +37,12 @@ pub async fn run_batched<C: StorageConn>(
     let mut outcomes = Vec::with_capacity(tasks.len());
     let mut i = 0;
     while i < tasks.len() {
+        let end = run_of(tasks, i, |t| keyed_write(&*storage, t));
+        if end > i {
+            outcomes.extend(keyed_batch(storage, &mut tasks[i..end]).await);
+            i = end;
+            continue;
+        }
         let end = run_of(tasks, i, |t| matches!(t.op, WriteOp::Insert(_)));
         if end > i + 1 {
             outcomes.extend(insert_batch(storage, &mut tasks[i..end]).await);
@@ -101,6 +115,95 @@ async fn insert_batch<C: StorageConn>(
         .zip(answers)
         .map(|(t, (out, result))| {
             t.out = out;
+            settle(t, result.map_err(WriteFailure::from))
+        })
+        .collect()
+}
+
+/// A `U`/`D` (no `?`, filter or IN) by `=` on the whole key of a unique
+/// index, with offset 0, that `conn` can make without reading the row.
+fn keyed_write<C: StorageConn>(storage: &C, task: &WriteTask) -> bool {
+    let Some(req) = single_row_modify(task) else {
+        return false;
+    };
+    let Some(spec) = req.modify.as_ref() else {
+        return false;
+    };
+    let plain = !spec.returning
+        && req.filters.is_empty()
+        && req.offset == 0
+        && matches!(spec.op, Some(ModifyOp::Update | ModifyOp::Delete));
+    if !plain {
+        return false;
+    }
+    let Ok(prepared) = prepare_find(&task.index, req) else {
+        return false;
+    };
+    let (columns, values) = update_values(&task.index, spec);
+    let change = match spec.op {
+        Some(ModifyOp::Update) if !columns.is_empty() => KeyedChange::Update {
+            columns: &columns,
+            values: &values,
+        },
+        Some(ModifyOp::Delete) => KeyedChange::Delete,
+        _ => return false,
+    };
+    storage.can_write_by_key(&KeyedWrite {
+        index: &task.index,
+        keys: &prepared.keys,
+        change,
+    })
+}
+
+/// Runs a run of keyed writes (see `keyed_write`): one statement each,
+/// sent together; each answered with the rows its statement found.
+async fn keyed_batch<C: StorageConn>(
+    storage: &mut C,
+    tasks: &mut [&mut WriteTask],
+) -> Vec<WriteOutcome> {
+    let mut planned = Vec::with_capacity(tasks.len());
+    for t in tasks.iter() {
+        let WriteOp::Modify(req) = &t.op else {
+            planned.push(None);
+            continue;
+        };
+        let (Some(spec), Ok(prepared)) = (req.modify.as_ref(), prepare_find(&t.index, req)) else {
+            planned.push(None);
+            continue;
+        };
+        let (columns, values) = update_values(&t.index, spec);
+        planned.push(Some((spec.op, prepared.keys, columns, values)));
+    }
+    if planned.iter().any(Option::is_none) {
+        // Not a run of keyed writes after all: one at a time.
+        drop(planned);
+        let mut outcomes = Vec::with_capacity(tasks.len());
+        for t in tasks.iter_mut() {
+            outcomes.push(super::run_write(storage, t).await);
+        }
+        return outcomes;
+    }
+    let writes: Vec<KeyedWrite<'_>> = tasks
+        .iter()
+        .zip(planned.iter().flatten())
+        .map(|(t, (op, keys, columns, values))| KeyedWrite {
+            index: &t.index,
+            keys,
+            change: match op {
+                Some(ModifyOp::Update) => KeyedChange::Update { columns, values },
+                _ => KeyedChange::Delete,
+            },
+        })
+        .collect();
+    let results = storage.write_by_keys(&writes).await;
+    drop(writes);
+    drop(planned);
+    tasks
+        .iter_mut()
+        .zip(results)
+        .map(|(t, result)| {
+            t.out.clear();
+            let result = result.map(|found| t.out.ok_number(found));
             settle(t, result.map_err(WriteFailure::from))
         })
         .collect()

@@ -36,8 +36,9 @@ use self::handler::Handles;
 use self::link::{Answer, Discard, Failure, Link, LinkSettings};
 use super::write_sql::{self, WriteParam, WriteSink};
 use super::{
-    Backend, ColumnKind, CommitFailure, Committed, ReadPlacement, RowInsert, RowVisitor, RowWrite,
-    Scan, StorageConn, StorageError, TableMeta, WriteValue, ERR_DUPLICATE_KEY, ERR_NOT_NULL,
+    Backend, ColumnKind, CommitFailure, Committed, KeyedChange, KeyedWrite, ReadPlacement,
+    RowInsert, RowVisitor, RowWrite, Scan, StorageConn, StorageError, TableMeta, WriteValue,
+    ERR_DUPLICATE_KEY, ERR_NOT_NULL,
 };
 use hs_proto::Value as HsValue;
 use mysql_wire::{ErrPacket, MysqlUrl, OkPacket};
@@ -212,10 +213,6 @@ impl Backend for MysqlBackend {
 enum Txn {
     /// Autocommit (reads, and writes outside a group).
     Off,
-    /// A group of one write: if its first statement is a write statement,
-    /// it runs on its own with autocommit (one round trip, no COMMIT); a
-    /// read first (a modify reading the rows it changes) makes it `Wanted`.
-    Single,
     /// `begin` was called; the transaction begins with the group's first
     /// statement (the session runs with autocommit off in groups).
     Wanted,
@@ -338,10 +335,7 @@ impl MysqlConn {
     /// when a deadlock rolls it back, statements already sent behind the
     /// failed one run in a new transaction that the group's rollback ends,
     /// instead of committing on their own), on outside one.
-    async fn ensure_session(&mut self, for_write: bool) -> Result<(), Failure> {
-        if matches!(self.txn, Txn::Single) && !for_write {
-            self.txn = Txn::Wanted;
-        }
+    async fn ensure_session(&mut self) -> Result<(), Failure> {
         let in_group = matches!(self.txn, Txn::Wanted | Txn::Open);
         let link = self.link().await?;
         if link.autocommit == in_group {
@@ -368,7 +362,7 @@ impl MysqlConn {
             attempt += 1;
             let mut results: Vec<Result<OkPacket, StorageError>> = Vec::with_capacity(spans.len());
             let outcome = async {
-                self.ensure_session(true).await?;
+                self.ensure_session().await?;
                 let link = live_link(&mut self.link, &mut self.handles, &self.shared).await?;
                 for span in spans {
                     let text = &self.sql[span.clone()];
@@ -383,11 +377,8 @@ impl MysqlConn {
                 Ok::<(), Failure>(())
             }
             .await;
-            match self.txn {
-                // The one write ran and committed on its own (or failed).
-                Txn::Single => self.txn = Txn::Off,
-                Txn::Wanted if !results.is_empty() => self.txn = Txn::Open,
-                _ => {}
+            if !results.is_empty() && matches!(self.txn, Txn::Wanted) {
+                self.txn = Txn::Open;
             }
             if matches!(self.txn, Txn::Open) {
                 let first_doom = results
@@ -489,7 +480,7 @@ impl StorageConn for MysqlConn {
         loop {
             attempt += 1;
             let result = async {
-                self.ensure_session(false).await?;
+                self.ensure_session().await?;
                 let link = self.link().await?;
                 meta::describe(link, db, table).await
             }
@@ -517,7 +508,7 @@ impl StorageConn for MysqlConn {
             attempt += 1;
             let mut progressed = false;
             let result = async {
-                self.ensure_session(false).await?;
+                self.ensure_session().await?;
                 let link = live_link(&mut self.link, &mut self.handles, &self.shared).await?;
                 scan::scan_many(link, &mut self.handles, scans, visit, &mut progressed).await
             }
@@ -715,16 +706,87 @@ impl StorageConn for MysqlConn {
         results
     }
 
-    async fn begin(&mut self, writes: usize) -> Result<(), StorageError> {
+    /// Keys written exactly as the server stores them compare in SQL as the
+    /// locking read would find them (the same test grouped lookups use).
+    fn can_write_by_key(&self, write: &KeyedWrite<'_>) -> bool {
+        let meta = write.index.index_meta();
+        let table = &write.index.table;
+        meta.unique
+            && !meta.key_sql.is_empty()
+            && write.keys.len() == meta.key_sql.len()
+            && meta.key_prefix.iter().all(Option::is_none)
+            && write.keys.iter().zip(&meta.key_columns).all(|(k, c)| {
+                matches!((k, c), (Some(k), Some(c)) if scan::canonical(&table.columns[*c].kind, k))
+            })
+    }
+
+    /// `UPDATE t SET ... WHERE k = v ...` / `DELETE FROM t WHERE k = v ...`,
+    /// pipelined; the count is the rows the statement found (the link asks
+    /// for found rows, not changed ones, as the original counted).
+    async fn write_by_keys(&mut self, writes: &[KeyedWrite<'_>]) -> Vec<Result<u64, StorageError>> {
+        self.sql.clear();
+        let mut spans: Vec<Range<usize>> = Vec::with_capacity(writes.len());
+        for w in writes {
+            let from = self.sql.len();
+            let table = &w.index.table;
+            match w.change {
+                KeyedChange::Update { columns, values } => {
+                    self.sql.extend_from_slice(b"UPDATE ");
+                    self.sql.extend_from_slice(table.table_sql.as_bytes());
+                    self.sql.extend_from_slice(b" SET ");
+                    let mut sink = WriteLiterals {
+                        values,
+                        locator: &[],
+                    };
+                    for (n, &c) in columns.iter().enumerate() {
+                        if n > 0 {
+                            self.sql.extend_from_slice(b", ");
+                        }
+                        self.sql
+                            .extend_from_slice(table.columns[c].name_sql.as_bytes());
+                        self.sql.extend_from_slice(b" = ");
+                        sink.value(&mut self.sql, WriteParam::Value(n));
+                    }
+                }
+                KeyedChange::Delete => {
+                    self.sql.extend_from_slice(b"DELETE FROM ");
+                    self.sql.extend_from_slice(table.table_sql.as_bytes());
+                }
+            }
+            let meta = w.index.index_meta();
+            self.sql.extend_from_slice(b" WHERE ");
+            for (n, ((col, c), k)) in meta
+                .key_sql
+                .iter()
+                .zip(&meta.key_columns)
+                .zip(w.keys)
+                .enumerate()
+            {
+                if n > 0 {
+                    self.sql.extend_from_slice(b" AND ");
+                }
+                self.sql.extend_from_slice(col.as_bytes());
+                self.sql.extend_from_slice(b" = ");
+                let kind = c.map_or(&ColumnKind::Other { cast: None }, |c| {
+                    &table.columns[c].kind
+                });
+                scan::push_key(&mut self.sql, kind, *k);
+            }
+            spans.push(from..self.sql.len());
+        }
+        self.run_writes(&spans)
+            .await
+            .into_iter()
+            .map(|r| r.map(|ok| ok.affected_rows))
+            .collect()
+    }
+
+    async fn begin(&mut self) -> Result<(), StorageError> {
         if matches!(self.txn, Txn::Open | Txn::Doomed(_)) {
             // A group was left open (should not happen): end it first.
             self.rollback().await;
         }
-        self.txn = if writes == 1 {
-            Txn::Single
-        } else {
-            Txn::Wanted
-        };
+        self.txn = Txn::Wanted;
         Ok(())
     }
 
@@ -732,7 +794,7 @@ impl StorageConn for MysqlConn {
     /// innodb_flush_log_at_trx_commit). One transaction: all or nothing.
     async fn commit(&mut self) -> Committed {
         match std::mem::replace(&mut self.txn, Txn::Off) {
-            Txn::Off | Txn::Single | Txn::Wanted => Committed::done(),
+            Txn::Off | Txn::Wanted => Committed::done(),
             Txn::Open => {
                 let Some(link) = self.link.as_mut() else {
                     return Committed::failed(CommitFailure::all(StorageError::Unavailable(

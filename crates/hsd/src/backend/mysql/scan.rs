@@ -747,7 +747,12 @@ fn points_sql<'k>(
 
 /// A canonical key as a literal: integers as numbers, the rest by kind.
 fn literal_for_key(sql: &mut Vec<u8>, scan: &Scan<'_>, i: usize, v: Option<&[u8]>) {
-    let kind = key_kind(scan, i);
+    push_key(sql, key_kind(scan, i), v);
+}
+
+/// A canonical key value (see `canonical`) of a column of `kind` as a
+/// literal: integers as numbers, the rest by kind.
+pub fn push_key(sql: &mut Vec<u8>, kind: &ColumnKind, v: Option<&[u8]>) {
     match (kind, v) {
         (ColumnKind::Integer { .. }, Some(digits)) => sql.extend_from_slice(digits),
         _ => push_literal(sql, kind, v),

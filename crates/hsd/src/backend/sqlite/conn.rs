@@ -507,7 +507,7 @@ impl StorageConn for SqliteConn {
         .map(|_| ())
     }
 
-    async fn begin(&mut self, _writes: usize) -> Result<(), StorageError> {
+    async fn begin(&mut self) -> Result<(), StorageError> {
         // Each db file gets its BEGIN lazily, on first use in the group.
         self.end_leases();
         self.in_write_group = true;

@@ -62,6 +62,17 @@ pub fn values_row(n: usize, sink: &mut impl WriteSink, sql: &mut Vec<u8>) {
 
 /// `UPDATE t SET c1 = v1, ... WHERE l1 = x1 AND ...`
 pub fn update(table: &TableMeta, columns: &[usize], sink: &mut impl WriteSink, sql: &mut Vec<u8>) {
+    update_set(table, columns, sink, sql);
+    locator_condition(table, sink, sql);
+}
+
+/// `UPDATE t SET c1 = v1, ...`, for a caller that writes its own WHERE.
+pub fn update_set(
+    table: &TableMeta,
+    columns: &[usize],
+    sink: &mut impl WriteSink,
+    sql: &mut Vec<u8>,
+) {
     sql.extend_from_slice(b"UPDATE ");
     sql.extend_from_slice(table.table_sql.as_bytes());
     sql.extend_from_slice(b" SET ");
@@ -73,7 +84,6 @@ pub fn update(table: &TableMeta, columns: &[usize], sink: &mut impl WriteSink, s
         sql.extend_from_slice(b" = ");
         sink.value(sql, WriteParam::Value(n));
     }
-    locator_condition(table, sink, sql);
 }
 
 /// `DELETE FROM t WHERE l1 = x1 AND ...`

@@ -6,7 +6,7 @@
 use mysql::prelude::Queryable;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 /// A connection to the server, with the test's session settings.
@@ -85,35 +85,14 @@ pub struct Hsd {
 
 impl Hsd {
     pub fn start(url: &str, extra: &[&str]) -> Hsd {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hsd"))
-            .arg("serve")
-            .args(["--backend", url])
-            .args(["--address", "127.0.0.1", "--port", "0", "--port-wr", "0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn hsd");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut lines = BufReader::new(stdout).lines();
-        let line = lines
-            .next()
-            .expect("hsd printed nothing (did it fail to start?)")
-            .expect("read hsd stdout");
-        let field = |name: &str| {
-            line.split_whitespace()
-                .find_map(|w| w.strip_prefix(&format!("{name}=")))
-                .map(str::to_string)
-        };
-        let read = field("read").unwrap_or_else(|| panic!("bad ready line {line:?}"));
-        let write = field("write").unwrap_or_else(|| panic!("bad ready line {line:?}"));
-        let admin = field("admin");
-        std::thread::spawn(move || for _ in lines {});
+        let mut args = vec!["--backend", url];
+        args.extend_from_slice(extra);
+        let running = super::spawn_hsd(&args);
         Hsd {
-            read,
-            write,
-            admin,
-            child,
+            read: running.read,
+            write: running.write,
+            admin: running.admin,
+            child: running.child,
         }
     }
 

@@ -182,35 +182,16 @@ impl TestServer {
     }
 
     fn spawn(&mut self) {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hsd"));
-        cmd.arg("serve")
-            .args(["--address", "127.0.0.1", "--port", "0", "--port-wr", "0"])
-            .arg("--data-dir")
-            .arg(&self.data_dir)
-            .args(&self.args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+        let mut args: Vec<String> = vec!["--data-dir".into(), self.data_dir.display().to_string()];
+        args.extend(self.args.iter().cloned());
         if let Some(url) = &self.mysql_url {
-            cmd.args(["--backend", url]);
+            args.extend(["--backend".to_string(), url.clone()]);
         }
-        let mut child = cmd.spawn().expect("spawn hsd");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut lines = BufReader::new(stdout).lines();
-        let line = lines
-            .next()
-            .expect("hsd printed nothing (did it fail to start?)")
-            .expect("read hsd stdout");
-        let field = |name: &str| {
-            line.split_whitespace()
-                .find_map(|w| w.strip_prefix(&format!("{name}=")))
-                .map(str::to_string)
-        };
-        self.read_addr = field("read").unwrap_or_else(|| panic!("bad ready line {line:?}"));
-        self.write_addr = field("write").unwrap_or_else(|| panic!("bad ready line {line:?}"));
-        self.admin_addr = field("admin");
-        // Keep draining stdout so hsd never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        self.child = Some(child);
+        let running = spawn_hsd(&args);
+        self.read_addr = running.read;
+        self.write_addr = running.write;
+        self.admin_addr = running.admin;
+        self.child = Some(running.child);
     }
 
     pub fn pid(&self) -> u32 {
@@ -464,4 +445,48 @@ macro_rules! both_backends {
             }
         }
     };
+}
+
+/// A running `hsd serve` on free loopback ports and where it listens (from
+/// its ready line).
+pub struct RunningHsd {
+    pub child: Child,
+    pub read: String,
+    pub write: String,
+    pub admin: Option<String>,
+}
+
+/// Starts `hsd serve --address 127.0.0.1 --port 0 --port-wr 0 <args>` and
+/// reads its ready line; its stdout keeps being drained so that hsd never
+/// blocks on a full pipe.
+pub fn spawn_hsd<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> RunningHsd {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hsd"))
+        .arg("serve")
+        .args(["--address", "127.0.0.1", "--port", "0", "--port-wr", "0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn hsd");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let line = lines
+        .next()
+        .expect("hsd printed nothing (did it fail to start?)")
+        .expect("read hsd stdout");
+    let field = |name: &str| {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{name}=")))
+            .map(str::to_string)
+    };
+    let read = field("read").unwrap_or_else(|| panic!("bad ready line {line:?}"));
+    let write = field("write").unwrap_or_else(|| panic!("bad ready line {line:?}"));
+    let admin = field("admin");
+    std::thread::spawn(move || for _ in lines {});
+    RunningHsd {
+        child,
+        read,
+        write,
+        admin,
+    }
 }

@@ -731,22 +731,11 @@ impl StorageConn for MysqlConn {
             let table = &w.index.table;
             match w.change {
                 KeyedChange::Update { columns, values } => {
-                    self.sql.extend_from_slice(b"UPDATE ");
-                    self.sql.extend_from_slice(table.table_sql.as_bytes());
-                    self.sql.extend_from_slice(b" SET ");
                     let mut sink = WriteLiterals {
                         values,
                         locator: &[],
                     };
-                    for (n, &c) in columns.iter().enumerate() {
-                        if n > 0 {
-                            self.sql.extend_from_slice(b", ");
-                        }
-                        self.sql
-                            .extend_from_slice(table.columns[c].name_sql.as_bytes());
-                        self.sql.extend_from_slice(b" = ");
-                        sink.value(&mut self.sql, WriteParam::Value(n));
-                    }
+                    write_sql::update_set(table, columns, &mut sink, &mut self.sql);
                 }
                 KeyedChange::Delete => {
                     self.sql.extend_from_slice(b"DELETE FROM ");

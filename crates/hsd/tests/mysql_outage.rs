@@ -10,10 +10,8 @@
 
 mod common;
 use common::blocking::*;
-use common::mysql_url;
+use common::{mysql_url, PrivateMariadb};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -23,54 +21,20 @@ const TIMEOUT: u64 = 2;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// A private MariaDB instance, stopped again (and never left SIGSTOPped)
-/// when dropped.
-struct Instance {
-    dir: PathBuf,
-    url: String,
-}
+/// A private MariaDB instance (the harness's, stopped again and never left
+/// SIGSTOPped when dropped), with the signals these tests send it.
+struct Instance(PrivateMariadb);
 
-/// Runs scripts/mariadb.sh `cmd` on the instance in `dir`; its stdout.
-fn mariadb_sh(dir: &std::path::Path, cmd: &str) -> String {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mariadb.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg(cmd)
-        .env("HSD_MARIADB_DIR", dir)
-        .output()
-        .expect("run scripts/mariadb.sh");
-    assert!(
-        out.status.success(),
-        "mariadb.sh {cmd} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+impl std::ops::Deref for Instance {
+    type Target = PrivateMariadb;
+    fn deref(&self) -> &PrivateMariadb {
+        &self.0
+    }
 }
 
 impl Instance {
     fn start() -> Instance {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mariadb-outage");
-        mariadb_sh(&dir, "start");
-        let env = mariadb_sh(&dir, "env");
-        let url = env
-            .lines()
-            .find_map(|l| l.strip_prefix("export HSD_TEST_MYSQL_URL="))
-            .expect("url in mariadb.sh env")
-            .trim_matches('\'')
-            .to_string();
-        Instance { dir, url }
-    }
-
-    fn script(&self, cmd: &str) -> String {
-        mariadb_sh(&self.dir, cmd)
-    }
-
-    fn pid(&self) -> i32 {
-        std::fs::read_to_string(self.dir.join("mariadbd.pid"))
-            .expect("pid file")
-            .trim()
-            .parse()
-            .expect("pid")
+        Instance(PrivateMariadb::start("mariadb-outage"))
     }
 
     fn signal(&self, sig: i32) {
@@ -102,18 +66,6 @@ impl Instance {
             assert!(Instant::now() < deadline, "mariadbd did not stop");
             std::thread::sleep(Duration::from_millis(10));
         }
-    }
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        if let Ok(pid) = std::fs::read_to_string(self.dir.join("mariadbd.pid")) {
-            if let Ok(pid) = pid.trim().parse::<i32>() {
-                // SAFETY: as above; resumes a server a failed test left stopped.
-                unsafe { libc::kill(pid, libc::SIGCONT) };
-            }
-        }
-        let _ = std::panic::catch_unwind(|| mariadb_sh(&self.dir, "stop"));
     }
 }
 

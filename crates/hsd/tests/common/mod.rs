@@ -90,11 +90,32 @@ impl PrivateMariadb {
             dir,
         }
     }
+
+    /// Runs scripts/mariadb.sh `cmd` (start, stop, restart, ...) on it.
+    pub fn script(&self, cmd: &str) -> String {
+        mariadb_sh(&self.dir, cmd)
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> i32 {
+        std::fs::read_to_string(self.dir.join("mariadbd.pid"))
+            .expect("pid file")
+            .trim()
+            .parse()
+            .expect("pid")
+    }
 }
 
 impl Drop for PrivateMariadb {
     fn drop(&mut self) {
-        mariadb_sh(&self.dir, "stop");
+        if let Ok(pid) = std::fs::read_to_string(self.dir.join("mariadbd.pid")) {
+            if let Ok(pid) = pid.trim().parse::<i32>() {
+                // SAFETY: kill(2) on the server this test started: resumes it
+                // if a failed test left it stopped, so that it can stop.
+                unsafe { libc::kill(pid, libc::SIGCONT) };
+            }
+        }
+        let _ = std::panic::catch_unwind(|| mariadb_sh(&self.dir, "stop"));
     }
 }
 

@@ -153,16 +153,24 @@ fn run() -> Result<bool> {
     })?;
     let secs = started.elapsed().as_secs_f64();
     for f in &report.found {
+        let how = if f.reproduced == 0 {
+            format!(
+                "not seen again in {} replays (timing?); the first run's {} steps",
+                suite::REPLAYS,
+                f.original_steps
+            )
+        } else {
+            format!(
+                "seen again in {} of {} replays; reduced from {} to {} steps",
+                f.reproduced,
+                suite::REPLAYS,
+                f.original_steps,
+                f.reduced_steps
+            )
+        };
         println!(
-            "\n=== difference: {}\n    seed {} (--seed {} --requests {} --segment {}), reduced from {} to {} steps:\n{}",
-            f.signature,
-            f.seed,
-            f.seed,
-            cfg.segment_len,
-            cfg.segment_len,
-            f.original_steps,
-            f.reduced_steps,
-            f.transcript
+            "\n=== difference: {}\n    seed {} (--seed {} --requests {} --segment {}), {how}:\n{}",
+            f.signature, f.seed, f.seed, cfg.segment_len, cfg.segment_len, f.transcript
         );
     }
     println!("\n{}", report.summary());

@@ -62,7 +62,14 @@ pub struct Found {
     /// How many steps the transcript has, and how many the segment had up to the difference.
     pub reduced_steps: usize,
     pub original_steps: usize,
+    /// How many of `REPLAYS` replays of the segment showed the difference
+    /// again. When none did, the transcript is the first run's (the
+    /// difference depends on timing, and that run is the only record).
+    pub reproduced: usize,
 }
+
+/// Replays of a differing segment before it is reduced.
+pub const REPLAYS: usize = 3;
 
 #[derive(Debug, Default)]
 pub struct Report {
@@ -124,22 +131,44 @@ pub fn run(runner: &mut Runner, cfg: &Config, mut progress: impl FnMut(&Report))
             *count += 1;
             if *count == 1 {
                 let upto: Vec<Step> = seg.steps[..=diff.step].to_vec();
-                let steps = if cfg.reduce {
-                    reduce(runner, &upto, &signature, cfg.reduce_budget)
-                        .with_context(|| format!("reduce segment seed {seed}"))?
+                let mut reproduced = 0;
+                for _ in 0..REPLAYS {
+                    let again = runner
+                        .run(&upto)
+                        .with_context(|| format!("replay segment seed {seed}"))?;
+                    if again.difference.map(|d| d.signature()).as_deref() == Some(&signature) {
+                        reproduced += 1;
+                    }
+                }
+                let found = if reproduced == 0 {
+                    Found {
+                        seed,
+                        signature,
+                        transcript: transcript(&replay),
+                        reduced_steps: upto.len(),
+                        original_steps: upto.len(),
+                        reproduced,
+                    }
                 } else {
-                    upto.clone()
+                    let steps = if cfg.reduce {
+                        reduce(runner, &upto, &signature, cfg.reduce_budget)
+                            .with_context(|| format!("reduce segment seed {seed}"))?
+                    } else {
+                        upto.clone()
+                    };
+                    let shown = runner
+                        .run(&steps)
+                        .with_context(|| format!("replay reduced segment seed {seed}"))?;
+                    Found {
+                        seed,
+                        signature,
+                        transcript: transcript(&shown),
+                        reduced_steps: steps.len(),
+                        original_steps: upto.len(),
+                        reproduced,
+                    }
                 };
-                let shown = runner
-                    .run(&steps)
-                    .with_context(|| format!("replay reduced segment seed {seed}"))?;
-                report.found.push(Found {
-                    seed,
-                    signature,
-                    transcript: transcript(&shown),
-                    reduced_steps: steps.len(),
-                    original_steps: upto.len(),
-                });
+                report.found.push(found);
             }
             if cfg.max_differences > 0 && report.differing_segments >= cfg.max_differences {
                 progress(&report);

@@ -237,6 +237,15 @@ pub fn delta(rng: &mut Rng, range: Range) -> Option<Vec<u8>> {
         "+2",
         "1.9",
         "-0",
+        // More digits than a FLOAT's text shows; 2^24 + 1 and 2^53 + 1,
+        // which a FLOAT and a DOUBLE cannot hold.
+        "123456789",
+        "16777217",
+        "9007199254740993",
+        // A date or date-time taken down to a few digits, which read back
+        // as a date in another shape (101 is 2000-01-01).
+        "-20000000",
+        "-20100101000000",
     ];
     let lite: &[&str] = &["1", "2", "0", "-1", "5", "100", "-100", "20", "-20"];
     if rng.chance(4) {

@@ -115,6 +115,16 @@ pub struct ColumnMeta {
     pub int_read: IntRead,
 }
 
+impl ColumnMeta {
+    /// The column's text rounds the value it stores (a FLOAT's six
+    /// digits), so a row read to be changed also carries the exact value
+    /// (`RowView::exact`): `+`/`-` add to what is stored, as the original
+    /// did, not to what the text stands for.
+    pub fn text_rounds(&self) -> bool {
+        self.int_read == IntRead::Float
+    }
+}
+
 /// A column's type family: enough to write a literal the database compares
 /// in the column's own terms, and to tell whether a key is written exactly
 /// as the database would store it (only such keys can be grouped, see
@@ -353,6 +363,10 @@ pub trait RowView {
     fn filter_state(&self) -> FilterVerdict;
     /// The locator values (only when the scan asked for them).
     fn locator(&self) -> Vec<Value>;
+    /// In a row read with its locator: the exact value of the `k`-th
+    /// opened column whose text rounds it (`ColumnMeta::text_rounds`,
+    /// counted in opened order), as a number's text.
+    fn exact(&self, k: usize) -> Option<&[u8]>;
 }
 
 /// What the executor wants after a row.

@@ -86,6 +86,9 @@ pub struct ScanLayout {
     /// Then this many locator columns: the table's locator, then the row's
     /// position in the index (`position_columns`).
     pub locator_len: usize,
+    /// Then, with the locator, the exact value of each opened column whose
+    /// text rounds it (`exact_columns`).
+    pub exact_len: usize,
 }
 
 impl ScanLayout {
@@ -99,8 +102,33 @@ impl ScanLayout {
             } else {
                 0
             },
+            exact_len: if scan.with_locator {
+                exact_columns(scan).count()
+            } else {
+                0
+            },
         }
     }
+}
+
+/// The opened columns whose text rounds the stored value (table column
+/// numbers, in opened order): a row read to be changed also carries each
+/// one's exact value, selected by `push_exact`.
+pub fn exact_columns<'s>(scan: &'s Scan<'_>) -> impl Iterator<Item = usize> + 's {
+    let table = &scan.index.table;
+    scan.index
+        .columns
+        .iter()
+        .copied()
+        .filter(move |&c| table.columns[c].text_rounds())
+}
+
+/// `CAST(col AS DOUBLE)`: a FLOAT's stored value exactly (a double holds
+/// every float), where its text has six digits.
+pub fn push_exact(sql: &mut Vec<u8>, column_sql: &str) {
+    sql.extend_from_slice(b"CAST(");
+    sql.extend_from_slice(column_sql.as_bytes());
+    sql.extend_from_slice(b" AS DOUBLE)");
 }
 
 /// The columns that order an index's rows (key columns, then the
@@ -164,16 +192,16 @@ pub fn build(
             sep(sql);
             // A FLOAT's text is rounded; as a DOUBLE it is exact, so the
             // walk goes on from exactly the row it read.
-            let float = c.is_some_and(|c| {
-                matches!(&table.columns[c].kind, super::ColumnKind::Other { cast: Some(t) } if t == "FLOAT")
-            });
+            let float = c.is_some_and(|c| table.columns[c].text_rounds());
             if float {
-                sql.extend_from_slice(b"CAST(");
-                sql.extend_from_slice(p.as_bytes());
-                sql.extend_from_slice(b" AS DOUBLE)");
+                push_exact(sql, p);
             } else {
                 sql.extend_from_slice(p.as_bytes());
             }
+        }
+        for c in exact_columns(scan) {
+            sep(sql);
+            push_exact(sql, &table.columns[c].name_sql);
         }
     }
     if first {

@@ -421,23 +421,14 @@ pub fn stored_readback(kind: &super::ColumnKind, n: i64) -> i64 {
                 n
             }
         }
-        K::Temporal { cast, .. } => {
-            let with_time = cast.starts_with("DATETIME");
-            let digits = n.to_string();
-            if n <= 0 {
+        K::Temporal {
+            cast, timestamp, ..
+        } => {
+            let stored = stored_date_number(n, cast.starts_with("DATETIME"));
+            if *timestamp && !timestamp_holds(stored) {
                 0
             } else {
-                // YYYYMMDD or YYYYMMDDHHMMSS.
-                let text = if with_time && digits.len() <= 8 {
-                    format!("{digits:0>8}000000")
-                } else {
-                    digits.clone()
-                };
-                if date_check(text.as_bytes(), with_time) == DateCheck::Invalid {
-                    0
-                } else {
-                    n
-                }
+                stored
             }
         }
         K::Year => match n {
@@ -454,7 +445,90 @@ pub fn stored_readback(kind: &super::ColumnKind, n: i64) -> i64 {
                 0
             }
         }
-        K::Other { .. } => n,
+        K::Other { cast: Some(cast) } => number_readback(cast, n),
+        K::Other { cast: None } => n,
+    }
+}
+
+/// What a DATE or DATETIME column reads back as an integer after storing
+/// the number `n` (YYYYMMDD, or YYYYMMDDhhmmss with a time): the server
+/// reads a number as a date by its digit count (six digits are YYMMDD,
+/// years 70..99 in the 1900s and 00..69 in the 2000s, twelve are
+/// YYMMDDhhmmss likewise, eight and fourteen are whole), refuses the ranges
+/// between those shapes, and keeps zero months and days; anything it
+/// refuses or cannot hold stores the zero date, which reads as 0.
+fn stored_date_number(n: i64, with_time: bool) -> i64 {
+    let whole: i64 = match n {
+        ..=100 => return 0,
+        101..=691_231 => (n + 20_000_000) * 1_000_000,
+        691_232..=700_100 => return 0,
+        700_101..=991_231 => (n + 19_000_000) * 1_000_000,
+        991_232..=10_000_100 => return 0,
+        10_000_101..=99_991_231 => n * 1_000_000,
+        99_991_232..=100_999_999 => return 0,
+        101_000_000..=691_231_235_959 => n + 20_000_000_000_000,
+        691_231_235_960..=700_100_999_999 => return 0,
+        700_101_000_000..=991_231_235_959 => n + 19_000_000_000_000,
+        _ => n,
+    };
+    let (date, time) = (whole / 1_000_000, whole % 1_000_000);
+    let (y, m, d) = (date / 10_000, date / 100 % 100, date % 100);
+    let (h, mi, sec) = (time / 10_000, time / 100 % 100, time % 100);
+    let fits = y <= 9999 && m <= 12 && d <= 31 && h <= 23 && mi <= 59 && sec <= 59;
+    // A zero month or day is kept; a day the month does not have is not.
+    let real_day = m == 0 || d == 0 || d as u64 <= days_in_month(y as u64, m as u64);
+    match (fits && real_day, with_time) {
+        (false, _) => 0,
+        (true, true) => whole,
+        (true, false) => date,
+    }
+}
+
+/// Whether a TIMESTAMP holds the date-time `stored` (YYYYMMDDhhmmss, 0
+/// for the zero value): no zero month or day, and within its range. The
+/// range is taken in UTC; under another server time zone its two ends move
+/// by the zone's offset.
+fn timestamp_holds(stored: i64) -> bool {
+    let date = stored / 1_000_000;
+    stored == 0
+        || (date % 100 != 0
+            && date / 100 % 100 != 0
+            && (19_700_101_000_001..=20_380_119_031_407).contains(&stored))
+}
+
+/// What a FLOAT, DOUBLE or DECIMAL(M,D) column reads back as an integer
+/// after storing `n`: the nearest value the type holds (a DECIMAL clamps to
+/// its largest, which may then round up), read as `IntRead` reads it.
+fn number_readback(cast: &str, n: i64) -> i64 {
+    if cast == "FLOAT" {
+        // `as f32` rounds to nearest, as storing into a FLOAT does.
+        return f64_to_i64(round_half_even(f64::from(n as f32)));
+    }
+    if cast == "DOUBLE" {
+        return f64_to_i64(n as f64);
+    }
+    let Some(params) = cast
+        .strip_prefix("DECIMAL(")
+        .and_then(|p| p.strip_suffix(')'))
+    else {
+        return n;
+    };
+    let mut parts = params.split(',').map(|p| p.trim().parse::<u32>().ok());
+    let Some(m) = parts.next().flatten() else {
+        return n;
+    };
+    let d = parts.next().flatten().unwrap_or(0).min(m);
+    // Integer digits the type holds; its largest value is 10^(m-d) - 10^-d,
+    // which reads back as 10^(m-d) when there is a fraction, 10^m - 1 when
+    // there is none.
+    let Some(limit) = 10i128.checked_pow(m - d) else {
+        return n;
+    };
+    let largest = if d > 0 { limit } else { limit - 1 };
+    if i128::from(n).abs() < limit {
+        n
+    } else {
+        (largest * i128::from(n.signum())) as i64
     }
 }
 
@@ -516,6 +590,59 @@ mod tests {
         assert_eq!(IntRead::Real.read(b"1e100"), i64::MAX);
         assert_eq!(IntRead::Float.read(b"0.5"), 0);
         assert_eq!(IntRead::Float.read(b"2.9"), 3);
+    }
+
+    #[test]
+    fn numbers_stored_as_dates_read_back_as_mariadb_stores_them() {
+        // (n, DATETIME, DATE), as `UPDATE t SET dt = n, dd = n` and
+        // `SELECT dt + 0, dd + 0` answered on MariaDB 10.11 (sql_mode '').
+        let seen: [(i64, i64, i64); 17] = [
+            (-1, 0, 0),
+            (101, 20000101000000, 20000101),
+            (10000, 20010000000000, 20010000),
+            (10101, 20010101000000, 20010101),
+            (691231, 20691231000000, 20691231),
+            (691232, 0, 0),
+            (700101, 19700101000000, 19700101),
+            (991231, 19991231000000, 19991231),
+            (1000000, 0, 0),
+            (20000229, 20000229000000, 20000229),
+            (20100230, 0, 0),
+            (101000000, 20000101000000, 20000101),
+            (691231235959, 20691231235959, 20691231),
+            (700101000000, 19700101000000, 19700101),
+            (1000000000000, 1000000000000, 1000000),
+            (20100102036000, 0, 0),
+            (i64::MAX, 0, 0),
+        ];
+        for (n, datetime, date) in seen {
+            assert_eq!(stored_date_number(n, true), datetime, "{n} as DATETIME");
+            assert_eq!(stored_date_number(n, false), date, "{n} as DATE");
+        }
+    }
+
+    #[test]
+    fn numbers_read_back_as_their_type_stores_them() {
+        use super::super::ColumnKind;
+        let other = |cast: &str| ColumnKind::Other {
+            cast: Some(cast.into()),
+        };
+        // 2^53 + 1 has no double; a float keeps 24 bits.
+        assert_eq!(
+            stored_readback(&other("DOUBLE"), 9_007_199_254_740_993),
+            9_007_199_254_740_992
+        );
+        assert_eq!(stored_readback(&other("FLOAT"), 123_456_793), 123_456_792);
+        assert_eq!(stored_readback(&other("FLOAT"), i64::MAX), i64::MAX);
+        // DECIMAL(7,2) holds up to 99999.99, which reads back as 100000.
+        assert_eq!(stored_readback(&other("DECIMAL(7,2)"), 99_999), 99_999);
+        assert_eq!(
+            stored_readback(&other("DECIMAL(7,2)"), 100_012_345),
+            100_000
+        );
+        assert_eq!(stored_readback(&other("DECIMAL(7,2)"), -100_000), -100_000);
+        assert_eq!(stored_readback(&other("DECIMAL(3,0)"), 5_000), 999);
+        assert_eq!(stored_readback(&other("DECIMAL(3,0)"), -5_000), -999);
         assert_eq!(IntRead::Temporal.read(b"2010-01-02"), 20100102);
         assert_eq!(
             IntRead::Temporal.read(b"2010-01-02 03:04:05.600000"),

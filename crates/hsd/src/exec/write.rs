@@ -5,8 +5,8 @@
 use super::{prepare_find, storage_error_kind, RowCounter, RowDecision};
 use crate::backend::values::{modify_amount, stored_integer, stored_readback};
 use crate::backend::{
-    ColumnKind, FilterVerdict, OpenedIndex, RowView, Scan, ScanStep, StorageConn, StorageError,
-    WriteValue,
+    ColumnKind, FilterVerdict, IntRead, OpenedIndex, RowView, Scan, ScanStep, StorageConn,
+    StorageError, WriteValue,
 };
 use hs_proto::{
     ErrorKind, FindRequest, InsertRequest, ModifyOp, ModifySpec, ResponseWriter, Value,
@@ -219,7 +219,35 @@ struct ReadRow {
     state: FilterVerdict,
     locator: Vec<Value>,
     position: Vec<Value>,
-    before: Vec<Value>,
+    before: Before,
+}
+
+/// An opened row's values before a change: their text (what the `?` forms
+/// answer) and the exact value of each column whose text rounds it (what
+/// `+`/`-` add to; see `ColumnMeta::text_rounds`).
+pub(super) struct Before {
+    pub text: Vec<Value>,
+    pub exact: Vec<Value>,
+}
+
+impl Before {
+    /// Copies the opened columns of a row read with its locator.
+    pub(super) fn of(index: &OpenedIndex, row: &dyn RowView) -> Before {
+        let table = &index.table;
+        let rounded = index
+            .columns
+            .iter()
+            .filter(|&&c| table.columns[c].text_rounds())
+            .count();
+        Before {
+            text: (0..index.columns.len())
+                .map(|c| row.column(c).map(<[u8]>::to_vec))
+                .collect(),
+            exact: (0..rounded)
+                .map(|k| row.exact(k).map(<[u8]>::to_vec))
+                .collect(),
+        }
+    }
 }
 
 /// Find-and-modify, as the original's loop: one row is read, answered (the
@@ -293,9 +321,7 @@ async fn modify<C: StorageConn>(
                 state: row.filter_state(),
                 locator,
                 position,
-                before: (0..ncols)
-                    .map(|c| row.column(c).map(<[u8]>::to_vec))
-                    .collect(),
+                before: Before::of(index, row),
             });
             ScanStep::Stop
         };
@@ -315,12 +341,12 @@ async fn modify<C: StorageConn>(
             continue;
         }
         if spec.returning {
-            returned_bytes += answer_bytes(&row.before);
+            returned_bytes += answer_bytes(&row.before.text);
             if returned_bytes > max_answer {
                 // Rows changed before stay changed, as after any error.
                 return Err(ErrorKind::Storage(super::find::ERR_ANSWER_TOO_LARGE).into());
             }
-            returned.extend(row.before.iter().cloned());
+            returned.extend(row.before.text.iter().cloned());
         }
         match row_change(index, op, spec, &row.before) {
             RowChange::Update(cols, vals) => {
@@ -363,7 +389,7 @@ pub(super) fn row_change<'s>(
     index: &OpenedIndex,
     op: ModifyOp,
     spec: &'s ModifySpec,
-    before: &[Value],
+    before: &Before,
 ) -> RowChange<'s> {
     match op {
         ModifyOp::Update => {
@@ -413,24 +439,34 @@ pub(super) fn update_values<'s>(
 fn arithmetic(
     index: &OpenedIndex,
     op: ModifyOp,
-    before: &[Value],
+    before: &Before,
     spec: &ModifySpec,
 ) -> Option<(Vec<usize>, Vec<i64>)> {
     let mut cols: Vec<usize> = Vec::new();
     let mut vals: Vec<i64> = Vec::new();
     // What each changed column reads back after its store.
     let mut reads: Vec<i64> = Vec::new();
+    let mut rounded = 0;
     for (i, &c) in index.columns.iter().enumerate() {
-        let (Some(cur), Some(amount)) = (before.get(i).and_then(|v| v.as_deref()), spec.value(i))
+        let meta = &index.table.columns[c];
+        // The exact value of a column whose text rounds it.
+        let exact = if meta.text_rounds() {
+            rounded += 1;
+            before.exact.get(rounded - 1).and_then(|v| v.as_deref())
+        } else {
+            None
+        };
+        let (Some(cur), Some(amount)) =
+            (before.text.get(i).and_then(|v| v.as_deref()), spec.value(i))
         else {
             continue;
         };
-        let meta = &index.table.columns[c];
         // A column opened twice reads what the first change stored.
         let pos = cols.iter().position(|&x| x == c);
-        let cur = match pos {
-            Some(p) => reads[p],
-            None => meta.int_read.read(cur),
+        let cur = match (pos, exact) {
+            (Some(p), _) => reads[p],
+            (None, Some(exact)) => IntRead::Real.read(exact),
+            (None, None) => meta.int_read.read(cur),
         };
         let amount = modify_amount(amount);
         let new = if op == ModifyOp::Increment {

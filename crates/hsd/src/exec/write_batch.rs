@@ -20,7 +20,7 @@
 //! modify of the batch looks its row up by.
 
 use super::write::{
-    answer_bytes, answer_insert, plan_insert, row_change, settle, update_values, InsertRow,
+    answer_bytes, answer_insert, plan_insert, row_change, settle, update_values, Before, InsertRow,
     RowChange, WriteFailure, WriteOp, WriteOutcome, WriteTask,
 };
 use super::{prepare_find, RowCounter, RowDecision};
@@ -242,7 +242,7 @@ fn single_row_modify(task: &WriteTask) -> Option<&FindRequest> {
 struct ReadRow {
     state: FilterVerdict,
     locator: Vec<Value>,
-    before: Vec<Value>,
+    before: Before,
 }
 
 /// Runs a batch of single-row modifies: returns how many of them it ran
@@ -272,16 +272,13 @@ async fn modify_batch<C: StorageConn>(
         }
         rows.resize_with(tasks.len(), || None);
         let mut visit = |i: usize, row: &dyn RowView| {
-            let ncols = tasks[i].index.columns.len();
             let locator_len = tasks[i].index.table.locator_sql.len();
             let mut locator = row.locator();
             locator.truncate(locator_len);
             rows[i] = Some(ReadRow {
                 state: row.filter_state(),
                 locator,
-                before: (0..ncols)
-                    .map(|c| row.column(c).map(<[u8]>::to_vec))
-                    .collect(),
+                before: Before::of(&tasks[i].index, row),
             });
             ScanStep::Stop
         };
@@ -325,7 +322,7 @@ async fn modify_batch<C: StorageConn>(
         let mut written: Vec<usize> = Vec::new();
         if let Some(r) = row.filter(|_| !counter.done) {
             if counter.decide(r.state) == RowDecision::Take {
-                if spec.returning && answer_bytes(&r.before) > task.max_answer {
+                if spec.returning && answer_bytes(&r.before.text) > task.max_answer {
                     // Answered with the error; the row stays as it was.
                     out.error(hs_proto::ErrorKind::Storage(
                         super::find::ERR_ANSWER_TOO_LARGE,
@@ -335,7 +332,7 @@ async fn modify_batch<C: StorageConn>(
                     continue;
                 }
                 if spec.returning {
-                    returned = &r.before;
+                    returned = &r.before.text;
                 }
                 let change = row_change(&task.index, op, spec, &r.before);
                 match &change {

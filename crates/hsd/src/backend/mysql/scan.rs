@@ -426,11 +426,16 @@ pub async fn scan_many(
         if let Route::Points(_) = route {
             let ncols = scan.index.columns.len();
             let locator_len = points_locator_len(scan);
+            let exact_len = if scan.with_locator {
+                scan_sql::exact_columns(scan).count()
+            } else {
+                0
+            };
             let lead = points_lead(scan);
             let mut row = TextRow::default();
             for payload in std::mem::take(&mut buffers[i]) {
                 *progressed = true;
-                row.parse(&payload, lead + ncols + locator_len)
+                row.parse(&payload, lead + ncols + locator_len + exact_len)
                     .map_err(|e| Failure {
                         error: crate::backend::StorageError::Unavailable(e),
                         link_lost: false,
@@ -444,6 +449,7 @@ pub async fn scan_many(
                     layout: ScanLayout {
                         has_state: false,
                         locator_len,
+                        exact_len,
                     },
                 };
                 if visit(i, &view) == ScanStep::Stop {
@@ -470,6 +476,7 @@ pub async fn scan_many(
             _ => ScanLayout {
                 has_state: false,
                 locator_len: 0,
+                exact_len: 0,
             },
         };
         let mut sink = ScanSink {
@@ -716,6 +723,10 @@ fn points_sql<'k>(
             sql.extend_from_slice(b", ");
             sql.extend_from_slice(l.as_bytes());
         }
+        for c in scan_sql::exact_columns(scan) {
+            sql.extend_from_slice(b", ");
+            scan_sql::push_exact(sql, &table.columns[c].name_sql);
+        }
     }
     sql.extend_from_slice(b" FROM ");
     sql.extend_from_slice(index.from_sql.as_bytes());
@@ -850,6 +861,19 @@ impl RowView for TextRowView<'_> {
         (start..start + self.layout.locator_len)
             .map(|i| self.row.get(self.payload, i).map(<[u8]>::to_vec))
             .collect()
+    }
+
+    fn exact(&self, k: usize) -> Option<&[u8]> {
+        if k >= self.layout.exact_len {
+            return None;
+        }
+        let base = match self.columns {
+            Columns::Offset(base) => base,
+            Columns::Table { .. } => 0,
+        };
+        let start = base + self.ncols + usize::from(self.layout.has_state);
+        self.row
+            .get(self.payload, start + self.layout.locator_len + k)
     }
 }
 

@@ -298,6 +298,14 @@ impl RowView for SqliteRow<'_> {
             .map(|i| self.stmt.column(i).map(<[u8]>::to_vec))
             .collect()
     }
+
+    fn exact(&self, k: usize) -> Option<&[u8]> {
+        if k >= self.layout.exact_len {
+            return None;
+        }
+        let start = self.ncols + usize::from(self.layout.has_state);
+        self.stmt.column(start + self.layout.locator_len + k)
+    }
 }
 
 /// Steps `stmt` once; `Ok(false)` at the end.

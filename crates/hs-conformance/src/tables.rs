@@ -185,12 +185,15 @@ fn nums() -> Table {
             col("fl", "FLOAT NULL", Kind::Float),
             col("db", "DOUBLE NOT NULL DEFAULT 0", Kind::Double),
             col("yr", "YEAR NULL", Kind::Year),
+            // UNSIGNED stores a negative value as 0 (keys and filters too).
+            col("du", "DECIMAL(5,1) UNSIGNED NULL", Kind::Decimal),
         ],
         indexes: vec![
             ix("PRIMARY", &["id"], true),
             ix("k_de", &["de"], false),
             ix("k_fl", &["fl"], false),
             ix("k_yr_db", &["yr", "db"], false),
+            ix("k_du", &["du"], false),
         ],
         mysql_options: "DEFAULT CHARSET=utf8mb4",
         seed_rows: rows(&[
@@ -200,6 +203,7 @@ fn nums() -> Table {
                 Some("1.5"),
                 Some("1.5"),
                 Some("2010"),
+                Some("0.0"),
             ],
             &[
                 Some("2"),
@@ -207,6 +211,7 @@ fn nums() -> Table {
                 Some("0.1"),
                 Some("0.1"),
                 Some("1901"),
+                Some("1.5"),
             ],
             &[
                 Some("3"),
@@ -214,14 +219,16 @@ fn nums() -> Table {
                 Some("3.14159"),
                 Some("3.14159"),
                 Some("2155"),
+                Some("9999.9"),
             ],
-            &[Some("4"), N, N, Some("0"), N],
+            &[Some("4"), N, N, Some("0"), N, N],
             &[
                 Some("5"),
                 Some("0.00"),
                 Some("-2.5"),
                 Some("-2.5"),
                 Some("2010"),
+                Some("0.0"),
             ],
             &[
                 Some("7"),
@@ -229,6 +236,7 @@ fn nums() -> Table {
                 Some("100000"),
                 Some("1e100"),
                 Some("1999"),
+                Some("1.5"),
             ],
             &[
                 Some("8"),
@@ -236,6 +244,7 @@ fn nums() -> Table {
                 Some("0"),
                 Some("12.34"),
                 Some("2010"),
+                Some("12.3"),
             ],
         ]),
     }

@@ -155,8 +155,12 @@ pub enum ColumnKind {
     },
     /// Anything else (decimal, float, ...), with the SQL type a value is
     /// CAST to so that it becomes what storing it would make (`None`:
-    /// compared as text).
-    Other { cast: Option<String> },
+    /// compared as text); `unsigned` (a DECIMAL, FLOAT or DOUBLE UNSIGNED)
+    /// also stores a negative value as 0.
+    Other {
+        cast: Option<String>,
+        unsigned: bool,
+    },
 }
 
 #[derive(Debug, PartialEq, Eq)]

@@ -445,8 +445,18 @@ pub fn stored_readback(kind: &super::ColumnKind, n: i64) -> i64 {
                 0
             }
         }
-        K::Other { cast: Some(cast) } => number_readback(cast, n),
-        K::Other { cast: None } => n,
+        K::Other {
+            cast: Some(cast),
+            unsigned,
+        } => {
+            let n = number_readback(cast, n);
+            if *unsigned {
+                n.max(0)
+            } else {
+                n
+            }
+        }
+        K::Other { cast: None, .. } => n,
     }
 }
 
@@ -626,6 +636,7 @@ mod tests {
         use super::super::ColumnKind;
         let other = |cast: &str| ColumnKind::Other {
             cast: Some(cast.into()),
+            unsigned: false,
         };
         // 2^53 + 1 has no double; a float keeps 24 bits.
         assert_eq!(

@@ -165,6 +165,7 @@ pub fn column_kind(
         }
         _ => ColumnKind::Other {
             cast: cast_type(data_type, column_type),
+            unsigned,
         },
     }
 }
@@ -594,7 +595,8 @@ mod tests {
         assert_eq!(
             column_kind("decimal", "decimal(10,2) unsigned", None, None, None),
             ColumnKind::Other {
-                cast: Some("DECIMAL(10,2)".into())
+                cast: Some("DECIMAL(10,2)".into()),
+                unsigned: true,
             }
         );
         assert_eq!(

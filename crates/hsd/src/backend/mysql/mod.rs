@@ -756,9 +756,7 @@ impl StorageConn for MysqlConn {
                 }
                 self.sql.extend_from_slice(col.as_bytes());
                 self.sql.extend_from_slice(b" = ");
-                let kind = c.map_or(&ColumnKind::Other { cast: None }, |c| {
-                    &table.columns[c].kind
-                });
+                let kind = c.map_or(&scan::TEXT_KIND, |c| &table.columns[c].kind);
                 scan::push_key(&mut self.sql, kind, *k);
             }
             spans.push(from..self.sql.len());

@@ -55,7 +55,7 @@ pub fn push_literal(sql: &mut Vec<u8>, kind: &ColumnKind, value: Option<&[u8]>) 
     };
     match kind {
         ColumnKind::Text { charset, .. } => push_text(sql, charset, v),
-        ColumnKind::Other { cast: None } => push_text(sql, "utf8mb4", v),
+        ColumnKind::Other { cast: None, .. } => push_text(sql, "utf8mb4", v),
         _ => push_binary(sql, Some(v)),
     }
 }
@@ -178,14 +178,23 @@ pub fn push_stored(sql: &mut Vec<u8>, kind: &ColumnKind, value: Option<&[u8]>) {
             elements,
             case_insensitive,
         } => push_number_i64(sql, stored_enum(v, elements, *case_insensitive)),
-        ColumnKind::Other { cast: Some(t) } => {
+        ColumnKind::Other {
+            cast: Some(t),
+            unsigned,
+        } => {
+            if *unsigned {
+                sql.extend_from_slice(b"GREATEST(");
+            }
             sql.extend_from_slice(b"CAST(");
             push_binary(sql, Some(v));
             sql.extend_from_slice(b" AS ");
             sql.extend_from_slice(t.as_bytes());
             sql.push(b')');
+            if *unsigned {
+                sql.extend_from_slice(b", 0)");
+            }
         }
-        ColumnKind::Other { cast: None } => push_text(sql, "utf8mb4", v),
+        ColumnKind::Other { cast: None, .. } => push_text(sql, "utf8mb4", v),
     }
 }
 
@@ -281,7 +290,7 @@ impl ValueSink for Literals<'_, '_> {
                     .get(i)
                     .copied()
                     .flatten()
-                    .map_or(&OTHER, |c| &table.columns[c].kind);
+                    .map_or(&TEXT_KIND, |c| &table.columns[c].kind);
                 let v = self
                     .scan
                     .after
@@ -294,7 +303,11 @@ impl ValueSink for Literals<'_, '_> {
     }
 }
 
-static OTHER: ColumnKind = ColumnKind::Other { cast: None };
+/// A column compared as text (no CAST).
+pub static TEXT_KIND: ColumnKind = ColumnKind::Other {
+    cast: None,
+    unsigned: false,
+};
 
 fn key_kind<'a>(scan: &'a Scan<'_>, i: usize) -> &'a ColumnKind {
     scan.index
@@ -303,7 +316,7 @@ fn key_kind<'a>(scan: &'a Scan<'_>, i: usize) -> &'a ColumnKind {
         .get(i)
         .copied()
         .flatten()
-        .map_or(&OTHER, |c| &scan.index.table.columns[c].kind)
+        .map_or(&TEXT_KIND, |c| &scan.index.table.columns[c].kind)
 }
 
 fn is_point_lookup(scan: &Scan<'_>) -> bool {
@@ -989,7 +1002,7 @@ mod tests {
             fixed: true,
         };
         assert!(canonical(&bin, b"abcd") && !canonical(&bin, b"abc"));
-        assert!(!canonical(&ColumnKind::Other { cast: None }, b"2020-01-01"));
+        assert!(!canonical(&TEXT_KIND, b"2020-01-01"));
     }
 
     #[test]
@@ -1009,7 +1022,7 @@ mod tests {
         push_literal(&mut sql, &utf, Some(b"\xff"));
         assert_eq!(sql, b"CONVERT(_binary'\xff' USING utf8mb4)");
         sql.clear();
-        push_literal(&mut sql, &ColumnKind::Other { cast: None }, None);
+        push_literal(&mut sql, &TEXT_KIND, None);
         assert_eq!(sql, b"NULL");
     }
 

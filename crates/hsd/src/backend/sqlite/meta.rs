@@ -27,7 +27,10 @@ fn column_kind(declared: &str) -> ColumnKind {
             fixed: false,
         }
     } else {
-        ColumnKind::Other { cast: None }
+        ColumnKind::Other {
+            cast: None,
+            unsigned: false,
+        }
     }
 }
 

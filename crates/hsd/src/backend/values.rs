@@ -412,6 +412,11 @@ pub fn stored_readback(kind: &super::ColumnKind, n: i64) -> i64 {
             IntRead::Text.read(&text.as_bytes()[..keep])
         }
         K::Temporal { cast, .. } if cast.starts_with("TIME") => {
+            if (10_000_000..100_000_000_000_000).contains(&n) {
+                // Eight to fourteen digits are a date-time: the TIME keeps
+                // its time of day (the zero time if it is no date-time).
+                return stored_date_number(n, true) % 1_000_000;
+            }
             let a = n.unsigned_abs();
             if a % 100 > 59 || (a / 100) % 100 > 59 {
                 0
@@ -628,6 +633,36 @@ mod tests {
         for (n, datetime, date) in seen {
             assert_eq!(stored_date_number(n, true), datetime, "{n} as DATETIME");
             assert_eq!(stored_date_number(n, false), date, "{n} as DATE");
+        }
+    }
+
+    #[test]
+    fn numbers_stored_as_times_read_back_as_mariadb_stores_them() {
+        // (n, TIME), as `UPDATE t SET tm = n` and `SELECT tm + 0` answered
+        // on MariaDB 10.11 (sql_mode ''): eight to fourteen positive digits
+        // are a date-time whose time of day is kept.
+        let seen: [(i64, i64); 13] = [
+            (-1, -1),
+            (5959, 5959),
+            (6000, 0),
+            (1000000, 1000000),
+            (8385960, 0),
+            (8390000, 8385959),
+            (9999999, 0),
+            (10000000, 0),
+            (-20000000, -8385959),
+            (20100102030405, 30405),
+            (99991231235960, 0),
+            (100000000000000, 8385959),
+            (115686483879929, 0),
+        ];
+        let time = super::super::ColumnKind::Temporal {
+            cast: "TIME".into(),
+            zero: "00:00:00",
+            timestamp: false,
+        };
+        for (n, stored) in seen {
+            assert_eq!(stored_readback(&time, n), stored, "{n} as TIME");
         }
     }
 

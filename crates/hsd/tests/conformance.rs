@@ -293,7 +293,8 @@ fn exception_explicit_ids_after_an_error() {
 /// starts its second change from what the first stored: a FLOAT whose
 /// six-digit text is not its value, a DOUBLE past 2^53, a DECIMAL clamped
 /// to its largest value, DATE/DATETIME numbers that read back as dates of
-/// another shape (10101 is 2001-01-01), a TIME given a date-time. Same lines to the plugin and to
+/// another shape (10101 is 2001-01-01), a TIME given a date-time, a BIT
+/// read as a big-endian number and saturating. Same lines to the plugin and to
 /// hsd, on two copies of one table; answers and rows must be equal.
 #[test]
 fn arithmetic_on_stored_values_answers_as_the_original() {
@@ -309,13 +310,13 @@ fn arithmetic_on_stored_values_answers_as_the_original() {
     for db in [orig, server.db.as_str()] {
         server.sql(&format!(
             "CREATE TABLE {db}.n (id INT PRIMARY KEY, v FLOAT, d DOUBLE, de DECIMAL(7,2), \
-             dt DATETIME, dd DATE, ts TIMESTAMP NULL, tm TIME)"
+             dt DATETIME, dd DATE, ts TIMESTAMP NULL, tm TIME, bi BIT(8))"
         ));
         server.sql(&format!(
             "INSERT INTO {db}.n VALUES \
-             (1, 123456792, 9007199254740992, 12345.67, '2010-01-02 03:04:05', '2010-01-02', '2010-01-02 03:04:05', '00:00:05'), \
-             (2, 9223372036854775807, 1e19, 99999.99, '2010-01-02 03:04:05', '2010-01-02', '2010-01-02 03:04:05', '00:00:05'), \
-             (3, 1.5, 2.5, 0.5, '2010-01-02 03:04:05', '2010-01-02', '2010-01-02 03:04:05', '00:00:05')"
+             (1, 123456792, 9007199254740992, 12345.67, '2010-01-02 03:04:05', '2010-01-02', '2010-01-02 03:04:05', '00:00:05', 5), \
+             (2, 9223372036854775807, 1e19, 99999.99, '2010-01-02 03:04:05', '2010-01-02', '2010-01-02 03:04:05', '00:00:05', 65), \
+             (3, 1.5, 2.5, 0.5, '2010-01-02 03:04:05', '2010-01-02', '2010-01-02 03:04:05', '00:00:05', 255)"
         ));
     }
     let lines = |db: &str| -> Vec<Vec<u8>> {
@@ -328,6 +329,8 @@ fn arithmetic_on_stored_values_answers_as_the_original() {
             "2\t=\t1\t1\t1\t0\t+\t-20100102030304\t0\t-20100101\t0\t-20100102030304\t0\t20000000\t-2".into(),
             "2\t=\t1\t2\t1\t0\t+\t-20100101030405\t0\t-20090102\t0\t-20100101030405\t0\t20100102030400\t0".into(),
             "2\t=\t1\t3\t1\t0\t+\t-20100102020304\t1\t-20100102\t101\t-20100102020304\t1\t-1\t-1".into(),
+            format!("P\t3\t{db}\tn\tPRIMARY\tbi,bi"),
+            "3\t>=\t1\t1\t3\t0\t+\t200\t1".into(),
         ]
         .into_iter()
         .map(String::into_bytes)
@@ -350,7 +353,11 @@ fn arithmetic_on_stored_values_answers_as_the_original() {
             .map(|a| String::from_utf8_lossy(a))
             .collect::<Vec<_>>()
     );
-    let rows = |db: &str| server.sql(&format!("SELECT * FROM {db}.n ORDER BY id"));
+    let rows = |db: &str| {
+        server.sql(&format!(
+            "SELECT id, v, d, de, dt, dd, ts, tm, bi + 0 FROM {db}.n ORDER BY id"
+        ))
+    };
     let (plugin_rows, hsd_rows) = (rows(orig), rows(&server.db));
     assert_eq!(hsd_rows, plugin_rows);
     // The cases happened as described (a run where nothing changed would
@@ -364,6 +371,9 @@ fn arithmetic_on_stored_values_answers_as_the_original() {
     assert_eq!(cell(2, 4), "2001-01-01 00:00:01", "{plugin_rows:?}");
     // A TIME given 20000005 keeps the time of 2000-00-05 00:00:00.
     assert_eq!(cell(0, 7), "-00:00:02", "{plugin_rows:?}");
+    // BIT(8): 65 + 200 saturates at 255, which + 1 leaves at 255; 5 + 200
+    // + 1 is 206.
+    assert_eq!((cell(0, 8), cell(1, 8)), ("206".into(), "255".into()));
 }
 
 /// Writers per side in `concurrent_writers_answer_as_the_original`, requests

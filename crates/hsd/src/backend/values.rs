@@ -28,6 +28,9 @@ pub enum IntRead {
     Enum(Vec<Vec<u8>>),
     /// SET: the bit mask of its elements.
     Set(Vec<Vec<u8>>),
+    /// BIT(n): its bytes as one big-endian number (BIT(64) with the top
+    /// bit set reads negative).
+    Bit(u32),
     /// Anything else (text, bytes): the leading integer after white space,
     /// no fraction, no exponent, saturating.
     Text,
@@ -97,8 +100,24 @@ impl IntRead {
                     }
                 })
             }
+            IntRead::Bit(_) => text.iter().fold(0u64, |n, &b| (n << 8) | u64::from(b)) as i64,
             IntRead::Text => leading_integer(text),
         }
+    }
+
+    /// What a BIT(n) column reads back after `+`/`-` stored `n` into it:
+    /// a number that does not fit its bits (a negative one never does,
+    /// below 64) stores as all ones. `None` for other columns
+    /// (`stored_readback` knows them).
+    pub fn bit_readback(&self, n: i64) -> Option<i64> {
+        let IntRead::Bit(bits) = *self else {
+            return None;
+        };
+        if bits >= 64 {
+            return Some(n);
+        }
+        let max = (1u64 << bits) - 1;
+        Some(if n as u64 > max { max as i64 } else { n })
     }
 }
 
@@ -664,6 +683,21 @@ mod tests {
         for (n, stored) in seen {
             assert_eq!(stored_readback(&time, n), stored, "{n} as TIME");
         }
+    }
+
+    #[test]
+    fn bits_read_as_big_endian_numbers_and_saturate() {
+        // As MariaDB 10.11 stored 300, -1 and 2^63 - 1 into BIT(8), BIT(3)
+        // and BIT(64) (`SELECT b + 0`).
+        assert_eq!(IntRead::Bit(8).read(&[0x05]), 5);
+        assert_eq!(IntRead::Bit(16).read(&[0x01, 0x00]), 256);
+        assert_eq!(IntRead::Bit(64).read(&[0xff; 8]), -1);
+        assert_eq!(IntRead::Bit(8).bit_readback(300), Some(255));
+        assert_eq!(IntRead::Bit(8).bit_readback(-1), Some(255));
+        assert_eq!(IntRead::Bit(3).bit_readback(8), Some(7));
+        assert_eq!(IntRead::Bit(3).bit_readback(6), Some(6));
+        assert_eq!(IntRead::Bit(64).bit_readback(-1), Some(-1));
+        assert_eq!(IntRead::Text.bit_readback(300), None);
     }
 
     #[test]

@@ -478,7 +478,10 @@ fn arithmetic(
             }
             new
         };
-        let read = stored_readback(&meta.kind, new);
+        let read = meta
+            .int_read
+            .bit_readback(new)
+            .unwrap_or_else(|| stored_readback(&meta.kind, new));
         match pos {
             Some(p) => {
                 vals[p] = new;

@@ -267,6 +267,13 @@ fn int_read(data_type: &str, column_type: &str, kind: &ColumnKind) -> IntRead {
         "date" | "datetime" | "timestamp" | "time" | "year" => IntRead::Temporal,
         "enum" => IntRead::Enum(type_elements(column_type)),
         "set" => IntRead::Set(type_elements(column_type)),
+        "bit" => IntRead::Bit(
+            column_type
+                .trim_start_matches("bit(")
+                .trim_end_matches(')')
+                .parse()
+                .unwrap_or(1),
+        ),
         _ => IntRead::Text,
     }
 }

@@ -123,6 +123,15 @@ impl ColumnMeta {
     pub fn text_rounds(&self) -> bool {
         self.int_read == IntRead::Float
     }
+
+    /// The integer the column reads back after `+`/`-` stored `n` into it
+    /// (what a second opening of the column in one request starts from).
+    pub fn stored_readback(&self, n: i64) -> i64 {
+        match self.int_read {
+            IntRead::Bit(bits) => values::bit_readback(bits, n),
+            _ => values::stored_readback(&self.kind, n),
+        }
+    }
 }
 
 /// A column's type family: enough to write a literal the database compares
@@ -288,6 +297,16 @@ impl OpenedIndex {
 
     pub fn key_len(&self) -> usize {
         self.index_meta().key_sql.len()
+    }
+
+    /// The opened columns whose text rounds the stored value (table column
+    /// numbers, in opened order): a row read to be changed also carries
+    /// each one's exact value (`RowView::exact`).
+    pub fn exact_columns(&self) -> impl Iterator<Item = usize> + '_ {
+        self.columns
+            .iter()
+            .copied()
+            .filter(|&c| self.table.columns[c].text_rounds())
     }
 }
 

@@ -103,24 +103,12 @@ impl ScanLayout {
                 0
             },
             exact_len: if scan.with_locator {
-                exact_columns(scan).count()
+                scan.index.exact_columns().count()
             } else {
                 0
             },
         }
     }
-}
-
-/// The opened columns whose text rounds the stored value (table column
-/// numbers, in opened order): a row read to be changed also carries each
-/// one's exact value, selected by `push_exact`.
-pub fn exact_columns<'s>(scan: &'s Scan<'_>) -> impl Iterator<Item = usize> + 's {
-    let table = &scan.index.table;
-    scan.index
-        .columns
-        .iter()
-        .copied()
-        .filter(move |&c| table.columns[c].text_rounds())
 }
 
 /// `CAST(col AS DOUBLE)`: a FLOAT's stored value exactly (a double holds
@@ -199,7 +187,7 @@ pub fn build(
                 sql.extend_from_slice(p.as_bytes());
             }
         }
-        for c in exact_columns(scan) {
+        for c in scan.index.exact_columns() {
             sep(sql);
             push_exact(sql, &table.columns[c].name_sql);
         }

@@ -104,20 +104,20 @@ impl IntRead {
             IntRead::Text => leading_integer(text),
         }
     }
+}
 
-    /// What a BIT(n) column reads back after `+`/`-` stored `n` into it:
-    /// a number that does not fit its bits (a negative one never does,
-    /// below 64) stores as all ones. `None` for other columns
-    /// (`stored_readback` knows them).
-    pub fn bit_readback(&self, n: i64) -> Option<i64> {
-        let IntRead::Bit(bits) = *self else {
-            return None;
-        };
-        if bits >= 64 {
-            return Some(n);
-        }
-        let max = (1u64 << bits) - 1;
-        Some(if n as u64 > max { max as i64 } else { n })
+/// What a BIT(`bits`) column reads back after `+`/`-` stored `n` into it:
+/// a number that does not fit its bits (a negative one never does, below
+/// 64) stores as all ones.
+pub fn bit_readback(bits: u32, n: i64) -> i64 {
+    if bits >= 64 {
+        return n;
+    }
+    let max = (1u64 << bits) - 1;
+    if n as u64 > max {
+        max as i64
+    } else {
+        n
     }
 }
 
@@ -692,12 +692,11 @@ mod tests {
         assert_eq!(IntRead::Bit(8).read(&[0x05]), 5);
         assert_eq!(IntRead::Bit(16).read(&[0x01, 0x00]), 256);
         assert_eq!(IntRead::Bit(64).read(&[0xff; 8]), -1);
-        assert_eq!(IntRead::Bit(8).bit_readback(300), Some(255));
-        assert_eq!(IntRead::Bit(8).bit_readback(-1), Some(255));
-        assert_eq!(IntRead::Bit(3).bit_readback(8), Some(7));
-        assert_eq!(IntRead::Bit(3).bit_readback(6), Some(6));
-        assert_eq!(IntRead::Bit(64).bit_readback(-1), Some(-1));
-        assert_eq!(IntRead::Text.bit_readback(300), None);
+        assert_eq!(bit_readback(8, 300), 255);
+        assert_eq!(bit_readback(8, -1), 255);
+        assert_eq!(bit_readback(3, 8), 7);
+        assert_eq!(bit_readback(3, 6), 6);
+        assert_eq!(bit_readback(64, -1), -1);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! sent once that transaction has committed.
 
 use super::{prepare_find, storage_error_kind, RowCounter, RowDecision};
-use crate::backend::values::{modify_amount, stored_integer, stored_readback};
+use crate::backend::values::{modify_amount, stored_integer};
 use crate::backend::{
     ColumnKind, FilterVerdict, IntRead, OpenedIndex, RowView, Scan, ScanStep, StorageConn,
     StorageError, WriteValue,
@@ -233,12 +233,7 @@ pub(super) struct Before {
 impl Before {
     /// Copies the opened columns of a row read with its locator.
     pub(super) fn of(index: &OpenedIndex, row: &dyn RowView) -> Before {
-        let table = &index.table;
-        let rounded = index
-            .columns
-            .iter()
-            .filter(|&&c| table.columns[c].text_rounds())
-            .count();
+        let rounded = index.exact_columns().count();
         Before {
             text: (0..index.columns.len())
                 .map(|c| row.column(c).map(<[u8]>::to_vec))
@@ -478,10 +473,7 @@ fn arithmetic(
             }
             new
         };
-        let read = meta
-            .int_read
-            .bit_readback(new)
-            .unwrap_or_else(|| stored_readback(&meta.kind, new));
+        let read = meta.stored_readback(new);
         match pos {
             Some(p) => {
                 vals[p] = new;

@@ -440,7 +440,7 @@ pub async fn scan_many(
             let ncols = scan.index.columns.len();
             let locator_len = points_locator_len(scan);
             let exact_len = if scan.with_locator {
-                scan_sql::exact_columns(scan).count()
+                scan.index.exact_columns().count()
             } else {
                 0
             };
@@ -736,7 +736,7 @@ fn points_sql<'k>(
             sql.extend_from_slice(b", ");
             sql.extend_from_slice(l.as_bytes());
         }
-        for c in scan_sql::exact_columns(scan) {
+        for c in scan.index.exact_columns() {
             sql.extend_from_slice(b", ");
             scan_sql::push_exact(sql, &table.columns[c].name_sql);
         }
@@ -866,11 +866,7 @@ impl RowView for TextRowView<'_> {
     }
 
     fn locator(&self) -> Vec<Value> {
-        let base = match self.columns {
-            Columns::Offset(base) => base,
-            Columns::Table { .. } => 0,
-        };
-        let start = base + self.ncols + usize::from(self.layout.has_state);
+        let start = self.after_opened();
         (start..start + self.layout.locator_len)
             .map(|i| self.row.get(self.payload, i).map(<[u8]>::to_vec))
             .collect()
@@ -880,13 +876,22 @@ impl RowView for TextRowView<'_> {
         if k >= self.layout.exact_len {
             return None;
         }
+        self.row.get(
+            self.payload,
+            self.after_opened() + self.layout.locator_len + k,
+        )
+    }
+}
+
+impl TextRowView<'_> {
+    /// Where the columns after the opened ones (and the filter state)
+    /// start: the locator, then the exact values.
+    fn after_opened(&self) -> usize {
         let base = match self.columns {
             Columns::Offset(base) => base,
             Columns::Table { .. } => 0,
         };
-        let start = base + self.ncols + usize::from(self.layout.has_state);
-        self.row
-            .get(self.payload, start + self.layout.locator_len + k)
+        base + self.ncols + usize::from(self.layout.has_state)
     }
 }
 

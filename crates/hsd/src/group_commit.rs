@@ -46,8 +46,8 @@ const SYNC_BESIDE_FROM: usize = 32;
 
 struct WriteJob {
     tasks: Vec<WriteTask>,
-    /// Which tasks have their answer.
-    answered: Vec<bool>,
+    /// Each task's answer, once it has one.
+    answers: Vec<Option<ResponseWriter>>,
     /// Since when some task of this job finds its file locked.
     busy_since: Option<Instant>,
     reply: oneshot::Sender<Vec<ResponseWriter>>,
@@ -92,7 +92,7 @@ impl<C: StorageConn + 'static> GroupCommitter<C> {
         }
         let (reply, rx) = oneshot::channel();
         self.queue.jobs.borrow_mut().push_back(WriteJob {
-            answered: vec![false; n],
+            answers: (0..n).map(|_| None).collect(),
             tasks,
             busy_since: None,
             reply,
@@ -268,10 +268,20 @@ fn run_sync(step: SyncStep) {
 /// Sends each finished job its answers.
 fn answer(jobs: Vec<WriteJob>) {
     for job in jobs {
-        let _ = job
-            .reply
-            .send(job.tasks.into_iter().map(|t| t.out).collect());
+        let answers = job
+            .answers
+            .into_iter()
+            .map(Option::unwrap_or_default)
+            .collect();
+        let _ = job.reply.send(answers);
     }
+}
+
+/// An error answer.
+fn error_answer(code: u32) -> ResponseWriter {
+    let mut w = ResponseWriter::new();
+    w.error(ErrorKind::Storage(code));
+    w
 }
 
 /// Moves queued jobs into `active`, up to `MAX_GROUP_WRITES` writes.
@@ -300,28 +310,19 @@ async fn commit_group<B: Backend>(
     active: &mut [WriteJob],
 ) -> (bool, usize, Durability) {
     let started = Instant::now();
-    for job in active.iter_mut() {
-        for task in &mut job.tasks {
-            task.max_answer = shared.max_response_bytes;
-        }
-    }
     let mut attempt = 0;
     let (locked, ran) = loop {
         attempt += 1;
         if let Err(e) = storage.begin().await {
             tracing::warn!(error = %e, "begin failed");
             for job in active.iter_mut() {
-                for (t, done) in job.tasks.iter_mut().zip(job.answered.iter_mut()) {
-                    if !*done {
-                        t.out.clear();
-                        t.out.error(ErrorKind::Storage(e.client_code()));
-                        *done = true;
-                    }
+                for answer in job.answers.iter_mut().filter(|a| a.is_none()) {
+                    *answer = Some(error_answer(e.client_code()));
                 }
             }
             return (false, 0, Durability::Done);
         }
-        let (locked, ran, conflict) = run_group(storage, active).await;
+        let (locked, ran, conflict) = run_group(storage, active, shared.max_response_bytes).await;
         if conflict && attempt < CONFLICT_ATTEMPTS {
             tracing::debug!(
                 attempt,
@@ -329,7 +330,7 @@ async fn commit_group<B: Backend>(
             );
             storage.rollback().await;
             for &(j, i) in &ran {
-                active[j].answered[i] = false;
+                active[j].answers[i] = None;
             }
             // A short, varying pause: the other transaction gets ahead.
             let pause = 1 + (started.elapsed().subsec_nanos() % 4) as u64 * attempt as u64;
@@ -346,10 +347,8 @@ async fn commit_group<B: Backend>(
         storage.rollback().await;
         let code = failure.error.client_code();
         for &(j, i) in &ran {
-            let task = &mut active[j].tasks[i];
-            if failure.lost(&task.index.table.db) {
-                task.out.clear();
-                task.out.error(ErrorKind::Storage(code));
+            if failure.lost(&active[j].tasks[i].index.table.db) {
+                active[j].answers[i] = Some(error_answer(code));
             }
         }
     }
@@ -357,12 +356,8 @@ async fn commit_group<B: Backend>(
     // Writes that waited too long on a locked file give up.
     for job in active.iter_mut() {
         if job.busy_since.is_some_and(|t| t.elapsed() >= BUSY_BUDGET) {
-            for (t, done) in job.tasks.iter_mut().zip(job.answered.iter_mut()) {
-                if !*done {
-                    t.out.clear();
-                    t.out.error(ErrorKind::Storage(ERR_BUSY));
-                    *done = true;
-                }
+            for answer in job.answers.iter_mut().filter(|a| a.is_none()) {
+                *answer = Some(error_answer(ERR_BUSY));
             }
         }
     }
@@ -375,55 +370,37 @@ async fn commit_group<B: Backend>(
 async fn run_group<C: StorageConn>(
     storage: &mut C,
     active: &mut [WriteJob],
+    max_answer: usize,
 ) -> (HashSet<String>, Vec<(usize, usize)>, bool) {
-    // Files found locked in this group: their later writes wait too, so
-    // each file's writes keep their order.
+    let mut slots: Vec<(usize, usize)> = Vec::new();
+    let mut tasks: Vec<&WriteTask> = Vec::new();
+    for (j, job) in active.iter().enumerate() {
+        for (i, (t, answer)) in job.tasks.iter().zip(&job.answers).enumerate() {
+            if answer.is_none() {
+                slots.push((j, i));
+                tasks.push(t);
+            }
+        }
+    }
+    let outcomes = exec::run_writes(storage, &tasks, max_answer).await;
+    drop(tasks);
     let mut locked: HashSet<String> = HashSet::new();
     let mut ran: Vec<(usize, usize)> = Vec::new();
     let mut conflict = false;
-    if storage.batches_writes() {
-        let mut slots: Vec<(usize, usize)> = Vec::new();
-        let mut tasks: Vec<&mut WriteTask> = Vec::new();
-        for (j, job) in active.iter_mut().enumerate() {
-            for (i, (t, done)) in job.tasks.iter_mut().zip(&job.answered).enumerate() {
-                if !*done {
-                    slots.push((j, i));
-                    tasks.push(t);
-                }
+    for ((j, i), outcome) in slots.into_iter().zip(outcomes) {
+        match outcome {
+            WriteOutcome::Answered(out) => {
+                active[j].answers[i] = Some(out);
+                ran.push((j, i));
             }
-        }
-        let outcomes = exec::run_batched(storage, &mut tasks).await;
-        drop(tasks);
-        for (&(j, i), outcome) in slots.iter().zip(outcomes) {
-            match outcome {
-                WriteOutcome::Answered | WriteOutcome::Conflict => {
-                    conflict |= outcome == WriteOutcome::Conflict;
-                    active[j].answered[i] = true;
-                    ran.push((j, i));
-                }
-                WriteOutcome::Busy => {
-                    locked.insert(active[j].tasks[i].index.table.db.clone());
-                    active[j].busy_since.get_or_insert_with(Instant::now);
-                }
+            WriteOutcome::Conflict(out) => {
+                conflict = true;
+                active[j].answers[i] = Some(out);
+                ran.push((j, i));
             }
-        }
-        return (locked, ran, conflict);
-    }
-    for (j, job) in active.iter_mut().enumerate() {
-        for (i, task) in job.tasks.iter_mut().enumerate() {
-            if job.answered[i] || locked.contains(&task.index.table.db) {
-                continue;
-            }
-            match exec::run_write(storage, task).await {
-                outcome @ (WriteOutcome::Answered | WriteOutcome::Conflict) => {
-                    conflict |= outcome == WriteOutcome::Conflict;
-                    job.answered[i] = true;
-                    ran.push((j, i));
-                }
-                WriteOutcome::Busy => {
-                    locked.insert(task.index.table.db.clone());
-                    job.busy_since.get_or_insert_with(Instant::now);
-                }
+            WriteOutcome::Busy => {
+                locked.insert(active[j].tasks[i].index.table.db.clone());
+                active[j].busy_since.get_or_insert_with(Instant::now);
             }
         }
     }
@@ -435,7 +412,7 @@ fn take_finished(active: &mut Vec<WriteJob>) -> Vec<WriteJob> {
     let mut finished = Vec::new();
     let mut i = 0;
     while i < active.len() {
-        if active[i].answered.iter().all(|&a| a) {
+        if active[i].answers.iter().all(Option::is_some) {
             finished.push(active.remove(i));
         } else {
             i += 1;

@@ -328,7 +328,7 @@ impl<B: Backend> Session<B> {
             WriteOp::Modify(find) => u64::from(find.effective_limit()),
             WriteOp::Insert(_) => 1,
         };
-        let task = WriteTask::new(index, write);
+        let task = WriteTask { index, op: write };
         let count = match &mut self.pending {
             Pending::Writes(tasks) => {
                 tasks.push(task);

@@ -5,6 +5,8 @@
 //! comparison (keys, filters, collations, NULL order) is expressed in SQL and
 //! done by the database, never in Rust. Backends know nothing about sockets.
 
+#[cfg(test)]
+pub(crate) mod memory;
 pub mod mysql;
 pub mod scan_sql;
 pub mod sqlite;
@@ -76,7 +78,7 @@ impl StorageError {
 
 /// A table's columns and indexes, with the SQL fragments the backend needs to
 /// address them. Built once per table by `StorageConn::describe` and shared.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableMeta {
     pub db: String,
     pub name: String,
@@ -92,7 +94,7 @@ pub struct TableMeta {
     pub has_autoincrement: bool,
 }
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ColumnMeta {
     pub name: String,
     /// The column quoted as an identifier.
@@ -172,7 +174,7 @@ pub enum ColumnKind {
     },
 }
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexMeta {
     /// `PRIMARY` for the primary key.
     pub name: String,

@@ -13,6 +13,8 @@ pub mod find;
 mod modify;
 pub mod open;
 mod plan;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod write;
 mod write_batch;
 

@@ -411,7 +411,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
 
         #[test]
         fn batched_writes_answer_and_change_rows_as_one_at_a_time(

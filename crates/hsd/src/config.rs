@@ -1,8 +1,10 @@
 //! Settings for `hsd serve`: command-line flags, environment variables
 //! (`HSD_*`) and a TOML file, in that order of precedence, then defaults.
 
-use crate::secrets::{BackendUrl, Secret};
+use crate::backend::sqlite::Synchronous;
+use crate::secrets::{read_trimmed, Secret};
 use anyhow::Context;
+use mysql_wire::MysqlUrl;
 use serde::Deserialize;
 use std::fmt;
 use std::ops::RangeInclusive;
@@ -10,16 +12,75 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio_rustls::TlsAcceptor;
 
-/// `--synchronous`: how hard the embedded store makes a commit durable
-/// before it is answered (SQLite's `synchronous` levels).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, clap::ValueEnum,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Durability {
-    Off,
-    Normal,
-    Full,
+/// Where the tables live: `--backend`, parsed once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// The embedded store: `<db>.sqlite` files in `--data-dir`.
+    Embedded,
+    /// A MySQL or MariaDB server. Its `Debug` and `Display` hide the
+    /// password (`MysqlUrl`).
+    Mysql(MysqlUrl),
+}
+
+impl BackendChoice {
+    /// Reads `--backend`; a password file, if given, supplies the password.
+    /// No message repeats what was given: it may hold a password.
+    fn parse(given: &str, password_file: Option<&Path>) -> anyhow::Result<BackendChoice> {
+        let choice = match given {
+            "sqlite" => BackendChoice::Embedded,
+            url if url.starts_with("mysql://") => BackendChoice::Mysql(
+                MysqlUrl::parse(url)
+                    .map_err(|e| anyhow::anyhow!("--backend: invalid MySQL URL: {e}"))?,
+            ),
+            other => {
+                let scheme = other.split_once(':').map_or(other, |(s, _)| s);
+                let scheme = if scheme.len() <= 16 { scheme } else { "?" };
+                anyhow::bail!(
+                    "--backend {scheme:?}... is not a backend: use sqlite (its files live in \
+                     --data-dir) or mysql://user:password@host:port"
+                )
+            }
+        };
+        match (choice, password_file) {
+            (choice, None) => Ok(choice),
+            (BackendChoice::Embedded, Some(_)) => {
+                anyhow::bail!("--backend-password-file needs a mysql:// backend")
+            }
+            (BackendChoice::Mysql(mut url), Some(path)) => {
+                let what = format!("backend password file {}", path.display());
+                let named_user = given
+                    .split('?')
+                    .next()
+                    .is_some_and(|u| u.rfind('@').is_some_and(|at| at > "mysql://".len()));
+                anyhow::ensure!(
+                    named_user,
+                    "the --backend URL names no user: write mysql://USER@host:port with the {what}"
+                );
+                anyhow::ensure!(
+                    url.password.is_empty(),
+                    "the --backend URL {url} already has a password: remove it from the URL or drop the {what}"
+                );
+                let password =
+                    read_trimmed(path).map_err(|e| anyhow::anyhow!("cannot read {what} ({e})"))?;
+                anyhow::ensure!(
+                    !password.is_empty(),
+                    "{what} is empty: put the MySQL password in it"
+                );
+                url.password = String::from_utf8(password)
+                    .map_err(|_| anyhow::anyhow!("{what} is not UTF-8"))?;
+                Ok(BackendChoice::Mysql(url))
+            }
+        }
+    }
+}
+
+impl fmt::Display for BackendChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BackendChoice::Embedded => f.write_str("sqlite"),
+            BackendChoice::Mysql(url) => fmt::Display::fmt(url, f),
+        }
+    }
 }
 
 /// Every option of `hsd serve`. All are optional here so that a config file
@@ -120,7 +181,7 @@ pub struct ServeOptions {
     pub drain_timeout: Option<u64>,
     /// Embedded store durability: off, normal or full [default: full].
     #[arg(long, env = "HSD_SYNCHRONOUS", value_enum)]
-    pub synchronous: Option<Durability>,
+    pub synchronous: Option<Synchronous>,
     /// PEM certificate chain: serve both ports over TLS (with --tls-key).
     #[arg(long, env = "HSD_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -159,7 +220,7 @@ pub struct Config {
     pub port_wr: u16,
     pub data_dir: PathBuf,
     pub demo: bool,
-    pub backend: BackendUrl,
+    pub backend: BackendChoice,
     pub threads: usize,
     pub threads_wr: usize,
     pub secret: Option<Secret>,
@@ -175,7 +236,7 @@ pub struct Config {
     pub max_response_bytes: usize,
     pub statement_timeout: Option<Duration>,
     pub drain_timeout: Duration,
-    pub synchronous: Durability,
+    pub synchronous: Synchronous,
     pub mysql_pool: Option<usize>,
     pub mysql_timeout: Duration,
     /// Certificate, key and the acceptor built from them when TLS is on.
@@ -200,11 +261,6 @@ impl fmt::Debug for Tls {
 }
 
 impl Config {
-    /// Whether the embedded store serves (rather than a MySQL server).
-    pub fn embedded(&self) -> bool {
-        self.backend == "sqlite" || self.backend.starts_with("sqlite:")
-    }
-
     /// When only one port has a secret, the other is open to anyone who can
     /// connect (the original HandlerSocket's semantics, kept): the warning
     /// to log at start, naming that port.
@@ -247,14 +303,12 @@ impl ServeOptions {
             self.plain_secret_wr.or(file.plain_secret_wr),
             self.plain_secret_wr_file.or(file.plain_secret_wr_file),
         )?;
-        let mut backend = BackendUrl::new(
-            self.backend
-                .or(file.backend)
-                .unwrap_or_else(|| "sqlite".into()),
-        );
-        if let Some(path) = self.backend_password_file.or(file.backend_password_file) {
-            backend = backend.with_password_file(&path)?;
-        }
+        let backend = BackendChoice::parse(
+            self.backend.or(file.backend).as_deref().unwrap_or("sqlite"),
+            self.backend_password_file
+                .or(file.backend_password_file)
+                .as_deref(),
+        )?;
         let threads = in_range(
             "--threads",
             self.threads
@@ -348,7 +402,7 @@ impl ServeOptions {
             synchronous: self
                 .synchronous
                 .or(file.synchronous)
-                .unwrap_or(Durability::Full),
+                .unwrap_or(Synchronous::Full),
             mysql_pool,
             mysql_timeout: Duration::from_secs(
                 self.mysql_timeout
@@ -357,7 +411,7 @@ impl ServeOptions {
                     .max(1),
             ),
         };
-        if config.embedded() {
+        if config.backend == BackendChoice::Embedded {
             check_data_dir(&config.data_dir)?;
         }
         Ok(config)

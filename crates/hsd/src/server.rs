@@ -6,9 +6,9 @@
 use crate::accept_backoff::AcceptBackoff;
 use crate::admission::Admission;
 use crate::backend::mysql::{MysqlBackend, MysqlSettings};
-use crate::backend::sqlite::{SqliteBackend, Synchronous};
+use crate::backend::sqlite::SqliteBackend;
 use crate::backend::Backend;
-use crate::config::{Config, Durability};
+use crate::config::{BackendChoice, Config};
 use crate::event_loop::{EventLoop, Incoming};
 use crate::exec::Catalog;
 use crate::limits::{ConnectionLimits, MemoryBudget};
@@ -25,65 +25,42 @@ use tokio::net::TcpListener;
 /// says otherwise.
 const DEFAULT_MYSQL_LINKS: usize = 2;
 
-/// A backend URL with any password replaced, for messages and logs.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let creds = &url[s + 3..at];
-            match creds.find(':') {
-                Some(c) => format!("{}{}:***{}", &url[..s + 3], &creds[..c], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
-}
-
 /// Runs the server until a signal, then stops it.
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    if config.backend == "sqlite" || config.backend.starts_with("sqlite:") {
-        std::fs::create_dir_all(&config.data_dir)
-            .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
-        if config.demo {
-            let dir = config.data_dir.clone();
-            let created =
-                tokio::task::spawn_blocking(move || crate::demo::ensure_demo(&dir)).await??;
-            if created {
-                tracing::info!(
-                    "created demo table test.user with {} rows",
-                    crate::demo::DEMO_ROWS
-                );
+    match config.backend.clone() {
+        BackendChoice::Embedded => {
+            std::fs::create_dir_all(&config.data_dir).with_context(|| {
+                format!("creating data directory {}", config.data_dir.display())
+            })?;
+            if config.demo {
+                let dir = config.data_dir.clone();
+                let created =
+                    tokio::task::spawn_blocking(move || crate::demo::ensure_demo(&dir)).await??;
+                if created {
+                    tracing::info!(
+                        "created demo table test.user with {} rows",
+                        crate::demo::DEMO_ROWS
+                    );
+                }
             }
+            let backend = SqliteBackend::new(&config.data_dir, config.synchronous)
+                .with_statement_timeout(config.statement_timeout);
+            serve(config, backend).await
         }
-        let synchronous = match config.synchronous {
-            Durability::Off => Synchronous::Off,
-            Durability::Normal => Synchronous::Normal,
-            Durability::Full => Synchronous::Full,
-        };
-        let backend = SqliteBackend::new(&config.data_dir, synchronous)
-            .with_statement_timeout(config.statement_timeout);
-        return serve(config, backend).await;
-    }
-    if config.backend.starts_with("mysql://") {
-        if config.demo {
-            anyhow::bail!("--demo works with the embedded store only");
+        BackendChoice::Mysql(url) => {
+            if config.demo {
+                anyhow::bail!("--demo works with the embedded store only");
+            }
+            let backend = MysqlBackend::start(MysqlSettings {
+                target: url.to_string(),
+                url,
+                timeout: config.mysql_timeout,
+                links_per_loop: config.mysql_pool.unwrap_or(DEFAULT_MYSQL_LINKS),
+            })
+            .await?;
+            serve(config, backend).await
         }
-        let target = redact(&config.backend);
-        let url = mysql_wire::MysqlUrl::parse(&config.backend)
-            .map_err(|e| anyhow::anyhow!("invalid MySQL URL {target}: {e}"))?;
-        let backend = MysqlBackend::start(MysqlSettings {
-            url,
-            target,
-            timeout: config.mysql_timeout,
-            links_per_loop: config.mysql_pool.unwrap_or(DEFAULT_MYSQL_LINKS),
-        })
-        .await?;
-        return serve(config, backend).await;
     }
-    anyhow::bail!(
-        "unknown backend {:?}: use sqlite or mysql://user:password@host:port",
-        redact(&config.backend)
-    )
 }
 
 async fn serve<B: Backend>(config: Config, backend: B) -> anyhow::Result<()> {

@@ -22,9 +22,23 @@ impl std::fmt::Debug for MysqlUrl {
     }
 }
 
+/// The URL as logs and messages show it: the password never appears.
+impl std::fmt::Display for MysqlUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let password = if self.password.is_empty() { "" } else { ":***" };
+        write!(f, "mysql://{}{password}@{}", self.user, self.address())?;
+        if let Some(db) = &self.database {
+            write!(f, "/{db}")?;
+        }
+        Ok(())
+    }
+}
+
 impl MysqlUrl {
-    /// Parses a URL; user, password and database may be percent-encoded.
-    /// Query options are ignored.
+    /// Parses a URL; user, password and database may be percent-encoded
+    /// (a password may also hold `/`, `#`, `@` and `:` as they are: the
+    /// host starts after the last `@`). Query options are ignored. An error
+    /// never repeats the URL (it may hold a password).
     pub fn parse(url: &str) -> Result<MysqlUrl, String> {
         let Some(rest) = url.strip_prefix("mysql://") else {
             return Err("expected mysql://user:password@host:port".into());
@@ -39,6 +53,9 @@ impl MysqlUrl {
             Some((h, d)) => (h, (!d.is_empty()).then(|| d.to_string())),
             None => (hostpart, None),
         };
+        if hostport.is_empty() {
+            return Err("no host: write mysql://user:password@HOST:port".into());
+        }
         let (host, port) = match hostport.rsplit_once(':') {
             Some((h, p)) => (
                 h,
@@ -47,10 +64,13 @@ impl MysqlUrl {
             ),
             None => (hostport, 3306),
         };
+        if host.is_empty() {
+            return Err("no host: write mysql://user:password@HOST:port".into());
+        }
         Ok(MysqlUrl {
             user: percent_decode(if user.is_empty() { "root" } else { user }),
             password: percent_decode(password),
-            host: if host.is_empty() { "127.0.0.1" } else { host }.to_string(),
+            host: host.to_string(),
             port,
             database: db.map(|d| percent_decode(&d)),
         })
@@ -106,6 +126,10 @@ mod tests {
         assert_eq!(u.password, "p@ss");
         assert!(MysqlUrl::parse("http://x").is_err());
         assert!(MysqlUrl::parse("mysql://a@h:notaport").is_err());
+        assert!(MysqlUrl::parse("mysql://u:p@").is_err());
+        let u = MysqlUrl::parse("mysql://u:pa/ss#w%25@d@b:1/x").unwrap();
+        assert_eq!((u.password.as_str(), u.host.as_str()), ("pa/ss#w%@d", "b"));
+        assert_eq!(u.to_string(), "mysql://u:***@b:1/x");
         assert!(!format!("{u:?}").contains("p@ss"));
         assert_eq!(
             MysqlUrl::parse("mysql://a@::1:5").unwrap().address(),

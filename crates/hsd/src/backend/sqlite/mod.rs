@@ -36,8 +36,10 @@ const MMAP_SIZE: i64 = 1 << 30;
 /// a busy file's writes are retried by the group committer instead.
 const READ_BUSY_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// How hard a commit is made durable (SQLite's `synchronous` pragma).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How hard a commit is made durable before it is answered (SQLite's
+/// `synchronous` pragma; `--synchronous`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
 pub enum Synchronous {
     Off,
     Normal,

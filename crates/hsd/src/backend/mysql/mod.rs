@@ -29,6 +29,7 @@
 
 mod handler;
 mod link;
+mod link_tls;
 mod meta;
 mod scan;
 
@@ -105,15 +106,16 @@ impl MysqlBackend {
     /// connects once it is up).
     pub async fn start(settings: MysqlSettings) -> anyhow::Result<MysqlBackend> {
         let shared = Shared {
-            settings: LinkSettings {
-                url: settings.url,
-                timeout: settings.timeout,
-            },
+            settings: LinkSettings::new(settings.url, settings.timeout)
+                .map_err(|e| anyhow::anyhow!("cannot use {}: {e}", settings.target))?,
             target: settings.target,
             paused_until: Mutex::new(None),
         };
         match Link::connect(&shared.settings).await {
-            Ok(link) => link.quit().await,
+            Ok(link) => {
+                link::announce(&link, &shared.settings);
+                link.quit().await
+            }
             Err(f) if f.link_lost && !matches!(f.error, StorageError::Refused { .. }) => {
                 tracing::warn!(
                     "cannot reach the MySQL server at {} ({}); hsd starts anyway and connects \
@@ -156,7 +158,8 @@ impl Shared {
         let result = Link::connect(&self.settings).await;
         let mut paused = self.paused_until.lock().unwrap_or_else(|p| p.into_inner());
         match &result {
-            Ok(_) => {
+            Ok(link) => {
+                link::announce(link, &self.settings);
                 if paused.is_some() {
                     tracing::info!(target = %self.target, "MySQL server reachable again");
                 }

@@ -37,9 +37,9 @@ use self::handler::Handles;
 use self::link::{Answer, Discard, Failure, Link, LinkSettings};
 use super::write_sql::{self, WriteParam, WriteSink};
 use super::{
-    Backend, ColumnKind, CommitFailure, Committed, KeyedChange, KeyedWrite, ReadPlacement,
-    RowInsert, RowVisitor, RowWrite, Scan, StorageConn, StorageError, TableMeta, WriteValue,
-    ERR_DUPLICATE_KEY, ERR_NOT_NULL,
+    Backend, ColumnKind, ColumnMeta, CommitFailure, Committed, KeyedChange, KeyedWrite, ReadPlacement,
+    RowInsert, RowVisitor, RowWrite, Scan, StorageConn, StorageError, TableMeta, WriteForm,
+    WriteValue, ERR_DUPLICATE_KEY, ERR_NOT_NULL,
 };
 use hs_proto::Value as HsValue;
 use mysql_wire::{ErrPacket, MysqlUrl, OkPacket};
@@ -288,6 +288,32 @@ impl WriteSink for WriteLiterals<'_> {
         };
         mysql_wire::literal::push_binary(sql, v);
     }
+
+    fn column_value(&mut self, sql: &mut Vec<u8>, param: WriteParam, column: &ColumnMeta) {
+        match column.write_form {
+            WriteForm::Plain => self.value(sql, param),
+            WriteForm::Generated => sql.extend_from_slice(b"DEFAULT"),
+            WriteForm::Json => {
+                let v = match param {
+                    WriteParam::Value(i) => self.values.get(i),
+                    WriteParam::Locator(_) => None,
+                };
+                match v {
+                    Some(WriteValue::Int(n)) => json_text(sql, n.to_string().as_bytes()),
+                    Some(WriteValue::Bytes(Some(b))) => json_text(sql, b),
+                    _ => self.value(sql, param),
+                }
+            }
+        }
+    }
+}
+
+/// JSON text as MySQL's JSON type takes it: a string in utf8mb4 (a binary
+/// string is refused, 3144), which the server parses (3140 when invalid).
+fn json_text(sql: &mut Vec<u8>, text: &[u8]) {
+    sql.extend_from_slice(b"CONVERT(");
+    mysql_wire::literal::push_binary(sql, Some(text));
+    sql.extend_from_slice(b" USING utf8mb4)");
 }
 
 impl MysqlConn {
@@ -853,7 +879,7 @@ fn push_insert_run(rows: &[RowInsert<'_>], start: usize, sql: &mut Vec<u8>) -> u
             locator: &[],
         };
         sql.extend_from_slice(b", ");
-        write_sql::values_row(rows[end].columns.len(), &mut sink, sql);
+        write_sql::values_row(rows[end].table, rows[end].columns, &mut sink, sql);
         end += 1;
     }
     end
@@ -1073,6 +1099,11 @@ fn push_update_many(writes: &[RowWrite<'_>], sql: &mut Vec<u8>) {
             sql.extend_from_slice(b", ");
         }
         sql.extend_from_slice(table.columns[c].name_sql.as_bytes());
+        if table.columns[c].write_form == WriteForm::Generated {
+            // The server computes it; DEFAULT may not stand inside a CASE.
+            sql.extend_from_slice(b" = DEFAULT");
+            continue;
+        }
         sql.extend_from_slice(b" = CASE");
         if single {
             sql.push(b' ');
@@ -1089,7 +1120,7 @@ fn push_update_many(writes: &[RowWrite<'_>], sql: &mut Vec<u8>) {
             row_test(w, sql);
             sql.extend_from_slice(b" THEN ");
             let mut sink = WriteLiterals { values, locator };
-            sink.value(sql, WriteParam::Value(k));
+            sink.column_value(sql, WriteParam::Value(k), &table.columns[c]);
         }
         sql.extend_from_slice(b" END");
     }

@@ -113,6 +113,7 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
                 // zero value unless they have a default; SQLite would store
                 // NULL (or refuse a NOT NULL column).
                 zero_on_insert: !rowid_alias && !has_default,
+                write_form: Default::default(),
             }
         })
         .collect();

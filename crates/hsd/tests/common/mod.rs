@@ -47,7 +47,9 @@ pub fn mysql8_url() -> Option<String> {
                 std::env::var_os("CI").is_none(),
                 "HSD_TEST_MYSQL8_URL is not set: CI must run the MySQL 8 tests (scripts/test.sh sets it)"
             );
-            eprintln!("HSD_TEST_MYSQL8_URL not set: skipping the MySQL 8 half (run scripts/test.sh)");
+            eprintln!(
+                "HSD_TEST_MYSQL8_URL not set: skipping the MySQL 8 half (run scripts/test.sh)"
+            );
             None
         }
     }
@@ -56,7 +58,9 @@ pub fn mysql8_url() -> Option<String> {
 /// The MySQL 8 server's own CA certificate (made by `mysqld
 /// --initialize`), for the TLS tests.
 pub fn mysql8_ca() -> Option<String> {
-    std::env::var("HSD_MYSQL8_CA").ok().filter(|v| !v.is_empty())
+    std::env::var("HSD_MYSQL8_CA")
+        .ok()
+        .filter(|v| !v.is_empty())
 }
 
 /// Whether the server at `url` is MySQL (else MariaDB): the suites run on

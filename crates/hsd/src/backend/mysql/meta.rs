@@ -249,9 +249,13 @@ fn zero_on_insert(c: &Defaulted<'_>) -> bool {
 /// `PERSISTENT GENERATED`), which `DEFAULT_GENERATED` (a default
 /// expression) is not.
 fn write_form(data_type: &str, extra: &str) -> WriteForm {
-    let generated = ["virtual generated", "stored generated", "persistent generated"]
-        .iter()
-        .any(|g| extra.contains(g));
+    let generated = [
+        "virtual generated",
+        "stored generated",
+        "persistent generated",
+    ]
+    .iter()
+    .any(|g| extra.contains(g));
     if generated {
         WriteForm::Generated
     } else if data_type == "json" {
@@ -621,18 +625,33 @@ mod tests {
         assert!(!zero(true, None, "", false, "int"));
         assert!(!zero(true, Some("'dflt'"), "", false, "varchar"));
         assert!(!zero(true, Some("7"), "", true, "int"));
-        assert!(zero(true, Some("current_timestamp()"), "", false, "timestamp"));
+        assert!(zero(
+            true,
+            Some("current_timestamp()"),
+            "",
+            false,
+            "timestamp"
+        ));
         assert!(!zero(true, None, "auto_increment", false, "int"));
         assert!(!zero(true, None, "VIRTUAL GENERATED", true, "int"));
         assert!(!zero(true, None, "PERSISTENT GENERATED", true, "int"));
         // MySQL's: constants unquoted, expressions marked in EXTRA.
         assert!(!zero(false, Some("dflt"), "", false, "varchar"));
-        assert!(!zero(false, Some("NULL"), "", true, "varchar"), "the text NULL");
+        assert!(
+            !zero(false, Some("NULL"), "", true, "varchar"),
+            "the text NULL"
+        );
         assert!(!zero(false, Some("0x41"), "", true, "varbinary"));
         assert!(!zero(false, Some("b'101'"), "", true, "bit"));
         assert!(zero(false, None, "", true, "int"));
         assert!(!zero(false, None, "", false, "int"));
-        assert!(zero(false, Some("CURRENT_TIMESTAMP"), "DEFAULT_GENERATED", true, "timestamp"));
+        assert!(zero(
+            false,
+            Some("CURRENT_TIMESTAMP"),
+            "DEFAULT_GENERATED",
+            true,
+            "timestamp"
+        ));
         assert!(zero(
             false,
             Some("CURRENT_TIMESTAMP(3)"),
@@ -644,10 +663,19 @@ mod tests {
         assert!(!zero(false, None, "STORED GENERATED", true, "int"));
         // JSON has no zero value to store: its default applies.
         assert!(!zero(false, None, "", true, "json"));
-        assert!(!zero(false, Some("_utf8mb4\\'[]\\'"), "DEFAULT_GENERATED", true, "json"));
+        assert!(!zero(
+            false,
+            Some("_utf8mb4\\'[]\\'"),
+            "DEFAULT_GENERATED",
+            true,
+            "json"
+        ));
         assert_eq!(write_form("json", ""), WriteForm::Json);
         assert_eq!(write_form("longtext", ""), WriteForm::Plain);
-        assert_eq!(write_form("timestamp", "default_generated"), WriteForm::Plain);
+        assert_eq!(
+            write_form("timestamp", "default_generated"),
+            WriteForm::Plain
+        );
         assert_eq!(
             type_elements("enum('a','b''c','')"),
             vec![b"a".to_vec(), b"b'c".to_vec(), Vec::new()]

@@ -37,9 +37,9 @@ use self::handler::Handles;
 use self::link::{Answer, Discard, Failure, Link, LinkSettings};
 use super::write_sql::{self, WriteParam, WriteSink};
 use super::{
-    Backend, ColumnKind, ColumnMeta, CommitFailure, Committed, KeyedChange, KeyedWrite, ReadPlacement,
-    RowInsert, RowVisitor, RowWrite, Scan, StorageConn, StorageError, TableMeta, WriteForm,
-    WriteValue, ERR_DUPLICATE_KEY, ERR_NOT_NULL,
+    Backend, ColumnKind, ColumnMeta, CommitFailure, Committed, KeyedChange, KeyedWrite,
+    ReadPlacement, RowInsert, RowVisitor, RowWrite, Scan, StorageConn, StorageError, TableMeta,
+    WriteForm, WriteValue, ERR_DUPLICATE_KEY, ERR_NOT_NULL,
 };
 use hs_proto::Value as HsValue;
 use mysql_wire::{ErrPacket, MysqlUrl, OkPacket};

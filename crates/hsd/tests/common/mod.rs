@@ -113,12 +113,20 @@ pub struct PrivateMariadb {
     pub url: String,
     /// The original plugin's read and write ports.
     pub hs_ports: (u16, u16),
+    /// Its Unix socket, and the CA of its TLS files.
+    pub socket: String,
+    pub ca: String,
 }
 
 impl PrivateMariadb {
     pub fn start(name: &str) -> PrivateMariadb {
+        Self::start_with(name, &[])
+    }
+
+    /// With scripts/mariadb.sh's environment options (HSD_MARIADB_TLS=1).
+    pub fn start_with(name: &str, env: &[(&str, &str)]) -> PrivateMariadb {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-        mariadb_sh(&dir, "start");
+        mariadb_sh_env(&dir, "start", env);
         let env = mariadb_sh(&dir, "env");
         let var = |name: &str| {
             env.lines()
@@ -130,6 +138,8 @@ impl PrivateMariadb {
         let port = |name: &str| var(name).parse::<u16>().expect("port number");
         PrivateMariadb {
             url: var("HSD_TEST_MYSQL_URL"),
+            socket: var("HSD_MARIADB_SOCKET"),
+            ca: var("HSD_MARIADB_CA"),
             hs_ports: (
                 port("HSD_HS_ORIGINAL_PORT"),
                 port("HSD_HS_ORIGINAL_PORT_WR"),
@@ -168,10 +178,15 @@ impl Drop for PrivateMariadb {
 
 /// Runs scripts/mariadb.sh `cmd` for the instance in `dir`; its stdout.
 fn mariadb_sh(dir: &Path, cmd: &str) -> String {
+    mariadb_sh_env(dir, cmd, &[])
+}
+
+fn mariadb_sh_env(dir: &Path, cmd: &str, env: &[(&str, &str)]) -> String {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mariadb.sh");
     let out = Command::new("bash")
         .arg(&script)
         .arg(cmd)
+        .envs(env.iter().copied())
         .env("HSD_MARIADB_DIR", dir)
         .output()
         .expect("run scripts/mariadb.sh");

@@ -38,10 +38,10 @@ fn column_kind(declared: &str) -> ColumnKind {
 /// first, then CHAR/CLOB/TEXT, then BLOB or nothing, then REAL/FLOA/DOUB).
 fn real_affinity(declared: &str) -> bool {
     let t = declared.to_ascii_uppercase();
-    !t.contains("INT")
-        && !(t.contains("CHAR") || t.contains("CLOB") || t.contains("TEXT"))
-        && !(t.contains("BLOB") || t.is_empty())
-        && (t.contains("REAL") || t.contains("FLOA") || t.contains("DOUB"))
+    let integer = t.contains("INT");
+    let text = t.contains("CHAR") || t.contains("CLOB") || t.contains("TEXT");
+    let blob = t.contains("BLOB") || t.is_empty();
+    !integer && !text && !blob && (t.contains("REAL") || t.contains("FLOA") || t.contains("DOUB"))
 }
 
 /// A column from `pragma_table_info`: (name, declared type, pk ordinal).

@@ -39,6 +39,7 @@ mod connector;
 mod errors;
 mod handler;
 mod link;
+mod link_tls;
 mod literal;
 mod meta;
 mod points;
@@ -74,15 +75,14 @@ impl MysqlBackend {
     /// configuration error; an unreachable server is not (hsd starts and
     /// connects once it is up).
     pub async fn start(settings: MysqlSettings) -> anyhow::Result<MysqlBackend> {
-        let connector = Connector::new(
-            LinkSettings {
-                url: settings.url,
-                timeout: settings.timeout,
-            },
-            settings.target,
-        );
+        let link_settings = LinkSettings::new(settings.url, settings.timeout)
+            .map_err(|e| anyhow::anyhow!("cannot use {}: {e}", settings.target))?;
+        let connector = Connector::new(link_settings, settings.target);
         match Link::connect(&connector.settings).await {
-            Ok(link) => link.quit().await,
+            Ok(link) => {
+                link::announce(&link, &connector.settings);
+                link.quit().await
+            }
             Err(f) if f.link_lost && !matches!(f.error, StorageError::Refused { .. }) => {
                 tracing::warn!(
                     "cannot reach the MySQL server at {} ({}); hsd starts anyway and connects \

@@ -12,6 +12,7 @@
 //! - `statement_clock`: the time budget of each statement.
 
 mod conn;
+pub mod double_text;
 mod meta;
 mod scan;
 mod shm;
@@ -150,6 +151,7 @@ pub fn open_db(
     conn.pragma_update(None, "cache_size", -16_384)
         .map_err(refused)?;
     conn.set_prepared_statement_cache_capacity(64);
+    double_text::register(&conn).map_err(refused)?;
     Ok(conn)
 }
 

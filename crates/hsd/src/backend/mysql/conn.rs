@@ -31,7 +31,7 @@ enum Txn {
     Doomed(StorageError),
 }
 
-pub struct MysqlConn {
+pub(crate) struct MysqlConn {
     connector: Arc<Connector>,
     link: Option<Link>,
     handles: Handles,

@@ -46,7 +46,7 @@ mod points;
 mod rows;
 mod scan;
 
-pub use self::conn::MysqlConn;
+pub(crate) use self::conn::MysqlConn;
 use self::connector::Connector;
 use self::link::{Link, LinkSettings};
 use super::{Backend, ReadPlacement, StorageError};
@@ -56,16 +56,16 @@ use std::time::Duration;
 
 /// Settings the backend needs from the configuration.
 #[derive(Debug, Clone)]
-pub struct MysqlSettings {
-    pub url: MysqlUrl,
+pub(crate) struct MysqlSettings {
+    pub(crate) url: MysqlUrl,
     /// Shown in logs instead of the URL (no password).
-    pub target: String,
-    pub timeout: Duration,
+    pub(crate) target: String,
+    pub(crate) timeout: Duration,
     /// Read connections per event loop.
-    pub links_per_loop: usize,
+    pub(crate) links_per_loop: usize,
 }
 
-pub struct MysqlBackend {
+pub(crate) struct MysqlBackend {
     connector: Arc<Connector>,
     links_per_loop: usize,
 }
@@ -74,7 +74,7 @@ impl MysqlBackend {
     /// Checks the account at start: a wrong password or URL is a
     /// configuration error; an unreachable server is not (hsd starts and
     /// connects once it is up).
-    pub async fn start(settings: MysqlSettings) -> anyhow::Result<MysqlBackend> {
+    pub(crate) async fn start(settings: MysqlSettings) -> anyhow::Result<MysqlBackend> {
         let link_settings = LinkSettings::new(settings.url, settings.timeout)
             .map_err(|e| anyhow::anyhow!("cannot use {}: {e}", settings.target))?;
         let connector = Connector::new(link_settings, settings.target);

@@ -6,7 +6,8 @@
 # unless it was already running before this script), export
 # HSD_TEST_MYSQL_URL so the MariaDB tests always run (never skipped), run
 # `cargo test --workspace`, then the compat steps, the Python client's tests
-# (clients/python, in a venv under target/), and the bench smoke steps.
+# (clients/python, in a venv under target/), the Go client's tests
+# (clients/go), and the bench smoke steps.
 # Any failure, including MariaDB failing to start, fails the whole run.
 #
 # Usage: scripts/test.sh                run everything
@@ -108,6 +109,33 @@ pylog=$ROOT/target/pyclient-pytest.log
     "$PYVENV/bin/python" -m pytest -p no:cacheprovider -q -rsxX tests) 2>&1 | tee "$pylog"
 if grep -Eq '[0-9]+ (skipped|xpassed)' "$pylog"; then
     echo "python client: a test was skipped or unexpectedly passed (see above)" >&2
+    exit 1
+fi
+
+section "go client: go vet and go test -race against hsd (embedded store, MariaDB) and the original plugin"
+# clients/go, standard library only. The tests start their own hsd processes
+# from target/debug/hsd, use the private MariaDB and its plugin (the variables
+# exported above; under CI a missing one fails the test) and build and run the
+# README's programs (TestReadmeExamples). gofmt must have nothing to say, and
+# nothing may be skipped.
+GO=$(command -v go || true)
+if [[ -z "$GO" && -x /usr/local/go/bin/go ]]; then GO=/usr/local/go/bin/go; fi
+[[ -n "$GO" ]] || { echo "go client: no go on PATH (install Go 1.26 from https://go.dev/dl/)" >&2; exit 1; }
+"$GO" version
+unformatted=$(cd "$ROOT/clients/go" && "$("$GO" env GOROOT)/bin/gofmt" -l .)
+[[ -z "$unformatted" ]] || { echo "go client: gofmt would change: $unformatted" >&2; exit 1; }
+(cd "$ROOT/clients/go" && "$GO" vet ./...)
+golog=$ROOT/target/goclient-test.log
+if ! (cd "$ROOT/clients/go" && HSD_BIN="$ROOT/target/debug/hsd" "$GO" test -race -count=1 -v ./...) >"$golog" 2>&1; then
+    grep -Ev '^ *(=== (RUN|PAUSE|CONT)|--- PASS)' "$golog" >&2 || true
+    echo "go client: tests failed (whole log: $golog)" >&2
+    exit 1
+fi
+grep -E '^(ok|FAIL|\?) ' "$golog"
+echo "go client: $(grep -c -- '--- PASS' "$golog") tests and subtests passed"
+if grep -q -- '--- SKIP' "$golog"; then
+    grep -A2 -- '--- SKIP' "$golog" >&2
+    echo "go client: a test was skipped (see above)" >&2
     exit 1
 fi
 

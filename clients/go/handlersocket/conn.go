@@ -226,7 +226,9 @@ func (c *Conn) isClosed() bool {
 // try is one attempt of an exchange. written reports whether a request
 // that writes may have reached the server.
 func (c *Conn) try(ctx context.Context, reqs []*request, writes bool) (written bool, err error) {
-	if c.nc != nil && writes && !c.alive() {
+	// Bytes no request asked for put the socket out of step; a write
+	// also checks that the server has not closed the idle socket.
+	if c.nc != nil && (c.br.Buffered() > 0 || writes && !c.alive()) {
 		c.drop()
 	}
 	fresh := false

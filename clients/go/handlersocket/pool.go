@@ -40,6 +40,10 @@ func NewPool(addr string, size int, opts *Options) (*Pool, error) {
 	if size < 0 {
 		return nil, argErrorf("pool size %d", size)
 	}
+	if opts != nil {
+		copied := *opts
+		opts = &copied
+	}
 	p := &Pool{
 		addr:     addr,
 		opts:     opts,

@@ -160,6 +160,9 @@ const maxCount = math.MaxUint32
 // check refuses what the protocol cannot say or would read otherwise
 // than meant, before anything is sent.
 func (r *request) check() error {
+	if r.kind == kindAuth {
+		return nil
+	}
 	if r.idx == nil {
 		return argErrorf("no index")
 	}

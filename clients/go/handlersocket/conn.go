@@ -139,8 +139,9 @@ func (c *Conn) OpenIndex(ctx context.Context, spec IndexSpec) (*Index, error) {
 }
 
 // Auth authenticates with secret (A 1 <secret>). A secret the server
-// accepts is sent again on every new connection; on a refusal (ErrAuth)
-// the connection is closed and the previous secret kept.
+// accepts is sent again on every new connection. On a refusal (ErrAuth)
+// the previous secret is kept and the socket closed: the next call opens
+// a new one.
 func (c *Conn) Auth(ctx context.Context, secret string) error {
 	r := &request{kind: kindAuth, secret: []byte(secret)}
 	if secret == "" {

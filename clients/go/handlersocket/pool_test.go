@@ -213,3 +213,75 @@ func TestPoolWaitHonoursTheContextAndClose(t *testing.T) {
 		}
 	})
 }
+
+func TestCutsUnderConcurrentUseNeverMixAnswers(t *testing.T) {
+	each(t, func(t *testing.T, s *server) {
+		ctx := ctxFor(t)
+		relay := newRelay(t, s.readAddr)
+		pool := newPool(t, relay.Addr(), 3, nil)
+		emp := open(t, pool, s, "emp", "PRIMARY", "id")
+		stop := make(chan struct{})
+		cutter := make(chan struct{})
+		go func() {
+			defer close(cutter)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(3 * time.Millisecond):
+					relay.Cut()
+				}
+			}
+		}()
+		var failed, ok sync.Map
+		parallel(t, 8, func(w int) error {
+			for i := range 60 {
+				id := int64((w*7+i)%14 + 1)
+				var ne *hs.NetworkError
+				switch row, err := emp.Get(ctx, hs.Int(id)); {
+				case errors.As(err, &ne):
+					failed.Store(w*1000+i, true) // a read that failed twice: allowed
+				case err != nil:
+					return err
+				case row.Str(0) != fmt.Sprint(id):
+					return fmt.Errorf("get %d answered %v: answers out of step", id, row)
+				default:
+					ok.Store(w*1000+i, true)
+				}
+			}
+			return nil
+		})
+		close(stop)
+		<-cutter
+		n := 0
+		ok.Range(func(any, any) bool { n++; return true })
+		if n == 0 {
+			t.Fatal("no get succeeded")
+		}
+		if relay.Accepted() < 2 {
+			t.Fatalf("%d connections: the cuts did not happen", relay.Accepted())
+		}
+	})
+}
+
+func TestPoolPutOfAnythingElse(t *testing.T) {
+	s := require(t, "hsd-sqlite")
+	ctx := ctxFor(t)
+	pool := newPool(t, s.readAddr, 1, nil)
+	stranger := dialAddr(t, s.readAddr, nil)
+	pool.Put(stranger) // not the pool's: ignored
+	pool.Put(nil)
+	c := must(pool.Get(ctx))(t)
+	pool.Put(c)
+	pool.Put(c) // twice: ignored
+	c = must(pool.Get(ctx))(t)
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if _, err := pool.Get(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a pool of one lent two connections: %v", err)
+	}
+	c.Close() // closed by the borrower: replaced on Put
+	pool.Put(c)
+	emp := open(t, pool, s, "emp", "PRIMARY", "ename")
+	equal(t, "get", must(emp.Get(ctx, hs.Int(9)))(t).Strings(), []string{"KING"})
+}

@@ -367,10 +367,41 @@ func (c *Conn) exchange(ctx context.Context, reqs []*request) (wrote bool, err e
 		c.drop()
 		return false, errNetwork{context.Cause(ctx)}
 	}
-	if _, err := c.nc.Write(buf); err != nil {
+	// A big batch is written while its first answers are read: a server
+	// that stops reading while its answers wait would otherwise wait for
+	// us as we wait for it.
+	var written chan error
+	if len(buf) > concurrentWriteAbove {
+		written = make(chan error, 1)
+		go func(nc net.Conn) {
+			_, err := nc.Write(buf)
+			if err != nil {
+				nc.Close() // the reader fails at once
+			}
+			written <- err
+		}(c.nc)
+	} else if _, err := c.nc.Write(buf); err != nil {
 		c.drop()
 		return true, errNetwork{err}
 	}
+	err = c.readAnswers(ctx, reqs, wd)
+	if written != nil {
+		if werr := <-written; werr != nil {
+			c.drop()
+			if err == nil {
+				err = errNetwork{werr}
+			}
+		}
+	}
+	return true, err
+}
+
+// concurrentWriteAbove is the size of a batch written by a goroutine of its
+// own while the answers are read.
+const concurrentWriteAbove = 256 << 10
+
+// readAnswers reads one answer for each unsettled request of reqs.
+func (c *Conn) readAnswers(ctx context.Context, reqs []*request, wd time.Time) error {
 	rd := c.deadline(ctx, c.opts.ReadTimeout)
 	if !rd.IsZero() || c.deadlines {
 		c.nc.SetReadDeadline(rd)
@@ -378,7 +409,7 @@ func (c *Conn) exchange(ctx context.Context, reqs []*request) (wrote bool, err e
 	c.deadlines = !wd.IsZero() || !rd.IsZero()
 	if ctx.Err() != nil {
 		c.drop()
-		return true, errNetwork{context.Cause(ctx)}
+		return errNetwork{context.Cause(ctx)}
 	}
 	refused := false
 	for _, r := range reqs {
@@ -388,7 +419,7 @@ func (c *Conn) exchange(ctx context.Context, reqs []*request) (wrote bool, err e
 		line, err := c.readLine()
 		if err != nil {
 			c.drop()
-			return true, errNetwork{err}
+			return errNetwork{err}
 		}
 		a, err := parseAnswer(line)
 		if err == nil {
@@ -396,7 +427,7 @@ func (c *Conn) exchange(ctx context.Context, reqs []*request) (wrote bool, err e
 		}
 		if err != nil {
 			c.drop()
-			return true, err
+			return err
 		}
 		if r.kind == kindAuth {
 			if r.err != nil {
@@ -409,7 +440,7 @@ func (c *Conn) exchange(ctx context.Context, reqs []*request) (wrote bool, err e
 	if refused {
 		c.drop() // never keep a socket the server did not authenticate
 	}
-	return true, nil
+	return nil
 }
 
 // readLine reads one answer line without its LF. The slice is valid until

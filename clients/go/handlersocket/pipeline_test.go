@@ -162,3 +162,22 @@ func newRelay(t *testing.T, addr string) *testserver.Relay {
 	t.Cleanup(r.Close)
 	return r
 }
+
+func TestBigPipeline(t *testing.T) {
+	each(t, func(t *testing.T, s *server) {
+		ctx := ctxFor(t)
+		emp := open(t, dial(t, s, false), s, "emp", "PRIMARY", "id,ename,empno,dept,sal,note")
+		// About 700 kB of requests and 2 MB of answers: written while the
+		// first answers are read.
+		keys := make([][]byte, 50_000)
+		for i := range keys {
+			keys[i] = hs.Int(int64(i%15 + 1))
+		}
+		rows := must(emp.GetMany(ctx, keys...))(t)
+		for i, row := range rows {
+			if id := i%15 + 1; (id == 15) != (row == nil) || (row != nil && row.Str(0) != fmt.Sprint(id)) {
+				t.Fatalf("get %d answered %v", id, row)
+			}
+		}
+	})
+}

@@ -52,6 +52,7 @@ impl Harness {
             catalog: Arc::new(Catalog::default()),
             metrics: Metrics::new()?,
             max_response_bytes: 1 << 20,
+            walk_time: Some(Duration::from_secs(5)),
         };
         Ok(Harness {
             read: Rc::new(Dispatcher::new(PortKind::Read, shared.clone())),

@@ -176,6 +176,7 @@ mod tests {
             catalog: Arc::new(Catalog::default()),
             metrics: Metrics::new().expect("metrics"),
             max_response_bytes: 1 << 20,
+            walk_time: None,
         }
     }
 

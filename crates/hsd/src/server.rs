@@ -70,6 +70,7 @@ async fn serve<B: Backend>(config: Config, backend: B) -> anyhow::Result<()> {
         catalog: Arc::new(Catalog::default()),
         metrics: metrics.clone(),
         max_response_bytes: config.max_response_bytes,
+        walk_time: config.statement_timeout,
     };
     let target = shared.backend.describe_target();
 

@@ -3,9 +3,10 @@
 //! on the answers of one client batch.
 
 use crate::backend::Backend;
-use crate::exec::Catalog;
+use crate::exec::{Catalog, WriteLimits, MAX_WALK_ROWS};
 use crate::metrics::Metrics;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub(crate) struct Shared<B: Backend> {
     pub(crate) backend: Arc<B>,
@@ -14,6 +15,19 @@ pub(crate) struct Shared<B: Backend> {
     /// `--max-response-bytes`: what the answers of one client batch of
     /// finds may hold together, and the rows one `?` modify answers.
     pub(crate) max_response_bytes: usize,
+    /// `--statement-timeout`: how long a modify walk may take as a whole.
+    pub(crate) walk_time: Option<Duration>,
+}
+
+impl<B: Backend> Shared<B> {
+    /// What one write may cost.
+    pub(crate) fn write_limits(&self) -> WriteLimits {
+        WriteLimits {
+            max_answer: self.max_response_bytes,
+            walk_time: self.walk_time,
+            walk_rows: MAX_WALK_ROWS,
+        }
+    }
 }
 
 impl<B: Backend> Clone for Shared<B> {
@@ -23,6 +37,7 @@ impl<B: Backend> Clone for Shared<B> {
             catalog: self.catalog.clone(),
             metrics: self.metrics.clone(),
             max_response_bytes: self.max_response_bytes,
+            walk_time: self.walk_time,
         }
     }
 }

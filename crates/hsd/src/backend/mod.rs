@@ -47,6 +47,9 @@ pub(crate) const ERR_NOT_NULL: u32 = 1048;
 pub(crate) const ERR_NO_ROW_KEY: u32 = 1173;
 /// Error number when the storage is unreachable or timed out.
 pub(crate) const ERR_UNAVAILABLE: u32 = 2013;
+/// What a statement (or a modify walk) stopped by its time or row budget
+/// answers: MariaDB's ER_STATEMENT_TIMEOUT, as its max_statement_time does.
+pub(crate) const ERR_STATEMENT_TIMEOUT: u32 = 1969;
 /// Error number when a db file stayed locked by another writer (SQLITE_BUSY).
 pub(crate) const ERR_BUSY: u32 = 5;
 /// Error numbers of a lock wait that timed out and of a deadlock, as the

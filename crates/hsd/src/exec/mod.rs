@@ -20,7 +20,7 @@ mod write_batch;
 
 pub(crate) use find::{run_reads, ReadTask};
 pub(crate) use open::{open_index, Catalog};
-pub(crate) use write::{run_writes, WriteOp, WriteOutcome, WriteTask};
+pub(crate) use write::{run_writes, WriteLimits, WriteOp, WriteOutcome, WriteTask, MAX_WALK_ROWS};
 
 use crate::backend::{FilterMode, FilterVerdict, OpenedIndex, ResolvedFilter, Scan, StorageError};
 use hs_proto::{ErrorKind, FilterKind, FindRequest};

@@ -382,3 +382,15 @@ fn set_linger_zero(s: &TcpStream) {
         );
     }
 }
+
+/// Runs `hsd sql` on the running server's data dir.
+pub(crate) fn sql(s: &Hsd, statement: &str) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hsd"))
+        .arg("sql")
+        .arg("--data-dir")
+        .arg(&s.data_dir)
+        .args(["test", statement])
+        .output()
+        .expect("run hsd sql");
+    assert!(out.status.success(), "hsd sql failed: {out:?}");
+}

@@ -155,10 +155,6 @@ pub(crate) fn open_db(
     Ok(conn)
 }
 
-/// What a statement stopped by its time budget answers: MariaDB's
-/// ER_STATEMENT_TIMEOUT, as the MySQL backend answers it.
-pub(crate) const ERR_STATEMENT_TIMEOUT: u32 = 1969;
-
 /// Maps an SQLite error to what a client sees.
 pub(crate) fn refused(e: rusqlite::Error) -> StorageError {
     match &e {
@@ -178,7 +174,7 @@ pub(crate) fn refused_code(extended_code: i32, message: String) -> StorageError 
     let code = match extended_code {
         ffi::SQLITE_CONSTRAINT_PRIMARYKEY | ffi::SQLITE_CONSTRAINT_UNIQUE => ERR_DUPLICATE_KEY,
         ffi::SQLITE_CONSTRAINT_NOTNULL => ERR_NOT_NULL,
-        ffi::SQLITE_INTERRUPT => ERR_STATEMENT_TIMEOUT,
+        ffi::SQLITE_INTERRUPT => crate::backend::ERR_STATEMENT_TIMEOUT,
         other if other & 0xff == ffi::SQLITE_BUSY => return StorageError::Busy(message),
         other => other as u32,
     };

@@ -179,7 +179,7 @@ async fn walk<C: StorageConn>(
     limits: &WriteLimits,
 ) -> Result<ResponseWriter, WriteFailure> {
     let table = &p.index.table;
-    let seeks = p.find.scans(true);
+    let seeks = p.find.scan_count();
     let in_list = p.req.active_in().is_some();
     let mut counter = RowCounter::new(p.req);
     let mut answer = ModifyAnswer::new(p.index, p.spec, limits.max_answer);
@@ -199,24 +199,18 @@ async fn walk<C: StorageConn>(
             }
             tokio::task::consume_budget().await;
         }
-        let base = if in_list {
-            seek += 1;
-            seeks.get(seek - 1)
-        } else {
-            seeks.first()
-        };
-        let Some(base) = base else {
+        // A walk goes on from the last row it read; each IN seek is made
+        // as it runs (a line may hold millions).
+        let i = if in_list { seek } else { 0 };
+        if i >= seeks {
             break;
-        };
+        }
+        seek += 1;
+        let base = p.find.scan(i, true);
         let scan = Scan {
-            index: base.index,
-            op: base.op,
-            keys: base.keys.clone(),
-            filters: base.filters,
-            filter_mode: base.filter_mode,
             fetch: 1,
-            with_locator: true,
             after: if in_list { None } else { after.as_deref() },
+            ..base
         };
         let mut read: Option<ReadRow> = None;
         let mut visit = |_: usize, row: &dyn RowView| {

@@ -164,7 +164,8 @@ async fn one_row_batch<C: StorageConn>(
     // must see. (At most one row has the key, so this reads no other.)
     let scans: Vec<Scan<'_>> = batch
         .iter()
-        .filter_map(|m| m.find.scans(true).into_iter().next())
+        .filter(|m| m.find.scan_count() > 0)
+        .map(|m| m.find.scan(0, true))
         .map(|base| Scan {
             fetch: 1,
             filter_mode: if base.filters.is_empty() {

@@ -106,6 +106,15 @@ async fn run_loop<B: Backend>(
     mut shutdown: Shutdown,
 ) {
     let dispatcher = Rc::new(Dispatcher::new(port.kind, shared.clone()));
+    // The loop's own copy of the shutdown signal: its connections check it
+    // on every request, and a channel of their own keeps those checks off
+    // the cache lines every other loop's connections use.
+    let (relay, local) = crate::shutdown::channel();
+    let mut global = shutdown.clone();
+    tokio::task::spawn_local(async move {
+        global.recv().await;
+        relay.trigger();
+    });
     let metrics = shared.metrics.clone();
     let drain = port.drain;
     let port = Rc::new(port);
@@ -119,7 +128,7 @@ async fn run_loop<B: Backend>(
                         port.clone(),
                         dispatcher.clone(),
                         metrics.clone(),
-                        shutdown.clone(),
+                        local.clone(),
                         count.clone(),
                     ));
                 }

@@ -391,6 +391,7 @@ mod tests {
             metrics: Metrics::new().expect("metrics"),
             max_response_bytes: 1 << 20,
             walk_time: None,
+            read_threads: None,
         }
     }
 

@@ -5,6 +5,7 @@
 use crate::backend::Backend;
 use crate::exec::{Catalog, WriteLimits, MAX_WALK_ROWS};
 use crate::metrics::Metrics;
+use crate::read_threads::ReadThreads;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,6 +18,9 @@ pub(crate) struct Shared<B: Backend> {
     pub(crate) max_response_bytes: usize,
     /// `--statement-timeout`: how long a modify walk may take as a whole.
     pub(crate) walk_time: Option<Duration>,
+    /// The threads long scans run on, where the backend wants them
+    /// (`LongReads::Threads`).
+    pub(crate) read_threads: Option<Arc<ReadThreads>>,
 }
 
 impl<B: Backend> Shared<B> {
@@ -38,6 +42,7 @@ impl<B: Backend> Clone for Shared<B> {
             metrics: self.metrics.clone(),
             max_response_bytes: self.max_response_bytes,
             walk_time: self.walk_time,
+            read_threads: self.read_threads.clone(),
         }
     }
 }

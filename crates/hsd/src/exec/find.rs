@@ -39,6 +39,32 @@ impl ReadTask {
     }
 }
 
+/// At most how many rows a short find may read (see `is_short`).
+const SHORT_ROWS: u64 = 1024;
+
+/// Whether a find reads few rows whatever the table holds: a lookup by the
+/// whole key of a unique index (for each of at most `SHORT_ROWS` IN
+/// values), or a scan without filters of at most `SHORT_ROWS` rows. Such
+/// finds run together on the event loop (`dispatch`); a filtered scan may
+/// pass over any number of rows for one answer, so it does not.
+pub(crate) fn is_short(task: &ReadTask) -> bool {
+    let req = &task.req;
+    let meta = task.index.index_meta();
+    let seeks = req.active_in().map_or(1, |i| i.seeks() as u64);
+    let point = req.op == hs_proto::FindOp::Eq
+        && meta.unique
+        && req.keys.len() == meta.key_sql.len()
+        && req.keys.iter().all(Option::is_some);
+    let rows = if point {
+        seeks
+    } else if req.filters.is_empty() {
+        seeks.saturating_mul(RowCounter::reads(req))
+    } else {
+        return false;
+    };
+    rows <= SHORT_ROWS
+}
+
 /// Most scans one `scan_many` call runs: a batch of finds (or one find's
 /// IN list) with more goes in pieces, so that what the scans hold stays
 /// bounded whatever the line held.

@@ -18,7 +18,7 @@ pub(crate) mod testing;
 pub(crate) mod write;
 mod write_batch;
 
-pub(crate) use find::{run_reads, ReadTask};
+pub(crate) use find::{is_short, run_reads, ReadTask};
 pub(crate) use open::{open_index, Catalog};
 pub(crate) use write::{run_writes, WriteLimits, WriteOp, WriteOutcome, WriteTask, MAX_WALK_ROWS};
 

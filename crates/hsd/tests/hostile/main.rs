@@ -9,6 +9,7 @@
 //! byte-level control a client library would get in the way of. Loopback
 //! only.
 
+mod fairness;
 mod input;
 mod memory;
 mod shutdown;

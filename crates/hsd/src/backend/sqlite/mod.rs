@@ -22,7 +22,7 @@ mod wal_sync;
 
 pub(crate) use conn::SqliteConn;
 
-use super::{Backend, ReadPlacement, StorageError, ERR_DUPLICATE_KEY, ERR_NOT_NULL};
+use super::{Backend, LongReads, ReadPlacement, StorageError, ERR_DUPLICATE_KEY, ERR_NOT_NULL};
 use rusqlite::{ffi, Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -36,6 +36,10 @@ const MMAP_SIZE: i64 = 1 << 30;
 /// mode (recovery, an outside tool's exclusive lock). Writers never wait:
 /// a busy file's writes are retried by the group committer instead.
 const READ_BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Threads for the finds that may read many rows (see `ReadPlacement`):
+/// each runs one client batch at a time on its own connection.
+const LONG_READ_THREADS: usize = 2;
 
 /// How hard a commit is made durable before it is answered (SQLite's
 /// `synchronous` pragma; `--synchronous`).
@@ -102,8 +106,13 @@ impl Backend for SqliteBackend {
         format!("sqlite:{}", self.data_dir.display())
     }
 
+    /// Lookups from every connection of a loop run together on one
+    /// connection per loop; long scans on threads of their own.
     fn read_placement(&self) -> ReadPlacement {
-        ReadPlacement::Inline
+        ReadPlacement {
+            links: 1,
+            long_reads: LongReads::Threads(LONG_READ_THREADS),
+        }
     }
 }
 

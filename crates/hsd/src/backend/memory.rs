@@ -88,6 +88,7 @@ pub(crate) fn table_meta(
                     IntRead::Text
                 },
                 write_form: WriteForm::Plain,
+                locate: Default::default(),
             })
             .collect(),
         indexes: idxs

@@ -117,6 +117,28 @@ pub(crate) struct ColumnMeta {
     pub(crate) int_read: IntRead,
     /// How a written value goes into the column.
     pub(crate) write_form: WriteForm,
+    /// How the column's value is read and written back when it names a
+    /// row (a locator) or a place in an index (a walk's position).
+    pub(crate) locate: LocateForm,
+}
+
+/// How a row's locator or position value of a column is read, and written
+/// back into the statement that finds the row again, so that it names the
+/// stored value exactly: a FLOAT's text (`1.1`) is not its value, and a
+/// BIT's is raw bytes that compare as a string.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) enum LocateForm {
+    /// The column's own text, written back as bytes: the column stores
+    /// exactly what the text says (integers, strings, dates, ENUM, SET).
+    #[default]
+    Text,
+    /// A number, read by `read_sql` (`None`: the column itself) and written
+    /// back as a numeric literal; an `approximate` one (FLOAT, DOUBLE) as a
+    /// floating-point literal, which compares as a double.
+    Number {
+        read_sql: Option<String>,
+        approximate: bool,
+    },
 }
 
 /// How a written value goes into a column, where the plain way (the
@@ -176,6 +198,8 @@ pub(crate) enum ColumnKind {
     },
     /// YEAR.
     Year,
+    /// BIT(`bits`): a value stores as a big-endian number (`values::stored_bit`).
+    Bit { bits: u32 },
     /// ENUM: its elements (a value stores as an element's position).
     Enum {
         elements: Vec<Vec<u8>>,
@@ -218,6 +242,12 @@ pub(crate) struct IndexMeta {
 }
 
 impl TableMeta {
+    /// The column that locator part `i` names, if it is a column.
+    pub(crate) fn locator_column(&self, i: usize) -> Option<&ColumnMeta> {
+        let l = self.locator_sql.get(i)?;
+        self.columns.iter().find(|c| &c.name_sql == l)
+    }
+
     /// A column by its exact name (the original compares byte for byte).
     pub(crate) fn column_position(&self, name: &[u8]) -> Option<usize> {
         self.columns.iter().position(|c| c.name.as_bytes() == name)

@@ -10,7 +10,7 @@
 //! NULL sorts lowest, as in an index: each comparison below is written so
 //! that a NULL column or key behaves that way instead of yielding SQL NULL.
 
-use super::{FilterMode, FilterVerdict, ResolvedFilter, Scan, TableMeta};
+use super::{ColumnMeta, FilterMode, FilterVerdict, LocateForm, ResolvedFilter, Scan, TableMeta};
 use hs_proto::{FilterKind, FilterOp, FindOp};
 
 /// Everything that changes the text of a scan's statement (given a sink
@@ -119,6 +119,19 @@ pub(crate) fn push_exact(sql: &mut Vec<u8>, column_sql: &str) {
     sql.extend_from_slice(b" AS DOUBLE)");
 }
 
+/// Selects a locator or position value, `expr_sql` (a column, or a prefix
+/// of one), in the form that names it exactly (`LocateForm`) when it is
+/// the whole `column`.
+pub(crate) fn push_locate_read(sql: &mut Vec<u8>, expr_sql: &str, column: Option<&ColumnMeta>) {
+    match column.map(|c| &c.locate) {
+        Some(LocateForm::Number {
+            read_sql: Some(read),
+            ..
+        }) => sql.extend_from_slice(read.as_bytes()),
+        _ => sql.extend_from_slice(expr_sql.as_bytes()),
+    }
+}
+
 /// The columns that order an index's rows (key columns, then the
 /// tiebreak), as SQL and as table column positions (`None`: the rowid).
 pub(crate) fn position_columns(index: &super::IndexMeta) -> (Vec<&str>, Vec<Option<usize>>) {
@@ -172,20 +185,15 @@ pub(crate) fn build(
     }
     let (position_sql, position_cols) = position_columns(index);
     if scan.with_locator {
-        for l in &table.locator_sql {
+        for (i, l) in table.locator_sql.iter().enumerate() {
             sep(sql);
-            sql.extend_from_slice(l.as_bytes());
+            push_locate_read(sql, l, table.locator_column(i));
         }
         for (p, c) in position_sql.iter().zip(&position_cols) {
             sep(sql);
-            // A FLOAT's text is rounded; as a DOUBLE it is exact, so the
-            // walk goes on from exactly the row it read.
-            let float = c.is_some_and(|c| table.columns[c].text_rounds());
-            if float {
-                push_exact(sql, p);
-            } else {
-                sql.extend_from_slice(p.as_bytes());
-            }
+            // As the locator: the walk goes on from exactly the row it read.
+            let whole_column = c.map(|c| &table.columns[c]).filter(|c| &c.name_sql == p);
+            push_locate_read(sql, p, whole_column);
         }
         for c in scan.index.exact_columns() {
             sep(sql);

@@ -134,6 +134,7 @@ pub(super) fn describe_table(
                 // NULL (or refuse a NOT NULL column).
                 zero_on_insert: !rowid_alias && !has_default,
                 write_form: Default::default(),
+                locate: Default::default(),
             }
         })
         .collect();

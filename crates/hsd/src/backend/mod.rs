@@ -92,6 +92,13 @@ pub(crate) struct TableMeta {
     pub(crate) table_sql: String,
     /// Whether inserts answer with the new auto-increment id.
     pub(crate) has_autoincrement: bool,
+    /// Whether the table's writes are part of the group's transaction.
+    /// A table of an engine without transactions (MyISAM, Aria, MEMORY)
+    /// keeps each statement's changes at once, whatever the group's fate:
+    /// its writes run alone, one statement each, a read-modify-write of it
+    /// is serialized among hsd's write loops (`StorageConn::serialize_modifies`),
+    /// and their answers stand when the group is rolled back or run again.
+    pub(crate) transactional: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -499,6 +506,19 @@ pub(crate) trait StorageConn {
     /// Applies changes in order; one result per change: how many rows its
     /// target found (0 or 1). A backend may send them as few statements.
     async fn write_rows(&mut self, writes: &[RowWrite<'_>]) -> Vec<Result<u64, StorageError>>;
+
+    /// Keeps this backend's other connections from reading rows of `table`
+    /// to change them until `end_serialized`: for a table without
+    /// transactions, whose rows a locking read does not lock, so that two
+    /// write loops' read-modify-writes of one row cannot interleave (an
+    /// increment read by both and stored twice). A connection holds one at
+    /// a time. Fails when it cannot be had within the backend's timeout.
+    async fn serialize_modifies(&mut self, _table: &TableMeta) -> Result<(), StorageError> {
+        Ok(())
+    }
+
+    /// Ends what `serialize_modifies` began.
+    fn end_serialized(&mut self) {}
 
     /// Starts the transaction a group of writes shares.
     async fn begin(&mut self) -> Result<(), StorageError>;

@@ -17,7 +17,9 @@ pub(super) const BATCH_SQL_BYTES: usize = 1 << 20;
 pub(super) fn push_insert_run(rows: &[RowInsert<'_>], start: usize, sql: &mut Vec<u8>) -> usize {
     let first = &rows[start];
     push_insert(first, sql);
-    if first.table.has_autoincrement && !first.explicit_id {
+    // A multi-row INSERT that fails keeps its first rows on a table without
+    // transactions: those rows go one by one.
+    if !first.table.transactional || (first.table.has_autoincrement && !first.explicit_id) {
         return start + 1;
     }
     let mut end = start + 1;
@@ -206,6 +208,7 @@ fn mergeable(a: &RowWrite<'_>, b: &RowWrite<'_>) -> bool {
     };
     let (ta, tb) = (a.table, b.table);
     !ca.is_empty()
+        && ta.transactional
         && ta.table_sql == tb.table_sql
         && ca.len() == cb.len()
         && ca

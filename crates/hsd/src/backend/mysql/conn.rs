@@ -38,6 +38,9 @@ pub(crate) struct MysqlConn {
     txn: Txn,
     /// Reused for write statements' text.
     sql: Vec<u8>,
+    /// The modify lock of a table without transactions, while a modify of
+    /// it runs (`serialize_modifies`).
+    serialized: Option<tokio::sync::OwnedMutexGuard<()>>,
 }
 
 impl MysqlConn {
@@ -48,6 +51,7 @@ impl MysqlConn {
             handles: Handles::default(),
             txn: Txn::Off,
             sql: Vec::with_capacity(256),
+            serialized: None,
         }
     }
 
@@ -115,8 +119,16 @@ impl MysqlConn {
     /// Runs the write statements whose texts are `spans` of `self.sql`,
     /// pipelined: they leave in one write and their answers are read in
     /// order. One result per statement. A statement that dooms the group
-    /// fails the ones behind it too.
-    async fn run_writes(&mut self, spans: &[Range<usize>]) -> Vec<Result<OkPacket, StorageError>> {
+    /// fails the ones behind it too. `retry`: the statements may be sent
+    /// again on a new connection when the server closed the old one before
+    /// answering any (their changes went with that session's transaction);
+    /// never for a table without transactions, whose statement may have
+    /// been applied before the server closed the connection.
+    async fn run_writes(
+        &mut self,
+        spans: &[Range<usize>],
+        retry: bool,
+    ) -> Vec<Result<OkPacket, StorageError>> {
         if let Txn::Doomed(e) = &self.txn {
             return spans.iter().map(|_| Err(doomed(e))).collect();
         }
@@ -161,6 +173,7 @@ impl MysqlConn {
                 return results;
             };
             let answered = results.len();
+            let attempt = if retry { attempt } else { u32::MAX };
             let error = match self.after_failure(f, false, answered > 0, attempt) {
                 Ok(()) => continue,
                 Err(e) => e,
@@ -307,7 +320,8 @@ impl StorageConn for MysqlConn {
                     break;
                 }
             }
-            let answers = self.run_writes(&spans).await;
+            let retry = rows.iter().all(|r| r.table.transactional);
+            let answers = self.run_writes(&spans, retry).await;
             for (run, answer) in runs.into_iter().zip(answers) {
                 match answer {
                     Ok(ok) => {
@@ -327,7 +341,7 @@ impl StorageConn for MysqlConn {
                             push_insert(row, &mut self.sql);
                             spans.push(from..self.sql.len());
                         }
-                        let answers = self.run_writes(&spans).await;
+                        let answers = self.run_writes(&spans, retry).await;
                         for (row, answer) in rows[run].iter().zip(answers) {
                             results.push(answer.map(|ok| {
                                 row.table.has_autoincrement.then_some(ok.last_insert_id)
@@ -376,7 +390,8 @@ impl StorageConn for MysqlConn {
                 }
             }
             let sent: Vec<Range<usize>> = spans.iter().filter(|s| !s.is_empty()).cloned().collect();
-            let mut answers = self.run_writes(&sent).await.into_iter();
+            let retry = writes.iter().all(|w| w.table.transactional);
+            let mut answers = self.run_writes(&sent, retry).await.into_iter();
             for (run, span) in runs.into_iter().zip(spans) {
                 if span.is_empty() {
                     results.push(Ok(1));
@@ -397,7 +412,7 @@ impl StorageConn for MysqlConn {
                             push_write(w, &mut self.sql);
                             spans.push(from..self.sql.len());
                         }
-                        let answers = self.run_writes(&spans).await;
+                        let answers = self.run_writes(&spans, retry).await;
                         for (w, answer) in writes[run].iter().zip(answers) {
                             results.push(answer.map(|ok| found(w, &ok)));
                         }
@@ -407,6 +422,16 @@ impl StorageConn for MysqlConn {
             }
         }
         results
+    }
+
+    async fn serialize_modifies(&mut self, table: &TableMeta) -> Result<(), StorageError> {
+        self.serialized = None;
+        self.serialized = Some(self.connector.serialize_modifies(&table.table_sql).await?);
+        Ok(())
+    }
+
+    fn end_serialized(&mut self) {
+        self.serialized = None;
     }
 
     async fn begin(&mut self) -> Result<(), StorageError> {

@@ -3,9 +3,11 @@
 //! others fail at once for a short pause while one caller probes.
 
 use super::link::{Failure, Link, LinkSettings};
-use crate::backend::StorageError;
-use std::sync::Mutex;
+use crate::backend::{StorageError, ERR_LOCK_WAIT_TIMEOUT};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::OwnedMutexGuard;
 
 /// After the server could not be reached, how long other callers fail at
 /// once instead of each waiting for their own connect attempt.
@@ -17,6 +19,9 @@ pub(super) struct Connector {
     /// Until when connect attempts fail at once (someone is probing, or the
     /// last attempt failed).
     paused_until: Mutex<Option<Instant>>,
+    /// Per table without transactions (by its SQL name): held by the
+    /// connection reading its rows to change them (`serialize_modifies`).
+    modify_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl Connector {
@@ -25,6 +30,31 @@ impl Connector {
             settings,
             target,
             paused_until: Mutex::new(None),
+            modify_locks: Mutex::default(),
+        }
+    }
+
+    /// Takes the modify lock of table `table_sql` (see
+    /// `StorageConn::serialize_modifies`), waiting at most the link timeout:
+    /// beyond it the write is answered as a lock wait that timed out.
+    pub(super) async fn serialize_modifies(
+        &self,
+        table_sql: &str,
+    ) -> Result<OwnedMutexGuard<()>, StorageError> {
+        let lock = {
+            let mut locks = self.modify_locks.lock().unwrap_or_else(|p| p.into_inner());
+            locks.entry(table_sql.to_string()).or_default().clone()
+        };
+        match tokio::time::timeout(self.settings.timeout, lock.lock_owned()).await {
+            Ok(guard) => Ok(guard),
+            Err(_) => Err(StorageError::Refused {
+                code: ERR_LOCK_WAIT_TIMEOUT,
+                message: format!(
+                    "another write loop kept modifying {table_sql} (a table without \
+                     transactions) for {:?}",
+                    self.settings.timeout
+                ),
+            }),
         }
     }
 

@@ -376,13 +376,21 @@ pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<T
     push_binary(&mut filter, Some(table.as_bytes()));
     // information_schema compares names case-insensitively; the names a
     // statement uses are case-sensitive (on Linux), so match exactly here.
-    let mut sql =
-        b"SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES".to_vec();
+    // The engine's TRANSACTIONS says whether a rollback undoes the table's
+    // writes (InnoDB: YES; MyISAM, Aria, MEMORY: NO).
+    let mut sql = b"SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, (SELECT TRANSACTIONS FROM \
+                    information_schema.ENGINES e WHERE e.ENGINE = t.ENGINE) \
+                    FROM information_schema.TABLES t"
+        .to_vec();
     sql.extend_from_slice(&filter);
     let tables = rows(link, &sql).await?;
-    let Some(kind) = tables.rows.iter().find_map(|r| {
-        (r[0].as_deref() == Some(db) && r[1].as_deref() == Some(table))
-            .then(|| r[2].clone().unwrap_or_default())
+    let Some((kind, transactional)) = tables.rows.iter().find_map(|r| {
+        (r[0].as_deref() == Some(db) && r[1].as_deref() == Some(table)).then(|| {
+            (
+                r[2].clone().unwrap_or_default(),
+                r.get(3).cloned().flatten().as_deref() == Some("YES"),
+            )
+        })
     }) else {
         return Err(open_table(db, table, "no such table (or no access)"));
     };
@@ -534,6 +542,7 @@ pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<T
         db: db.to_string(),
         name: table.to_string(),
         has_autoincrement: columns.iter().any(|c| c.auto_increment),
+        transactional,
         columns: columns
             .iter()
             .map(|c| {

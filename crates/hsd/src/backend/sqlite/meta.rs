@@ -300,5 +300,6 @@ pub(super) fn describe_table(
         // counterpart of AUTO_INCREMENT (the original answered ids for
         // that alone); a plain INTEGER PRIMARY KEY answers `0 1`.
         has_autoincrement: rowid_alias && declared_autoincrement,
+        transactional: true,
     })
 }

@@ -47,6 +47,11 @@ pub(crate) const ERR_NOT_NULL: u32 = 1048;
 pub(crate) const ERR_NO_ROW_KEY: u32 = 1173;
 /// Error number when the storage is unreachable or timed out.
 pub(crate) const ERR_UNAVAILABLE: u32 = 2013;
+/// Error number for writes whose group's COMMIT was sent but whose outcome
+/// could not be learned: neither its answer came nor could the server be
+/// asked in time (MySQL's ER_ERROR_DURING_COMMIT). They may or may not be
+/// applied.
+pub(crate) const ERR_COMMIT_IN_DOUBT: u32 = 1180;
 /// Error number when a db file stayed locked by another writer (SQLITE_BUSY).
 pub(crate) const ERR_BUSY: u32 = 5;
 /// Error numbers of a lock wait that timed out and of a deadlock, as the

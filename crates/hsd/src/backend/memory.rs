@@ -103,6 +103,7 @@ pub(crate) fn table_meta(
                 from_sql: name.into(),
                 unique: i.unique,
                 ordered: true,
+                hash: false,
             })
             .collect(),
         locator_sql: vec!["rowid".into()],

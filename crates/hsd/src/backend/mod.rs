@@ -251,6 +251,10 @@ pub(crate) struct IndexMeta {
     /// Readable in key order by a handler-level read (not FULLTEXT, SPATIAL,
     /// HASH, or hidden from the optimizer).
     pub(crate) ordered: bool,
+    /// A HASH index (MEMORY tables' default): it keeps no order, and the
+    /// original's engine found the rows equal to the key whatever the
+    /// operator; scans on it do the same (`scan_sql`).
+    pub(crate) hash: bool,
 }
 
 impl TableMeta {

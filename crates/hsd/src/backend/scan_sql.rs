@@ -207,7 +207,11 @@ pub(crate) fn build(
     sql.extend_from_slice(b" FROM ");
     sql.extend_from_slice(index.from_sql.as_bytes());
     sql.extend_from_slice(b" WHERE ");
-    key_condition(scan, &index.key_sql, sink, sql);
+    key_condition(scan, key_op(scan), &index.key_sql, sink, sql);
+    if index.hash && scan.after.is_some() && matches!(scan.op, FindOp::Lt | FindOp::Le) {
+        // The original's engine found the key, then could not go back.
+        sql.extend_from_slice(b" AND 1=0");
+    }
     match scan.filter_mode {
         FilterMode::InWhere => {
             for (i, f) in scan.filters.iter().enumerate() {
@@ -255,8 +259,13 @@ pub(crate) fn build(
         sql.extend_from_slice(k.as_bytes());
         sql.extend_from_slice(dir);
     }
-    sql.extend_from_slice(b" LIMIT ");
-    sink.value(sql, Param::Limit);
+    if index.hash && matches!(scan.op, FindOp::Lt | FindOp::Le) {
+        // See `key_op`: one row at most.
+        sql.extend_from_slice(b" LIMIT 1");
+    } else {
+        sql.extend_from_slice(b" LIMIT ");
+        sink.value(sql, Param::Limit);
+    }
     if scan.with_locator {
         sql.extend_from_slice(dialect.lock_suffix.as_bytes());
     }
@@ -358,11 +367,26 @@ fn cols_of(table: &TableMeta, sql: &[&str], positions: &[Option<usize>]) -> Vec<
         .collect()
 }
 
+/// The operator of a scan's key condition. On a HASH index it is `=`
+/// whatever was asked, as on the original: its engine seeks the key's hash
+/// and ignores the operator, so `>` and `>=` read the rows equal to the key
+/// (and stop there), `<` and `<=` the first of them (going back fails).
+/// Which of the equal rows comes first is the hash chain's order, which no
+/// statement can ask for: here they come in the table's key order.
+fn key_op(scan: &Scan<'_>) -> FindOp {
+    if scan.index.index_meta().hash {
+        FindOp::Eq
+    } else {
+        scan.op
+    }
+}
+
 /// The key condition over the first `n` index columns, lexicographic, with
 /// NULL lowest. For range ops the first column's bound is also stated on its
 /// own, so the planner can seek to it.
 fn key_condition(
     scan: &Scan<'_>,
+    op: FindOp,
     key_sql: &[String],
     sink: &mut impl ValueSink,
     sql: &mut Vec<u8>,
@@ -375,7 +399,7 @@ fn key_condition(
         &scan.index.index_meta().key_columns,
     )[..];
     let is_null = |i: usize| scan.keys[i].is_none();
-    if scan.op == FindOp::Eq {
+    if op == FindOp::Eq {
         for (i, c) in cols.iter().enumerate() {
             if i > 0 {
                 sql.extend_from_slice(b" AND ");
@@ -386,7 +410,7 @@ fn key_condition(
     }
     // Lexicographic: k1 op' v1 OR (k1 = v1 AND (k2 op' v2 OR (... kn op vn)))
     // where op' is the strict form of op.
-    let strict = match scan.op {
+    let strict = match op {
         FindOp::Gt | FindOp::Ge => FindOp::Gt,
         _ => FindOp::Lt,
     };
@@ -399,7 +423,7 @@ fn key_condition(
         cmp(&cols[0], Param::Key(0), inclusive, is_null(0), sink, sql);
         sql.extend_from_slice(b" AND ");
     }
-    lexicographic(cols, 0, scan.op, strict, &is_null, &Param::Key, sink, sql);
+    lexicographic(cols, 0, op, strict, &is_null, &Param::Key, sink, sql);
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -366,6 +366,8 @@ struct RawIndex {
     /// FULLTEXT/SPATIAL, or ignored/invisible: not readable in key order
     /// by HANDLER, no FORCE INDEX hint.
     unordered: bool,
+    /// Index_type HASH.
+    hash: bool,
 }
 
 pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMeta, Failure> {
@@ -535,6 +537,7 @@ pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<T
             tiebreak_columns,
             from_sql,
             ordered: !i.unordered,
+            hash: i.hash,
         });
     }
 
@@ -616,6 +619,7 @@ async fn show_index(link: &mut Link, table_sql: &str) -> Result<Vec<RawIndex>, F
                     prefixes: Vec::new(),
                     has_prefix: false,
                     unordered,
+                    hash: kind == "HASH",
                 });
                 out.len() - 1
             }

@@ -228,6 +228,7 @@ pub(super) fn describe_table(
             from_sql: table_sql.clone(),
             unique: true,
             ordered: true,
+            hash: false,
         });
     } else if let (false, Some(pk_name)) = (pk_cols.is_empty(), &pk_index_name) {
         indexes.push(IndexMeta {
@@ -240,6 +241,7 @@ pub(super) fn describe_table(
             from_sql: format!("{table_sql} INDEXED BY {}", quote(pk_name)),
             unique: true,
             ordered: true,
+            hash: false,
         });
     } else if let Some(r) = rowid_name {
         indexes.push(IndexMeta {
@@ -252,6 +254,7 @@ pub(super) fn describe_table(
             from_sql: table_sql.clone(),
             unique: true,
             ordered: true,
+            hash: false,
         });
     }
     for (name, origin, partial, unique) in &index_list {
@@ -280,6 +283,7 @@ pub(super) fn describe_table(
             from_sql: format!("{table_sql} INDEXED BY {}", quote(name)),
             unique: *unique != 0,
             ordered: true,
+            hash: false,
         });
     }
     // How an UPDATE/DELETE finds the row a scan chose: the rowid when it can

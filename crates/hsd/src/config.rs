@@ -18,8 +18,8 @@ pub(crate) enum BackendChoice {
     /// The embedded store: `<db>.sqlite` files in `--data-dir`.
     Embedded,
     /// A MySQL or MariaDB server. Its `Debug` and `Display` hide the
-    /// password (`MysqlUrl`).
-    Mysql(MysqlUrl),
+    /// password (`MysqlUrl`). Boxed: the URL and its options are large.
+    Mysql(Box<MysqlUrl>),
 }
 
 impl BackendChoice {
@@ -28,10 +28,10 @@ impl BackendChoice {
     fn parse(given: &str, password_file: Option<&Path>) -> anyhow::Result<BackendChoice> {
         let choice = match given {
             "sqlite" => BackendChoice::Embedded,
-            url if url.starts_with("mysql://") => BackendChoice::Mysql(
+            url if url.starts_with("mysql://") => BackendChoice::Mysql(Box::new(
                 MysqlUrl::parse(url)
                     .map_err(|e| anyhow::anyhow!("--backend: invalid MySQL URL: {e}"))?,
-            ),
+            )),
             other => {
                 let scheme = other.split_once(':').map_or(other, |(s, _)| s);
                 let scheme = if scheme.len() <= 16 { scheme } else { "?" };

@@ -264,6 +264,7 @@ async fn commit_group<B: Backend>(
 ) -> (bool, usize, Durability) {
     let started = Instant::now();
     let mut attempt = 0;
+    let mut settled = 0;
     let (locked, ran) = loop {
         attempt += 1;
         if let Err(e) = storage.begin().await {
@@ -277,6 +278,8 @@ async fn commit_group<B: Backend>(
         }
         let limits = shared.write_limits();
         let (locked, ran, conflict) = run_group(storage, active, &limits).await;
+        settled += ran.settled;
+        let ran = ran.in_transaction;
         if conflict && attempt < CONFLICT_ATTEMPTS {
             tracing::debug!(
                 attempt,
@@ -293,7 +296,7 @@ async fn commit_group<B: Backend>(
         }
         break (locked, ran);
     };
-    let writes = ran.len();
+    let writes = ran.len() + settled;
     shared.metrics.group_commit_size.observe(writes as f64);
     let committed = storage.commit().await;
     if let Some(failure) = committed.failure {
@@ -318,14 +321,25 @@ async fn commit_group<B: Backend>(
     (!locked.is_empty(), writes, committed.durability)
 }
 
+/// The writes a run of a group made.
+#[derive(Default)]
+struct Ran {
+    /// Those whose changes are the transaction's (job, task): rolled back
+    /// and run again after a deadlock, failed when the commit fails.
+    in_transaction: Vec<(usize, usize)>,
+    /// How many were answered for good: writes to a table without
+    /// transactions, whose changes stand whatever the transaction does.
+    settled: usize,
+}
+
 /// Runs the group's unanswered writes inside the open transaction: the db
-/// files found locked, the writes that ran (job, task), and whether one
-/// deadlocked with another transaction.
+/// files found locked, the writes that ran, and whether one deadlocked with
+/// another transaction.
 async fn run_group<C: StorageConn>(
     storage: &mut C,
     active: &mut [WriteJob],
     limits: &exec::WriteLimits,
-) -> (HashSet<String>, Vec<(usize, usize)>, bool) {
+) -> (HashSet<String>, Ran, bool) {
     let mut slots: Vec<(usize, usize)> = Vec::new();
     let mut tasks: Vec<&WriteTask> = Vec::new();
     for (j, job) in active.iter().enumerate() {
@@ -339,18 +353,24 @@ async fn run_group<C: StorageConn>(
     let outcomes = exec::run_writes(storage, &tasks, limits).await;
     drop(tasks);
     let mut locked: HashSet<String> = HashSet::new();
-    let mut ran: Vec<(usize, usize)> = Vec::new();
+    let mut ran = Ran::default();
     let mut conflict = false;
     for ((j, i), outcome) in slots.into_iter().zip(outcomes) {
         match outcome {
             WriteOutcome::Answered(out) => {
                 active[j].answers[i] = Some(out);
-                ran.push((j, i));
+                if active[j].tasks[i].index.table.transactional {
+                    ran.in_transaction.push((j, i));
+                } else {
+                    ran.settled += 1;
+                }
             }
             WriteOutcome::Conflict(out) => {
+                // Nothing of it stands (a write to a table without
+                // transactions only fails so when it was never sent).
                 conflict = true;
                 active[j].answers[i] = Some(out);
-                ran.push((j, i));
+                ran.in_transaction.push((j, i));
             }
             WriteOutcome::Busy => {
                 locked.insert(active[j].tasks[i].index.table.db.clone());
@@ -498,6 +518,68 @@ mod tests {
                 "{log:?}"
             );
             assert_eq!(log.iter().filter(|l| *l == "commit").count(), 1, "{log:?}");
+            committer.shut_down().await;
+        });
+    }
+
+    #[test]
+    fn a_deadlock_reruns_no_write_to_a_table_without_transactions() {
+        let (store, table) = store(WriteBatching::OneAtATime);
+        let mut meta = (*table).clone();
+        meta.name = "m".into();
+        meta.transactional = false;
+        let rows: Vec<Vec<Option<&str>>> = vec![vec![Some("5"), None, Some("0"), None]];
+        let plain = store.add_table(meta, &rows);
+        let counter = open(&plain, 2, 0, &[2], &[]);
+        let index = open(&table, 1, 0, &[2], &[]);
+        // Calls: 1 begin, 2-3 read and write of m's +, 4 t's read: the
+        // deadlock rolls the group back; m's change stands.
+        store.fail_at(4, Fault::Deadlock);
+        local(async {
+            let committer = GroupCommitter::start(shared(store.clone()));
+            let tasks = vec![
+                write_task(&counter, "2\t=\t1\t5\t1\t0\t+?\t1"),
+                write_task(&index, "1\t=\t1\t5\t1\t0\t+\t1"),
+            ];
+            let answers = text(&committer.run(tasks).await);
+            assert_eq!(answers, ["0\t1\t0\n", "0\t1\t1\n"]);
+            let m = store.rows("db", "m");
+            assert_eq!(m[0][2].as_deref(), Some(&b"1"[..]), "m's + ran once: {m:?}");
+            assert_eq!(n_of(&store, "5"), "3");
+            let log = store.log();
+            assert_eq!(
+                log.iter().filter(|l| *l == "rollback").count(),
+                1,
+                "{log:?}"
+            );
+            committer.shut_down().await;
+        });
+    }
+
+    #[test]
+    fn a_failed_commit_keeps_the_answers_of_a_table_without_transactions() {
+        let (store, table) = store(WriteBatching::Batched);
+        let mut meta = (*table).clone();
+        meta.name = "m".into();
+        meta.transactional = false;
+        let rows: Vec<Vec<Option<&str>>> = vec![vec![Some("5"), None, Some("0"), None]];
+        let plain = store.add_table(meta, &rows);
+        let counter = open(&plain, 2, 0, &[2], &[]);
+        let index = open(&table, 1, 0, &[2], &[]);
+        // Calls: 1 begin, 2-3 m's read and write, 4 t's read, 5 t's write,
+        // 6 the commit: lost.
+        store.fail_at(6, Fault::LostLink);
+        local(async {
+            let committer = GroupCommitter::start(shared(store.clone()));
+            let tasks = vec![
+                write_task(&counter, "2\t=\t1\t5\t1\t0\t+\t1"),
+                write_task(&index, "1\t=\t1\t5\t1\t0\t+\t1"),
+            ];
+            let answers = text(&committer.run(tasks).await);
+            assert_eq!(answers, ["0\t1\t1\n", "1\t1\t2013\n"], "{:?}", store.log());
+            let m = store.rows("db", "m");
+            assert_eq!(m[0][2].as_deref(), Some(&b"1"[..]), "{m:?}");
+            assert_eq!(n_of(&store, "5"), "2");
             committer.shut_down().await;
         });
     }

@@ -54,7 +54,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             }
             let backend = MysqlBackend::start(MysqlSettings {
                 target: url.to_string(),
-                url,
+                url: *url,
                 timeout: config.mysql_timeout,
                 links_per_loop: config.mysql_pool.unwrap_or(DEFAULT_MYSQL_LINKS),
             })

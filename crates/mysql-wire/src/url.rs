@@ -70,6 +70,11 @@ pub struct UrlOptions {
     /// pinned: the password is encrypted with it, never with a key sent
     /// by the server.
     pub server_public_key_path: Option<String>,
+    /// `commit-marker=DB.TABLE` (default `hsd.commit_marker`), or `off`:
+    /// the table where each write group marks, in its own transaction,
+    /// that it committed, so that a COMMIT whose answer never came can be
+    /// resolved from another connection.
+    pub commit_marker: Option<(String, String)>,
 }
 
 impl Default for UrlOptions {
@@ -80,17 +85,19 @@ impl Default for UrlOptions {
             socket: None,
             get_server_public_key: false,
             server_public_key_path: None,
+            commit_marker: Some(("hsd".into(), "commit_marker".into())),
         }
     }
 }
 
 /// The option names `MysqlUrl::parse` accepts.
-pub const OPTION_NAMES: [&str; 5] = [
+pub const OPTION_NAMES: [&str; 6] = [
     "ssl-mode",
     "ssl-ca",
     "socket",
     "get-server-public-key",
     "server-public-key-path",
+    "commit-marker",
 ];
 
 /// Where and as whom to connect.
@@ -246,6 +253,17 @@ fn parse_options(query: &str) -> Result<UrlOptions, String> {
                     }
                 }
             }
+            "commit-marker" => {
+                o.commit_marker = match value.split_once('.') {
+                    _ if value.eq_ignore_ascii_case("off") => None,
+                    Some((db, table))
+                        if !db.is_empty() && !table.is_empty() && !table.contains('.') =>
+                    {
+                        Some((db.to_string(), table.to_string()))
+                    }
+                    _ => return Err(format!("commit-marker={value:?} is not DB.TABLE or off")),
+                }
+            }
             _ => unreachable!("every name in OPTION_NAMES is handled"),
         }
     }
@@ -351,6 +369,24 @@ mod tests {
         // A CA alone means verify against it.
         let u = MysqlUrl::parse("mysql://u@h?ssl-ca=/ca.pem").unwrap();
         assert_eq!(u.options.ssl_mode, SslMode::VerifyCa);
+        // The commit marker: hsd.commit_marker unless named or off.
+        assert_eq!(
+            u.options.commit_marker,
+            Some(("hsd".into(), "commit_marker".into()))
+        );
+        let u = MysqlUrl::parse("mysql://u@h?commit-marker=ops.hsd_commits").unwrap();
+        assert_eq!(
+            u.options.commit_marker,
+            Some(("ops".into(), "hsd_commits".into()))
+        );
+        let u = MysqlUrl::parse("mysql://u@h?commit_marker=OFF").unwrap();
+        assert_eq!(u.options.commit_marker, None);
+        for bad in ["x", ".t", "d.", "a.b.c", ""] {
+            assert!(
+                MysqlUrl::parse(&format!("mysql://u@h?commit-marker={bad}")).is_err(),
+                "{bad}"
+            );
+        }
         for bad in [
             "mysql://u@h?x=1",
             "mysql://u@h?sslmode=REQUIRED",

@@ -88,6 +88,7 @@ pub(crate) fn table_meta(
                     IntRead::Text
                 },
                 write_form: WriteForm::Plain,
+                locate: Default::default(),
             })
             .collect(),
         indexes: idxs
@@ -102,11 +103,13 @@ pub(crate) fn table_meta(
                 from_sql: name.into(),
                 unique: i.unique,
                 ordered: true,
+                hash: false,
             })
             .collect(),
         locator_sql: vec!["rowid".into()],
         table_sql: name.into(),
         has_autoincrement: auto.is_some(),
+        transactional: true,
     }
 }
 
@@ -261,10 +264,32 @@ impl MemoryConn {
     }
 
     /// Runs `f` on the tables this connection sees: its group's copy, or
-    /// the committed ones (a write outside a group commits at once).
+    /// the committed ones (a write outside a group commits at once). A
+    /// table without transactions is never copied: a group changes it at
+    /// once, and a rollback leaves the change.
     fn with_tables<R>(&mut self, f: impl FnOnce(&mut Tables) -> R) -> R {
         match &mut self.group {
-            Group::Open(tables) => f(tables),
+            Group::Open(tables) => {
+                let mut state = self.store.lock();
+                let shared: Vec<(String, String)> = state
+                    .committed
+                    .iter()
+                    .filter(|(_, t)| !t.meta.transactional)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for k in &shared {
+                    if let Some(t) = state.committed.remove(k) {
+                        tables.insert(k.clone(), t);
+                    }
+                }
+                let result = f(tables);
+                for k in shared {
+                    if let Some(t) = tables.remove(&k) {
+                        state.committed.insert(k, t);
+                    }
+                }
+                result
+            }
             _ => f(&mut self.store.lock().committed),
         }
     }
@@ -349,7 +374,14 @@ impl StorageConn for MemoryConn {
 
     async fn begin(&mut self) -> Result<(), StorageError> {
         self.call("begin".into())?;
-        let copy = self.store.lock().committed.clone();
+        let copy = self
+            .store
+            .lock()
+            .committed
+            .iter()
+            .filter(|(_, t)| t.meta.transactional)
+            .map(|(k, t)| (k.clone(), t.clone()))
+            .collect();
         self.group = Group::Open(copy);
         Ok(())
     }
@@ -358,7 +390,7 @@ impl StorageConn for MemoryConn {
         let called = self.call("commit".into());
         match (std::mem::replace(&mut self.group, Group::Off), called) {
             (Group::Open(tables), Ok(())) => {
-                self.store.lock().committed = tables;
+                self.store.lock().committed.extend(tables);
                 Committed::done()
             }
             (Group::Doomed(e), _) | (_, Err(e)) => Committed::failed(CommitFailure::all(e)),

@@ -50,6 +50,11 @@ pub(crate) const ERR_UNAVAILABLE: u32 = 2013;
 /// What a statement (or a modify walk) stopped by its time or row budget
 /// answers: MariaDB's ER_STATEMENT_TIMEOUT, as its max_statement_time does.
 pub(crate) const ERR_STATEMENT_TIMEOUT: u32 = 1969;
+/// Error number for writes whose group's COMMIT was sent but whose outcome
+/// could not be learned: neither its answer came nor could the server be
+/// asked in time (MySQL's ER_ERROR_DURING_COMMIT). They may or may not be
+/// applied.
+pub(crate) const ERR_COMMIT_IN_DOUBT: u32 = 1180;
 /// Error number when a db file stayed locked by another writer (SQLITE_BUSY).
 pub(crate) const ERR_BUSY: u32 = 5;
 /// Error numbers of a lock wait that timed out and of a deadlock, as the
@@ -95,6 +100,13 @@ pub(crate) struct TableMeta {
     pub(crate) table_sql: String,
     /// Whether inserts answer with the new auto-increment id.
     pub(crate) has_autoincrement: bool,
+    /// Whether the table's writes are part of the group's transaction.
+    /// A table of an engine without transactions (MyISAM, Aria, MEMORY)
+    /// keeps each statement's changes at once, whatever the group's fate:
+    /// its writes run alone, one statement each, a read-modify-write of it
+    /// is serialized among hsd's write loops (`StorageConn::serialize_modifies`),
+    /// and their answers stand when the group is rolled back or run again.
+    pub(crate) transactional: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,6 +132,28 @@ pub(crate) struct ColumnMeta {
     pub(crate) int_read: IntRead,
     /// How a written value goes into the column.
     pub(crate) write_form: WriteForm,
+    /// How the column's value is read and written back when it names a
+    /// row (a locator) or a place in an index (a walk's position).
+    pub(crate) locate: LocateForm,
+}
+
+/// How a row's locator or position value of a column is read, and written
+/// back into the statement that finds the row again, so that it names the
+/// stored value exactly: a FLOAT's text (`1.1`) is not its value, and a
+/// BIT's is raw bytes that compare as a string.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) enum LocateForm {
+    /// The column's own text, written back as bytes: the column stores
+    /// exactly what the text says (integers, strings, dates, ENUM, SET).
+    #[default]
+    Text,
+    /// A number, read by `read_sql` (`None`: the column itself) and written
+    /// back as a numeric literal; an `approximate` one (FLOAT, DOUBLE) as a
+    /// floating-point literal, which compares as a double.
+    Number {
+        read_sql: Option<String>,
+        approximate: bool,
+    },
 }
 
 /// How a written value goes into a column, where the plain way (the
@@ -179,6 +213,8 @@ pub(crate) enum ColumnKind {
     },
     /// YEAR.
     Year,
+    /// BIT(`bits`): a value stores as a big-endian number (`values::stored_bit`).
+    Bit { bits: u32 },
     /// ENUM: its elements (a value stores as an element's position).
     Enum {
         elements: Vec<Vec<u8>>,
@@ -218,9 +254,19 @@ pub(crate) struct IndexMeta {
     /// Readable in key order by a handler-level read (not FULLTEXT, SPATIAL,
     /// HASH, or hidden from the optimizer).
     pub(crate) ordered: bool,
+    /// A HASH index (MEMORY tables' default): it keeps no order, and the
+    /// original's engine found the rows equal to the key whatever the
+    /// operator; scans on it do the same (`scan_sql`).
+    pub(crate) hash: bool,
 }
 
 impl TableMeta {
+    /// The column that locator part `i` names, if it is a column.
+    pub(crate) fn locator_column(&self, i: usize) -> Option<&ColumnMeta> {
+        let l = self.locator_sql.get(i)?;
+        self.columns.iter().find(|c| &c.name_sql == l)
+    }
+
     /// A column by its exact name (the original compares byte for byte).
     pub(crate) fn column_position(&self, name: &[u8]) -> Option<usize> {
         self.columns.iter().position(|c| c.name.as_bytes() == name)
@@ -472,6 +518,19 @@ pub(crate) trait StorageConn {
     /// Applies changes in order; one result per change: how many rows its
     /// target found (0 or 1). A backend may send them as few statements.
     async fn write_rows(&mut self, writes: &[RowWrite<'_>]) -> Vec<Result<u64, StorageError>>;
+
+    /// Keeps this backend's other connections from reading rows of `table`
+    /// to change them until `end_serialized`: for a table without
+    /// transactions, whose rows a locking read does not lock, so that two
+    /// write loops' read-modify-writes of one row cannot interleave (an
+    /// increment read by both and stored twice). A connection holds one at
+    /// a time. Fails when it cannot be had within the backend's timeout.
+    async fn serialize_modifies(&mut self, _table: &TableMeta) -> Result<(), StorageError> {
+        Ok(())
+    }
+
+    /// Ends what `serialize_modifies` began.
+    fn end_serialized(&mut self) {}
 
     /// Starts the transaction a group of writes shares.
     async fn begin(&mut self) -> Result<(), StorageError>;

@@ -10,7 +10,7 @@
 //! NULL sorts lowest, as in an index: each comparison below is written so
 //! that a NULL column or key behaves that way instead of yielding SQL NULL.
 
-use super::{FilterMode, FilterVerdict, ResolvedFilter, Scan, TableMeta};
+use super::{ColumnMeta, FilterMode, FilterVerdict, LocateForm, ResolvedFilter, Scan, TableMeta};
 use hs_proto::{FilterKind, FilterOp, FindOp};
 
 /// Everything that changes the text of a scan's statement (given a sink
@@ -119,6 +119,19 @@ pub(crate) fn push_exact(sql: &mut Vec<u8>, column_sql: &str) {
     sql.extend_from_slice(b" AS DOUBLE)");
 }
 
+/// Selects a locator or position value, `expr_sql` (a column, or a prefix
+/// of one), in the form that names it exactly (`LocateForm`) when it is
+/// the whole `column`.
+pub(crate) fn push_locate_read(sql: &mut Vec<u8>, expr_sql: &str, column: Option<&ColumnMeta>) {
+    match column.map(|c| &c.locate) {
+        Some(LocateForm::Number {
+            read_sql: Some(read),
+            ..
+        }) => sql.extend_from_slice(read.as_bytes()),
+        _ => sql.extend_from_slice(expr_sql.as_bytes()),
+    }
+}
+
 /// The columns that order an index's rows (key columns, then the
 /// tiebreak), as SQL and as table column positions (`None`: the rowid).
 pub(crate) fn position_columns(index: &super::IndexMeta) -> (Vec<&str>, Vec<Option<usize>>) {
@@ -172,20 +185,15 @@ pub(crate) fn build(
     }
     let (position_sql, position_cols) = position_columns(index);
     if scan.with_locator {
-        for l in &table.locator_sql {
+        for (i, l) in table.locator_sql.iter().enumerate() {
             sep(sql);
-            sql.extend_from_slice(l.as_bytes());
+            push_locate_read(sql, l, table.locator_column(i));
         }
         for (p, c) in position_sql.iter().zip(&position_cols) {
             sep(sql);
-            // A FLOAT's text is rounded; as a DOUBLE it is exact, so the
-            // walk goes on from exactly the row it read.
-            let float = c.is_some_and(|c| table.columns[c].text_rounds());
-            if float {
-                push_exact(sql, p);
-            } else {
-                sql.extend_from_slice(p.as_bytes());
-            }
+            // As the locator: the walk goes on from exactly the row it read.
+            let whole_column = c.map(|c| &table.columns[c]).filter(|c| &c.name_sql == p);
+            push_locate_read(sql, p, whole_column);
         }
         for c in scan.index.exact_columns() {
             sep(sql);
@@ -199,7 +207,11 @@ pub(crate) fn build(
     sql.extend_from_slice(b" FROM ");
     sql.extend_from_slice(index.from_sql.as_bytes());
     sql.extend_from_slice(b" WHERE ");
-    key_condition(scan, &index.key_sql, sink, sql);
+    key_condition(scan, key_op(scan), &index.key_sql, sink, sql);
+    if index.hash && scan.after.is_some() && matches!(scan.op, FindOp::Lt | FindOp::Le) {
+        // The original's engine found the key, then could not go back.
+        sql.extend_from_slice(b" AND 1=0");
+    }
     match scan.filter_mode {
         FilterMode::InWhere => {
             for (i, f) in scan.filters.iter().enumerate() {
@@ -247,8 +259,13 @@ pub(crate) fn build(
         sql.extend_from_slice(k.as_bytes());
         sql.extend_from_slice(dir);
     }
-    sql.extend_from_slice(b" LIMIT ");
-    sink.value(sql, Param::Limit);
+    if index.hash && matches!(scan.op, FindOp::Lt | FindOp::Le) {
+        // See `key_op`: one row at most.
+        sql.extend_from_slice(b" LIMIT 1");
+    } else {
+        sql.extend_from_slice(b" LIMIT ");
+        sink.value(sql, Param::Limit);
+    }
     if scan.with_locator {
         sql.extend_from_slice(dialect.lock_suffix.as_bytes());
     }
@@ -350,11 +367,26 @@ fn cols_of(table: &TableMeta, sql: &[&str], positions: &[Option<usize>]) -> Vec<
         .collect()
 }
 
+/// The operator of a scan's key condition. On a HASH index it is `=`
+/// whatever was asked, as on the original: its engine seeks the key's hash
+/// and ignores the operator, so `>` and `>=` read the rows equal to the key
+/// (and stop there), `<` and `<=` the first of them (going back fails).
+/// Which of the equal rows comes first is the hash chain's order, which no
+/// statement can ask for: here they come in the table's key order.
+fn key_op(scan: &Scan<'_>) -> FindOp {
+    if scan.index.index_meta().hash {
+        FindOp::Eq
+    } else {
+        scan.op
+    }
+}
+
 /// The key condition over the first `n` index columns, lexicographic, with
 /// NULL lowest. For range ops the first column's bound is also stated on its
 /// own, so the planner can seek to it.
 fn key_condition(
     scan: &Scan<'_>,
+    op: FindOp,
     key_sql: &[String],
     sink: &mut impl ValueSink,
     sql: &mut Vec<u8>,
@@ -367,7 +399,7 @@ fn key_condition(
         &scan.index.index_meta().key_columns,
     )[..];
     let is_null = |i: usize| scan.keys[i].is_none();
-    if scan.op == FindOp::Eq {
+    if op == FindOp::Eq {
         for (i, c) in cols.iter().enumerate() {
             if i > 0 {
                 sql.extend_from_slice(b" AND ");
@@ -378,7 +410,7 @@ fn key_condition(
     }
     // Lexicographic: k1 op' v1 OR (k1 = v1 AND (k2 op' v2 OR (... kn op vn)))
     // where op' is the strict form of op.
-    let strict = match scan.op {
+    let strict = match op {
         FindOp::Gt | FindOp::Ge => FindOp::Gt,
         _ => FindOp::Lt,
     };
@@ -391,7 +423,7 @@ fn key_condition(
         cmp(&cols[0], Param::Key(0), inclusive, is_null(0), sink, sql);
         sql.extend_from_slice(b" AND ");
     }
-    lexicographic(cols, 0, scan.op, strict, &is_null, &Param::Key, sink, sql);
+    lexicographic(cols, 0, op, strict, &is_null, &Param::Key, sink, sql);
 }
 
 #[allow(clippy::too_many_arguments)]

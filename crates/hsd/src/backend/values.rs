@@ -121,6 +121,24 @@ pub(crate) fn bit_readback(bits: u32, n: i64) -> i64 {
     }
 }
 
+/// What storing `bytes` into a BIT(`bits`) column keeps: the bytes as one
+/// big-endian number (leading zero bytes dropped), or all ones when it has
+/// more bits than the column (`'1'` is 49; `'x'`, 120, is 31 in a BIT(5)).
+pub(crate) fn stored_bit(bytes: &[u8], bits: u32) -> u64 {
+    let start = bytes.iter().position(|&b| b != 0).unwrap_or(bytes.len());
+    let bytes = &bytes[start..];
+    let all_ones = if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
+    if bytes.len() > 8 {
+        return all_ones;
+    }
+    let n = bytes.iter().fold(0u64, |n, &b| (n << 8) | u64::from(b));
+    n.min(all_ones)
+}
+
 fn f64_to_i64(v: f64) -> i64 {
     if v.is_nan() {
         0
@@ -456,6 +474,7 @@ pub(crate) fn stored_readback(kind: &super::ColumnKind, n: i64) -> i64 {
                 stored
             }
         }
+        K::Bit { bits } => bit_readback(*bits, n),
         K::Year => match n {
             0 => 0,
             1..=69 => n + 2000,
@@ -633,6 +652,7 @@ pub(crate) fn is_stored_form(kind: &super::ColumnKind, key: &[u8]) -> bool {
         }
         super::ColumnKind::Temporal { .. }
         | super::ColumnKind::Year
+        | super::ColumnKind::Bit { .. }
         | super::ColumnKind::Enum { .. }
         | super::ColumnKind::Other { .. } => false,
     }
@@ -661,6 +681,17 @@ mod tests {
         assert_eq!(s(b"99999999999999999999999"), i128::from(i64::MAX));
         assert_eq!(stored_integer(b"-5", 0, 255), 0);
         assert_eq!(stored_integer(b"300", -128, 127), 127);
+    }
+
+    #[test]
+    fn strings_stored_as_bits() {
+        assert_eq!(stored_bit(b"1", 8), 49);
+        assert_eq!(stored_bit(b"x", 5), 31);
+        assert_eq!(stored_bit(b"\0\0\x01\x02", 16), 0x102);
+        assert_eq!(stored_bit(b"\x01\x02", 8), 255);
+        assert_eq!(stored_bit(b"", 5), 0);
+        assert_eq!(stored_bit(b"123456789", 64), u64::MAX);
+        assert_eq!(stored_bit(b"12345678", 64), 0x3132_3334_3536_3738);
     }
 
     #[test]

@@ -178,6 +178,23 @@ async fn walk<C: StorageConn>(
     p: &ModifyPlan<'_>,
     limits: &WriteLimits,
 ) -> Result<ResponseWriter, WriteFailure> {
+    // A table without transactions: no row lock holds the rows read until
+    // they are changed, so another write loop must not read them meanwhile.
+    let table = &p.index.table;
+    if table.transactional {
+        return walk_rows(storage, p, limits).await;
+    }
+    storage.serialize_modifies(table).await?;
+    let result = walk_rows(storage, p, limits).await;
+    storage.end_serialized();
+    result
+}
+
+async fn walk_rows<C: StorageConn>(
+    storage: &mut C,
+    p: &ModifyPlan<'_>,
+    limits: &WriteLimits,
+) -> Result<ResponseWriter, WriteFailure> {
     let table = &p.index.table;
     let seeks = p.find.scan_count();
     let in_list = p.req.active_in().is_some();

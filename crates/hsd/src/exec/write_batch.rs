@@ -43,6 +43,15 @@ pub(super) async fn run_batched<C: StorageConn>(
     let mut outcomes = Vec::with_capacity(plans.len());
     let mut i = 0;
     while i < plans.len() {
+        if !transactional(&plans[i]) {
+            // Its statements keep their changes whatever happens to the
+            // group: one at a time, so that no statement's failure leaves
+            // rows of others changed (a multi-row INSERT that fails keeps
+            // its first rows on such a table) and each answer is exact.
+            outcomes.push(run_one(storage, &plans[i], limits).await);
+            i += 1;
+            continue;
+        }
         let end = run_of(plans, i, |m| m.by_key.is_some());
         if end > i && end - i <= BY_KEY_RUN_MAX {
             outcomes.extend(by_key_batch(storage, &plans[i..end]).await);
@@ -68,10 +77,23 @@ pub(super) async fn run_batched<C: StorageConn>(
     outcomes
 }
 
+/// Whether a plan's table takes part in the group's transaction (see
+/// `TableMeta::transactional`).
+fn transactional(plan: &WritePlan<'_>) -> bool {
+    match plan {
+        WritePlan::Refused(_) => true,
+        WritePlan::Insert(row) => row.table.transactional,
+        WritePlan::Modify(m) => m.index.table.transactional,
+    }
+}
+
 /// The end of the run of modifies from `start` that `fits`.
 fn run_of(plans: &[WritePlan<'_>], start: usize, fits: impl Fn(&ModifyPlan<'_>) -> bool) -> usize {
     let mut end = start;
-    while end < plans.len() && matches!(&plans[end], WritePlan::Modify(m) if fits(m)) {
+    while end < plans.len()
+        && transactional(&plans[end])
+        && matches!(&plans[end], WritePlan::Modify(m) if fits(m))
+    {
         end += 1;
     }
     end
@@ -79,7 +101,10 @@ fn run_of(plans: &[WritePlan<'_>], start: usize, fits: impl Fn(&ModifyPlan<'_>) 
 
 fn run_of_inserts(plans: &[WritePlan<'_>], start: usize) -> usize {
     let mut end = start;
-    while end < plans.len() && matches!(plans[end], WritePlan::Insert(_)) {
+    while end < plans.len()
+        && transactional(&plans[end])
+        && matches!(plans[end], WritePlan::Insert(_))
+    {
         end += 1;
     }
     end

@@ -21,6 +21,12 @@ pub enum Backend {
 
 /// The MariaDB URL the test script exports. In CI its absence is a failure:
 /// the MariaDB half of the suite is never skipped there.
+/// The hsd binary the tests run: this build's, or `HSD_TEST_BIN` (to check
+/// that a new test fails on an older build).
+pub fn hsd_bin() -> String {
+    std::env::var("HSD_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_hsd").to_string())
+}
+
 pub fn mysql_url() -> Option<String> {
     match std::env::var("HSD_TEST_MYSQL_URL") {
         Ok(u) if !u.is_empty() => Some(u),
@@ -337,7 +343,7 @@ impl TestServer {
     pub fn sql(&self, stmt: &str) -> Vec<Vec<Option<String>>> {
         match self.backend {
             Backend::Sqlite => {
-                let out = Command::new(env!("CARGO_BIN_EXE_hsd"))
+                let out = Command::new(hsd_bin())
                     .arg("sql")
                     .arg("--data-dir")
                     .arg(&self.data_dir)
@@ -421,7 +427,7 @@ pub struct HsdRun {
 }
 
 pub fn run_hsd(args: &[&str], env: &[(&str, &str)]) -> HsdRun {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hsd"))
+    let mut child = Command::new(hsd_bin())
         .args(args)
         .envs(env.iter().copied())
         .env_remove("RUST_LOG")
@@ -543,7 +549,7 @@ pub struct RunningHsd {
 /// reads its ready line; its stdout keeps being drained so that hsd never
 /// blocks on a full pipe.
 pub fn spawn_hsd<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> RunningHsd {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hsd"))
+    let mut child = Command::new(hsd_bin())
         .arg("serve")
         .args(["--address", "127.0.0.1", "--port", "0", "--port-wr", "0"])
         .args(args)

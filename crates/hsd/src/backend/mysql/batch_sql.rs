@@ -17,7 +17,9 @@ pub(super) const BATCH_SQL_BYTES: usize = 1 << 20;
 pub(super) fn push_insert_run(rows: &[RowInsert<'_>], start: usize, sql: &mut Vec<u8>) -> usize {
     let first = &rows[start];
     push_insert(first, sql);
-    if first.table.has_autoincrement && !first.explicit_id {
+    // A multi-row INSERT that fails keeps its first rows on a table without
+    // transactions: those rows go one by one.
+    if !first.table.transactional || (first.table.has_autoincrement && !first.explicit_id) {
         return start + 1;
     }
     let mut end = start + 1;
@@ -28,6 +30,7 @@ pub(super) fn push_insert_run(rows: &[RowInsert<'_>], start: usize, sql: &mut Ve
             .map(|v| WriteValue::Bytes(*v))
             .collect();
         let mut sink = WriteLiterals {
+            table: rows[end].table,
             values: &values,
             locator: &[],
         };
@@ -53,6 +56,7 @@ fn same_statement(a: &RowInsert<'_>, b: &RowInsert<'_>) -> bool {
 pub(super) fn push_insert(row: &RowInsert<'_>, sql: &mut Vec<u8>) {
     let values: Vec<WriteValue<'_>> = row.values.iter().map(|v| WriteValue::Bytes(*v)).collect();
     let mut sink = WriteLiterals {
+        table: row.table,
         values: &values,
         locator: &[],
     };
@@ -101,12 +105,17 @@ pub(super) fn push_write(w: &RowWrite<'_>, sql: &mut Vec<u8>) {
     match (w.target, w.change) {
         (RowTarget::Locator(locator), Change::Update { columns, values }) => {
             if !columns.is_empty() {
-                let mut sink = WriteLiterals { values, locator };
+                let mut sink = WriteLiterals {
+                    table,
+                    values,
+                    locator,
+                };
                 write_sql::update(table, columns, &mut sink, sql);
             }
         }
         (RowTarget::Locator(locator), Change::Delete) => {
             let mut sink = WriteLiterals {
+                table,
                 values: &[],
                 locator,
             };
@@ -117,6 +126,7 @@ pub(super) fn push_write(w: &RowWrite<'_>, sql: &mut Vec<u8>) {
             match change {
                 Change::Update { columns, values } if !columns.is_empty() => {
                     let mut sink = WriteLiterals {
+                        table,
                         values,
                         locator: &[],
                     };
@@ -198,6 +208,7 @@ fn mergeable(a: &RowWrite<'_>, b: &RowWrite<'_>) -> bool {
     };
     let (ta, tb) = (a.table, b.table);
     !ca.is_empty()
+        && ta.transactional
         && ta.table_sql == tb.table_sql
         && ca.len() == cb.len()
         && ca
@@ -338,7 +349,11 @@ fn push_update_many(writes: &[RowWrite<'_>], sql: &mut Vec<u8>) {
             sql.extend_from_slice(b" WHEN ");
             row_test(w, sql);
             sql.extend_from_slice(b" THEN ");
-            let mut sink = WriteLiterals { values, locator };
+            let mut sink = WriteLiterals {
+                table,
+                values,
+                locator,
+            };
             sink.column_value(sql, WriteParam::Value(k), &table.columns[c]);
         }
         sql.extend_from_slice(b" END");

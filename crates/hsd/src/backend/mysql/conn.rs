@@ -4,14 +4,15 @@
 
 /// Where the write group's transaction is.
 use super::batch_sql::{push_insert, push_insert_run, push_write, push_write_run, BATCH_SQL_BYTES};
-use super::connector::Connector;
+use super::connector::{Connector, PRESSURE_IDLE};
 use super::errors::{doomed, dooms_transaction, refused_error};
 use super::handler::Handles;
+use super::in_doubt::{resolve, Fate};
 use super::link::{Answer, Discard, Failure, Link};
 use super::{meta, scan};
 use crate::backend::{
     CommitFailure, Committed, RowInsert, RowTarget, RowVisitor, RowWrite, Scan, StorageConn,
-    StorageError, TableMeta, WriteBatching,
+    StorageError, TableMeta, WriteBatching, ERR_COMMIT_IN_DOUBT,
 };
 use mysql_wire::OkPacket;
 use std::ops::Range;
@@ -38,6 +39,15 @@ pub(crate) struct MysqlConn {
     txn: Txn,
     /// Reused for write statements' text.
     sql: Vec<u8>,
+    /// The modify lock of a table without transactions, while a modify of
+    /// it runs (`serialize_modifies`).
+    serialized: Option<tokio::sync::OwnedMutexGuard<()>>,
+    /// This connection's name in the commit marker table, and the number
+    /// of its last group that wrote (`in_doubt`).
+    writer: u64,
+    group_seq: u64,
+    /// The open group sent a write statement.
+    wrote: bool,
 }
 
 impl MysqlConn {
@@ -48,6 +58,10 @@ impl MysqlConn {
             handles: Handles::default(),
             txn: Txn::Off,
             sql: Vec::with_capacity(256),
+            serialized: None,
+            writer: writer_id(),
+            group_seq: 0,
+            wrote: false,
         }
     }
 
@@ -115,8 +129,16 @@ impl MysqlConn {
     /// Runs the write statements whose texts are `spans` of `self.sql`,
     /// pipelined: they leave in one write and their answers are read in
     /// order. One result per statement. A statement that dooms the group
-    /// fails the ones behind it too.
-    async fn run_writes(&mut self, spans: &[Range<usize>]) -> Vec<Result<OkPacket, StorageError>> {
+    /// fails the ones behind it too. `retry`: the statements may be sent
+    /// again on a new connection when the server closed the old one before
+    /// answering any (their changes went with that session's transaction);
+    /// never for a table without transactions, whose statement may have
+    /// been applied before the server closed the connection.
+    async fn run_writes(
+        &mut self,
+        spans: &[Range<usize>],
+        retry: bool,
+    ) -> Vec<Result<OkPacket, StorageError>> {
         if let Txn::Doomed(e) = &self.txn {
             return spans.iter().map(|_| Err(doomed(e))).collect();
         }
@@ -143,6 +165,9 @@ impl MysqlConn {
             if !results.is_empty() && matches!(self.txn, Txn::Wanted) {
                 self.txn = Txn::Open;
             }
+            if !results.is_empty() {
+                self.wrote = true;
+            }
             if matches!(self.txn, Txn::Open) {
                 let first_doom = results
                     .iter()
@@ -161,6 +186,7 @@ impl MysqlConn {
                 return results;
             };
             let answered = results.len();
+            let attempt = if retry { attempt } else { u32::MAX };
             let error = match self.after_failure(f, false, answered > 0, attempt) {
                 Ok(()) => continue,
                 Err(e) => e,
@@ -307,7 +333,8 @@ impl StorageConn for MysqlConn {
                     break;
                 }
             }
-            let answers = self.run_writes(&spans).await;
+            let retry = rows.iter().all(|r| r.table.transactional);
+            let answers = self.run_writes(&spans, retry).await;
             for (run, answer) in runs.into_iter().zip(answers) {
                 match answer {
                     Ok(ok) => {
@@ -327,7 +354,7 @@ impl StorageConn for MysqlConn {
                             push_insert(row, &mut self.sql);
                             spans.push(from..self.sql.len());
                         }
-                        let answers = self.run_writes(&spans).await;
+                        let answers = self.run_writes(&spans, retry).await;
                         for (row, answer) in rows[run].iter().zip(answers) {
                             results.push(answer.map(|ok| {
                                 row.table.has_autoincrement.then_some(ok.last_insert_id)
@@ -376,7 +403,8 @@ impl StorageConn for MysqlConn {
                 }
             }
             let sent: Vec<Range<usize>> = spans.iter().filter(|s| !s.is_empty()).cloned().collect();
-            let mut answers = self.run_writes(&sent).await.into_iter();
+            let retry = writes.iter().all(|w| w.table.transactional);
+            let mut answers = self.run_writes(&sent, retry).await.into_iter();
             for (run, span) in runs.into_iter().zip(spans) {
                 if span.is_empty() {
                     results.push(Ok(1));
@@ -397,7 +425,7 @@ impl StorageConn for MysqlConn {
                             push_write(w, &mut self.sql);
                             spans.push(from..self.sql.len());
                         }
-                        let answers = self.run_writes(&spans).await;
+                        let answers = self.run_writes(&spans, retry).await;
                         for (w, answer) in writes[run].iter().zip(answers) {
                             results.push(answer.map(|ok| found(w, &ok)));
                         }
@@ -409,17 +437,30 @@ impl StorageConn for MysqlConn {
         results
     }
 
+    async fn serialize_modifies(&mut self, table: &TableMeta) -> Result<(), StorageError> {
+        self.serialized = None;
+        self.serialized = Some(self.connector.serialize_modifies(&table.table_sql).await?);
+        Ok(())
+    }
+
+    fn end_serialized(&mut self) {
+        self.serialized = None;
+    }
+
     async fn begin(&mut self) -> Result<(), StorageError> {
         if matches!(self.txn, Txn::Open | Txn::Doomed(_)) {
             // A group was left open (should not happen): end it first.
             self.rollback().await;
         }
         self.txn = Txn::Wanted;
+        self.wrote = false;
         Ok(())
     }
 
     /// COMMIT returns once InnoDB made the group durable (as configured by
     /// innodb_flush_log_at_trx_commit). One transaction: all or nothing.
+    /// A group that wrote marks its commit in the same transaction, so that
+    /// a COMMIT whose answer is lost can be resolved (`in_doubt`).
     async fn commit(&mut self) -> Committed {
         match std::mem::replace(&mut self.txn, Txn::Off) {
             Txn::Off | Txn::Wanted => Committed::done(),
@@ -429,16 +470,43 @@ impl StorageConn for MysqlConn {
                         "connection lost before commit".into(),
                     )));
                 };
+                let marker = self.connector.marker().filter(|_| self.wrote);
+                if let Some(m) = marker {
+                    self.group_seq += 1;
+                    let (writer, seq) = (self.writer, self.group_seq);
+                    link.queue(|sql| m.push_mark(sql, writer, seq));
+                }
                 link.queue(|sql| sql.extend_from_slice(b"COMMIT"));
-                match link.answer(&mut Discard).await {
+                let connection_id = link.connection_id;
+                let mut marked = marker.is_some();
+                let answer = async {
+                    if marker.is_some() {
+                        if let Answer::Refused(e) = link.answer(&mut Discard).await? {
+                            tracing::warn!(error = %e, "the commit marker was not written");
+                            marked = false;
+                        }
+                    }
+                    link.answer(&mut Discard).await
+                }
+                .await;
+                match answer {
                     Ok(Answer::Done(_)) => Committed::done(),
                     Ok(Answer::Refused(e)) => {
+                        // A COMMIT the server refused (interrupted at the
+                        // statement time bound while it waited) may leave
+                        // the transaction open: were it not ended here, the
+                        // next group's COMMIT would commit these writes too.
+                        self.roll_back_link().await;
                         Committed::failed(CommitFailure::all(refused_error(&e)))
                     }
                     Err(f) => {
                         self.link = None;
                         self.handles.clear();
-                        Committed::failed(CommitFailure::all(f.error))
+                        if !self.wrote {
+                            // Nothing to commit: the answers are true.
+                            return Committed::done();
+                        }
+                        self.settle_in_doubt(f.error, connection_id, marked).await
                     }
                 }
             }
@@ -457,12 +525,30 @@ impl StorageConn for MysqlConn {
         }
     }
 
+    /// HANDLER handles are given back once their lease ends; once the
+    /// server has refused connections for its limits, the connection itself
+    /// looks now and then whether to go (`release_idle`).
     fn idle_deadline(&self) -> Option<Instant> {
-        self.handles.next_expiry()
+        let handles = self.handles.next_expiry();
+        if self.link.is_some() && self.connector.ever_limited() {
+            let look = Instant::now() + PRESSURE_IDLE;
+            return Some(handles.map_or(look, |h| h.min(look)));
+        }
+        handles
     }
 
+    /// Closes the HANDLER handles; while the server refuses connections
+    /// for its limits, gives the connection back too, so that a loop
+    /// without one can have it (this one connects again on its next use).
     async fn release_idle(&mut self) {
         self.release_handles().await;
+        if self.connector.under_pressure() && matches!(self.txn, Txn::Off) {
+            if let Some(link) = self.link.take() {
+                tracing::debug!("giving an idle connection back to the server");
+                self.handles.clear();
+                link.quit().await;
+            }
+        }
     }
 }
 
@@ -475,7 +561,71 @@ fn found(write: &RowWrite<'_>, ok: &OkPacket) -> u64 {
     }
 }
 
+/// A name for a write connection in the commit marker table, unique
+/// among hsd processes (the standard library's per-process random keys,
+/// the time and a counter).
+fn writer_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    h.write_u32(std::process::id());
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish()
+}
+
 impl MysqlConn {
+    /// The COMMIT of a group that wrote went out and its answer did not
+    /// come back (`error`): learns from another connection what became of
+    /// it (`in_doubt::resolve`), when the group marked its commit.
+    async fn settle_in_doubt(
+        &mut self,
+        error: StorageError,
+        connection_id: u64,
+        marked: bool,
+    ) -> Committed {
+        let marker = self.connector.marker().filter(|_| marked);
+        let fate = match marker {
+            Some(m) => {
+                tracing::warn!(%error, "a COMMIT went unanswered; asking the server whether it committed");
+                resolve(
+                    &self.connector,
+                    m,
+                    connection_id,
+                    self.writer,
+                    self.group_seq,
+                )
+                .await
+            }
+            None => Fate::Unknown("the group has no commit marker".into()),
+        };
+        match fate {
+            Fate::Committed => {
+                tracing::info!("the unanswered COMMIT had committed; its writes are answered done");
+                Committed::done()
+            }
+            Fate::RolledBack => {
+                tracing::info!(
+                    "the unanswered COMMIT was rolled back; its writes are answered 2013"
+                );
+                Committed::failed(CommitFailure::all(StorageError::Unavailable(format!(
+                    "the group was rolled back ({error})"
+                ))))
+            }
+            Fate::Unknown(why) => {
+                tracing::error!(%error, %why, "a COMMIT went unanswered and its outcome is unknown; its writes are answered 1 1 {ERR_COMMIT_IN_DOUBT}");
+                Committed::failed(CommitFailure::all(StorageError::Refused {
+                    code: ERR_COMMIT_IN_DOUBT,
+                    message: format!("commit outcome unknown: {error}; {why}"),
+                }))
+            }
+        }
+    }
+
     async fn roll_back_link(&mut self) {
         if let Some(link) = self.link.as_mut() {
             link.queue(|sql| sql.extend_from_slice(b"ROLLBACK"));

@@ -2,14 +2,27 @@
 //! waiting on a server that cannot be reached: after a failed attempt the
 //! others fail at once for a short pause while one caller probes.
 
+use super::in_doubt::MarkerTable;
 use super::link::{Failure, Link, LinkSettings};
-use crate::backend::StorageError;
-use std::sync::Mutex;
+use crate::backend::{StorageError, ERR_LOCK_WAIT_TIMEOUT};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::OwnedMutexGuard;
 
 /// After the server could not be reached, how long other callers fail at
 /// once instead of each waiting for their own connect attempt.
 const RETRY_PAUSE: Duration = Duration::from_millis(500);
+/// After the server refused a connection for its limits, how long other
+/// callers fail at once before one tries again.
+const LIMIT_PAUSE: Duration = Duration::from_millis(200);
+/// While refusals go on, how often they are logged.
+const LIMIT_LOG_EVERY: Duration = Duration::from_secs(60);
+/// How long after a refusal idle connections are given back.
+const PRESSURE_WINDOW: Duration = Duration::from_secs(10);
+/// How long a connection stays idle before it is given back then.
+pub(super) const PRESSURE_IDLE: Duration = Duration::from_millis(500);
 
 pub(super) struct Connector {
     pub(super) settings: LinkSettings,
@@ -17,14 +30,134 @@ pub(super) struct Connector {
     /// Until when connect attempts fail at once (someone is probing, or the
     /// last attempt failed).
     paused_until: Mutex<Option<Instant>>,
+    /// Per table without transactions (by its SQL name): held by the
+    /// connection reading its rows to change them (`serialize_modifies`).
+    modify_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Where write groups mark their commits (`in_doubt`), and whether it
+    /// is there.
+    marker: Option<MarkerTable>,
+    marker_state: Mutex<MarkerState>,
+    limits: Mutex<Limits>,
+    /// The pause in `paused_until` follows a refusal for limits, not an
+    /// unreachable server.
+    limit_paused: AtomicBool,
+}
+
+/// Connections the server refused for its connection limits (the
+/// account's MAX_USER_CONNECTIONS, the server's max_connections).
+#[derive(Debug, Default)]
+struct Limits {
+    /// The last refusal.
+    last: Option<Instant>,
+    /// Refusals since the last one logged, and when that was.
+    unlogged: u64,
+    logged_at: Option<Instant>,
+    /// Refusals were logged and their end was not yet: a connection made
+    /// `PRESSURE_WINDOW` after the last refusal ends them, with a log line.
+    episode: bool,
+}
+
+/// Whether the commit marker table can be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MarkerState {
+    /// Not looked at yet (no connection made so far).
+    Unchecked,
+    /// A connection is making sure it exists.
+    Checking,
+    Ready,
+    /// It could not be made: groups are not marked, and an unanswered
+    /// COMMIT is answered as in doubt.
+    Unusable,
 }
 
 impl Connector {
     pub(super) fn new(settings: LinkSettings, target: String) -> Connector {
         Connector {
+            paused_until: Mutex::new(None),
+            modify_locks: Mutex::default(),
+            marker: settings
+                .url
+                .options
+                .commit_marker
+                .as_ref()
+                .map(|(db, table)| MarkerTable::new(db, table)),
+            marker_state: Mutex::new(MarkerState::Unchecked),
+            limits: Mutex::default(),
+            limit_paused: AtomicBool::new(false),
             settings,
             target,
-            paused_until: Mutex::new(None),
+        }
+    }
+
+    /// The commit marker table, once it is known to be there.
+    pub(super) fn marker(&self) -> Option<&MarkerTable> {
+        let state = *self.marker_state.lock().unwrap_or_else(|p| p.into_inner());
+        self.marker.as_ref().filter(|_| state == MarkerState::Ready)
+    }
+
+    /// On the first connection made: makes sure the marker table exists
+    /// (once per process; a failure is logged with what to do).
+    async fn check_marker(&self, link: &mut Link) -> Result<(), Failure> {
+        let Some(marker) = &self.marker else {
+            return Ok(());
+        };
+        {
+            let mut state = self.marker_state.lock().unwrap_or_else(|p| p.into_inner());
+            if *state != MarkerState::Unchecked {
+                return Ok(());
+            }
+            *state = MarkerState::Checking;
+        }
+        let result = marker.ensure(link).await;
+        let next = match &result {
+            Ok(()) => MarkerState::Ready,
+            // The link broke: the next connection looks again.
+            Err(StorageError::Unavailable(_)) => MarkerState::Unchecked,
+            Err(e) => {
+                tracing::warn!(
+                    table = %marker.table_sql,
+                    error = %e,
+                    "cannot use the commit marker table: a COMMIT whose answer is lost \
+                     will be answered 1 1 {} (outcome unknown) instead of being resolved; \
+                     grant this account CREATE, SELECT, INSERT, UPDATE on it, or name \
+                     another table with ?commit-marker=DB.TABLE in --backend",
+                    crate::backend::ERR_COMMIT_IN_DOUBT
+                );
+                MarkerState::Unusable
+            }
+        };
+        *self.marker_state.lock().unwrap_or_else(|p| p.into_inner()) = next;
+        match result {
+            Err(StorageError::Unavailable(m)) => Err(Failure {
+                error: StorageError::Unavailable(m),
+                link_lost: true,
+                retryable: false,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Takes the modify lock of table `table_sql` (see
+    /// `StorageConn::serialize_modifies`), waiting at most the link timeout:
+    /// beyond it the write is answered as a lock wait that timed out.
+    pub(super) async fn serialize_modifies(
+        &self,
+        table_sql: &str,
+    ) -> Result<OwnedMutexGuard<()>, StorageError> {
+        let lock = {
+            let mut locks = self.modify_locks.lock().unwrap_or_else(|p| p.into_inner());
+            locks.entry(table_sql.to_string()).or_default().clone()
+        };
+        match tokio::time::timeout(self.settings.timeout, lock.lock_owned()).await {
+            Ok(guard) => Ok(guard),
+            Err(_) => Err(StorageError::Refused {
+                code: ERR_LOCK_WAIT_TIMEOUT,
+                message: format!(
+                    "another write loop kept modifying {table_sql} (a table without \
+                     transactions) for {:?}",
+                    self.settings.timeout
+                ),
+            }),
         }
     }
 
@@ -34,9 +167,14 @@ impl Connector {
             let mut paused = self.paused_until.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(until) = *paused {
                 if now < until {
+                    let why = if self.limit_paused.load(Ordering::Relaxed) {
+                        "takes no more connections from this account now"
+                    } else {
+                        "is not reachable"
+                    };
                     return Err(Failure {
                         error: StorageError::Unavailable(format!(
-                            "{} is not reachable; retrying shortly",
+                            "{} {why}; retrying shortly",
                             self.target
                         )),
                         // No connection was lost here (and the pause must
@@ -49,17 +187,31 @@ impl Connector {
                 *paused = Some(now + self.settings.timeout + RETRY_PAUSE);
             }
         }
-        let result = Link::connect(&self.settings).await;
+        let mut result = Link::connect(&self.settings).await;
+        if let Ok(link) = result.as_mut() {
+            if let Err(f) = self.check_marker(link).await {
+                result = Err(f);
+            }
+        }
+        if let Err(f) = &result {
+            if f.is_connection_limit() {
+                return Err(self.refused_for_limits(f));
+            }
+        }
         let mut paused = self.paused_until.lock().unwrap_or_else(|p| p.into_inner());
         match &result {
             Ok(link) => {
-                super::link::announce(link, &self.settings);
-                if paused.is_some() {
+                announce(link, &self.settings);
+                let after_limits = self.limit_paused.swap(false, Ordering::Relaxed);
+                if paused.is_some() && !after_limits {
                     tracing::info!(target = %self.target, "MySQL server reachable again");
                 }
                 *paused = None;
+                drop(paused);
+                self.end_limit_episode();
             }
             Err(f) if f.link_lost && !matches!(f.error, StorageError::Refused { .. }) => {
+                self.limit_paused.store(false, Ordering::Relaxed);
                 if paused.is_none() {
                     tracing::warn!(target = %self.target, error = %f.error, "cannot connect to MySQL server");
                 } else {
@@ -73,9 +225,96 @@ impl Connector {
         result
     }
 
+    /// The server took no more connections (see `Limits`): logged once per
+    /// episode (and every `LIMIT_LOG_EVERY` while it lasts), other callers
+    /// wait `LIMIT_PAUSE` before trying again, and idle connections of
+    /// this backend are given back meanwhile (`under_pressure`), so that
+    /// every loop gets one as soon as the server allows.
+    fn refused_for_limits(&self, f: &Failure) -> Failure {
+        let now = Instant::now();
+        let mut limits = self.limits.lock().unwrap_or_else(|p| p.into_inner());
+        limits.last = Some(now);
+        limits.unlogged += 1;
+        let due = limits
+            .logged_at
+            .is_none_or(|at| now.duration_since(at) >= LIMIT_LOG_EVERY);
+        if due {
+            tracing::warn!(
+                target = %self.target,
+                error = %f.error,
+                refusals = limits.unlogged,
+                "the MySQL server refuses hsd another connection: requests of event loops \
+                 without one answer 1 1 2013 until it takes one (every loop keeps trying; \
+                 idle connections are given back meanwhile). Raise the account's \
+                 MAX_USER_CONNECTIONS (or max_connections), or lower --threads, \
+                 --threads-wr or --mysql-pool"
+            );
+            limits.logged_at = Some(now);
+            limits.unlogged = 0;
+            limits.episode = true;
+        }
+        drop(limits);
+        let mut paused = self.paused_until.lock().unwrap_or_else(|p| p.into_inner());
+        *paused = Some(now + LIMIT_PAUSE);
+        self.limit_paused.store(true, Ordering::Relaxed);
+        Failure {
+            error: StorageError::Unavailable(format!(
+                "{} takes no more connections from this account now ({}); retrying shortly",
+                self.target, f.error
+            )),
+            // Nothing was lost, and the pause must not grow.
+            link_lost: false,
+            retryable: false,
+        }
+    }
+
+    /// A connection was made: refusals, if some were logged, are over once
+    /// none came for `PRESSURE_WINDOW`.
+    fn end_limit_episode(&self) {
+        let mut limits = self.limits.lock().unwrap_or_else(|p| p.into_inner());
+        let quiet = limits
+            .last
+            .is_some_and(|at| at.elapsed() >= PRESSURE_WINDOW);
+        if limits.episode && quiet {
+            limits.episode = false;
+            limits.logged_at = None;
+            tracing::info!(target = %self.target, "the MySQL server takes hsd's connections again");
+        }
+    }
+
+    /// Whether the server refused a connection lately: connections idle
+    /// for `PRESSURE_IDLE` are then given back (see `MysqlConn::release_idle`).
+    pub(super) fn under_pressure(&self) -> bool {
+        let limits = self.limits.lock().unwrap_or_else(|p| p.into_inner());
+        limits.last.is_some_and(|at| at.elapsed() < PRESSURE_WINDOW)
+    }
+
+    /// Whether the server ever refused a connection for its limits: idle
+    /// connections then look now and then whether they should go.
+    pub(super) fn ever_limited(&self) -> bool {
+        self.limits
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .last
+            .is_some()
+    }
+
     /// A live connection timed out: make the others fail fast for a while.
     pub(super) fn note_timeout(&self) {
         let mut paused = self.paused_until.lock().unwrap_or_else(|p| p.into_inner());
         *paused = Some(Instant::now() + RETRY_PAUSE);
     }
+}
+
+/// Logs, once per process, which server hsd serves and how the link runs.
+pub(super) fn announce(link: &Link, settings: &LinkSettings) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        tracing::info!(
+            server = %link.server,
+            at = %settings.url.endpoint(),
+            tls = link.tls,
+            "MySQL backend: connected to {}", link.server
+        );
+    });
 }

@@ -55,6 +55,14 @@ pub(super) fn refused_error(e: &ErrPacket) -> StorageError {
     }
 }
 
+/// Whether the server refused a connection for its limits: too many
+/// connections (ER_CON_COUNT_ERROR), too many of the account's
+/// (ER_TOO_MANY_USER_CONNECTIONS), its MAX_USER_CONNECTIONS
+/// (ER_USER_LIMIT_REACHED). Transient, unlike a refused login.
+pub(super) fn limits_connections(code: u16) -> bool {
+    matches!(code, 1040 | 1203 | 1226)
+}
+
 /// The server rolled back the whole transaction, not just the statement.
 pub(super) fn dooms_transaction(e: &StorageError) -> bool {
     matches!(e, StorageError::Refused { code, .. } if *code == handler_errors::LOCK_DEADLOCK)

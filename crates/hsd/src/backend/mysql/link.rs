@@ -14,6 +14,7 @@
 //! relies on MySQL 8.0.17's CAST(... AS DOUBLE) and is tested on MariaDB
 //! 10.11, so older servers are refused with a message saying so.
 
+use super::errors::limits_connections;
 use super::link_tls::TlsSetup;
 use crate::backend::StorageError;
 use mysql_wire::auth::{AuthStep, Authenticator, KeyPolicy};
@@ -77,6 +78,27 @@ impl Failure {
             link_lost: true,
             retryable: false,
         }
+    }
+
+    /// A connection the server does not take now: its own or the
+    /// account's connection limit is reached (transient, unlike a refused
+    /// login).
+    fn limited(e: &ErrPacket) -> Failure {
+        Failure {
+            error: StorageError::Refused {
+                code: u32::from(e.code),
+                message: e.to_string(),
+            },
+            link_lost: true,
+            retryable: false,
+        }
+    }
+
+    /// Whether the server refused the connection for its connection limits
+    /// (see `limited`).
+    pub(super) fn is_connection_limit(&self) -> bool {
+        matches!(&self.error, StorageError::Refused { code, .. }
+            if u16::try_from(*code).is_ok_and(limits_connections))
     }
 
     /// A login the server refused (wrong password, unknown user, ...).
@@ -159,6 +181,19 @@ pub(super) trait ResultSink {
     fn row(&mut self, payload: &[u8], row: &TextRow) -> bool;
 }
 
+/// Keeps the first column of the first row.
+#[derive(Default)]
+pub(super) struct FirstValue(pub(super) Option<Vec<u8>>);
+
+impl ResultSink for FirstValue {
+    fn row(&mut self, payload: &[u8], row: &TextRow) -> bool {
+        if self.0.is_none() {
+            self.0 = row.get(payload, 0).map(<[u8]>::to_vec);
+        }
+        true
+    }
+}
+
 /// A sink for statements whose rows, if any, are not wanted.
 pub(super) struct Discard;
 
@@ -172,6 +207,8 @@ pub(super) struct Link {
     stream: Box<dyn Io>,
     /// The server's kind and version, from its greeting.
     pub(crate) server: ServerVersion,
+    /// The server's id of this connection (what `KILL` takes).
+    pub(crate) connection_id: u64,
     /// The link is encrypted.
     pub(crate) tls: bool,
     rbuf: Vec<u8>,
@@ -212,6 +249,7 @@ impl Link {
         let mut link = Link {
             stream,
             server: ServerVersion::parse(""),
+            connection_id: 0,
             tls: false,
             rbuf: Vec::with_capacity(READ_CHUNK),
             rpos: 0,
@@ -231,6 +269,13 @@ impl Link {
     async fn login(&mut self, settings: &LinkSettings) -> Result<(), Failure> {
         let url = &settings.url;
         let (_, greeting) = self.packet().await?;
+        if greeting.first() == Some(&0xff) {
+            // "Too many connections" comes instead of the greeting.
+            let e = ErrPacket::parse(&greeting);
+            if limits_connections(e.code) {
+                return Err(Failure::limited(&e));
+            }
+        }
         let greeting = Greeting::parse(&greeting).map_err(Failure::refused)?;
         if !greeting.capabilities.has(Capabilities::PROTOCOL_41) {
             return Err(Failure::refused(
@@ -305,6 +350,12 @@ impl Link {
         self.send().await?;
         loop {
             let (seq, p) = self.packet().await?;
+            if p.first() == Some(&0xff) {
+                let e = ErrPacket::parse(&p);
+                if limits_connections(e.code) {
+                    return Err(Failure::limited(&e));
+                }
+            }
             match auth.on_packet(&p) {
                 Ok(AuthStep::Done) => return Ok(()),
                 Ok(AuthStep::Wait) => {}
@@ -397,11 +448,21 @@ impl Link {
         for s in &statements {
             self.queue(|sql| sql.extend_from_slice(s.as_bytes()));
         }
+        // The greeting's connection id is 32 bits; the server's own may be
+        // wider, and `KILL` must name exactly this connection.
+        self.queue(|sql| sql.extend_from_slice(b"SELECT CONNECTION_ID()"));
         for s in &statements {
             if let Answer::Refused(e) = self.answer(&mut Discard).await? {
                 return Err(Failure::refused(format!("{s}: {e}")));
             }
         }
+        let mut id = FirstValue::default();
+        if let Answer::Refused(e) = self.answer(&mut id).await? {
+            return Err(Failure::refused(format!("SELECT CONNECTION_ID(): {e}")));
+        }
+        self.connection_id =
+            id.0.and_then(|v| std::str::from_utf8(&v).ok()?.parse().ok())
+                .ok_or_else(|| Failure::protocol("CONNECTION_ID() answered no number"))?;
         Ok(())
     }
 
@@ -608,19 +669,6 @@ fn payload<'a>(
         Some(p) => p,
         None => &rbuf[range.clone()],
     }
-}
-
-/// Logs, once per process, which server hsd serves and how the link runs.
-pub(super) fn announce(link: &Link, settings: &LinkSettings) {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        tracing::info!(
-            server = %link.server,
-            at = %settings.url.endpoint(),
-            tls = link.tls,
-            "MySQL backend: connected to {}", link.server
-        );
-    });
 }
 
 /// Refuses servers older than hsd supports, with what is needed.

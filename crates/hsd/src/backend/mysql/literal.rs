@@ -1,9 +1,11 @@
 //! Values as SQL literals: as bytes, in a column's character set, and as
 //! what storing them into a column of a kind makes of them.
 
-use crate::backend::values::{date_check, is_stored_form, stored_enum, stored_year, DateCheck};
+use crate::backend::values::{
+    date_check, is_stored_form, stored_bit, stored_enum, stored_year, DateCheck,
+};
 use crate::backend::write_sql::{WriteParam, WriteSink};
-use crate::backend::{ColumnKind, ColumnMeta, WriteForm, WriteValue};
+use crate::backend::{ColumnKind, ColumnMeta, LocateForm, TableMeta, WriteForm, WriteValue};
 use hs_proto::Value as HsValue;
 use mysql_wire::literal::push_binary;
 
@@ -135,6 +137,9 @@ pub(super) fn push_stored(sql: &mut Vec<u8>, kind: &ColumnKind, value: Option<&[
             timestamp,
         } => push_temporal(sql, cast, zero, *timestamp, v),
         ColumnKind::Year => push_number_i64(sql, stored_year(v)),
+        ColumnKind::Bit { bits } => {
+            sql.extend_from_slice(stored_bit(v, *bits).to_string().as_bytes())
+        }
         ColumnKind::Enum {
             elements,
             case_insensitive,
@@ -180,7 +185,9 @@ pub(super) fn push_key(sql: &mut Vec<u8>, kind: &ColumnKind, v: Option<&[u8]>) {
 
 /// Writes a write statement's values as binary literals: the server stores
 /// them into the columns as the original stored the bytes it was given.
+/// Locator values go back in the form they were read in (`LocateForm`).
 pub(super) struct WriteLiterals<'a> {
+    pub(super) table: &'a TableMeta,
     pub(super) values: &'a [WriteValue<'a>],
     pub(super) locator: &'a [HsValue],
 }
@@ -196,7 +203,10 @@ impl WriteSink for WriteLiterals<'_> {
                 Some(WriteValue::Bytes(v)) => *v,
                 None => None,
             },
-            WriteParam::Locator(i) => self.locator.get(i).and_then(|l| l.as_deref()),
+            WriteParam::Locator(i) => {
+                let v = self.locator.get(i).and_then(|l| l.as_deref());
+                return push_locate_value(sql, self.table.locator_column(i), v);
+            }
         };
         mysql_wire::literal::push_binary(sql, v);
     }
@@ -218,6 +228,50 @@ impl WriteSink for WriteLiterals<'_> {
             }
         }
     }
+}
+
+/// A locator or position value as it was read (`scan_sql::push_locate_read`)
+/// as a literal that compares exactly with its column: a number of a
+/// column located by number as a numeric literal (a floating-point one for
+/// FLOAT and DOUBLE), anything else as bytes.
+pub(super) fn push_locate_value(sql: &mut Vec<u8>, column: Option<&ColumnMeta>, v: Option<&[u8]>) {
+    if let (Some(LocateForm::Number { approximate, .. }), Some(text)) =
+        (column.map(|c| &c.locate), v)
+    {
+        if push_number_literal(sql, text, *approximate) {
+            return;
+        }
+    }
+    push_binary(sql, v);
+}
+
+/// Appends `text` as a numeric literal when it is one (`-12`, `0.50`,
+/// `1.0000000200408773e20`); `approximate` makes it floating-point (an
+/// exponent is added where there is none: `2.5` is a DECIMAL literal).
+/// False, with nothing written, for anything else.
+pub(super) fn push_number_literal(sql: &mut Vec<u8>, text: &[u8], approximate: bool) -> bool {
+    let body = text.strip_prefix(b"-").unwrap_or(text);
+    let (mantissa, exponent) = match body.iter().position(|&b| b == b'e' || b == b'E') {
+        Some(e) => (&body[..e], Some(&body[e + 1..])),
+        None => (body, None),
+    };
+    let (int, frac) = match mantissa.iter().position(|&b| b == b'.') {
+        Some(d) => (&mantissa[..d], Some(&mantissa[d + 1..])),
+        None => (mantissa, None),
+    };
+    let digits = |d: &[u8]| !d.is_empty() && d.iter().all(u8::is_ascii_digit);
+    let valid = digits(int)
+        && frac.is_none_or(digits)
+        && exponent
+            .is_none_or(|e| digits(e.strip_prefix(b"-").or(e.strip_prefix(b"+")).unwrap_or(e)));
+    if !valid {
+        return false;
+    }
+    sql.extend_from_slice(text);
+    if approximate && exponent.is_none() {
+        sql.extend_from_slice(b"e0");
+    }
+    true
 }
 
 /// JSON text as MySQL's JSON type takes it: a string in utf8mb4 (a binary
@@ -275,5 +329,80 @@ mod tests {
         };
         push_stored(&mut sql, &bin, Some(b"B"));
         assert_eq!(sql, b"CAST(_binary'B' AS BINARY(4))");
+        sql.clear();
+        push_stored(&mut sql, &ColumnKind::Bit { bits: 8 }, Some(b"1"));
+        assert_eq!(sql, b"49");
+    }
+
+    #[test]
+    fn locator_values_name_the_stored_value() {
+        let lit = |text: &[u8], approximate| {
+            let mut sql = Vec::new();
+            push_number_literal(&mut sql, text, approximate)
+                .then(|| String::from_utf8_lossy(&sql).into_owned())
+        };
+        assert_eq!(
+            lit(b"1.100000023841858", true).as_deref(),
+            Some("1.100000023841858e0")
+        );
+        assert_eq!(
+            lit(b"1.0000000200408773e20", true).as_deref(),
+            Some("1.0000000200408773e20")
+        );
+        assert_eq!(
+            lit(b"-1.1754900067970481e-38", true).as_deref(),
+            Some("-1.1754900067970481e-38")
+        );
+        assert_eq!(
+            lit(b"12345678901234567890", false).as_deref(),
+            Some("12345678901234567890")
+        );
+        assert_eq!(lit(b"-0.50", false).as_deref(), Some("-0.50"));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"1.",
+            b".5",
+            b"1e",
+            b"0x1F",
+            b"1 OR 1",
+            b"1e5e0",
+            b"NaN",
+        ] {
+            assert_eq!(lit(bad, false), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+        // Anything else goes back as bytes.
+        let float = ColumnMeta {
+            locate: LocateForm::Number {
+                read_sql: None,
+                approximate: true,
+            },
+            ..column()
+        };
+        let mut sql = Vec::new();
+        push_locate_value(&mut sql, Some(&float), Some(b"2.5"));
+        assert_eq!(sql, b"2.5e0");
+        sql.clear();
+        push_locate_value(&mut sql, Some(&float), Some(b"inf'"));
+        assert_eq!(sql, b"_binary'inf\\''");
+        sql.clear();
+        push_locate_value(&mut sql, Some(&column()), Some(b"2.5"));
+        assert_eq!(sql, b"_binary'2.5'");
+    }
+
+    fn column() -> ColumnMeta {
+        ColumnMeta {
+            name: "k".into(),
+            name_sql: "`k`".into(),
+            select_sql: "`k`".into(),
+            is_blob: false,
+            kind: TEXT_KIND.clone(),
+            nullable: false,
+            auto_increment: false,
+            zero_on_insert: false,
+            int_read: crate::backend::IntRead::Text,
+            write_form: WriteForm::Plain,
+            locate: LocateForm::Text,
+        }
     }
 }

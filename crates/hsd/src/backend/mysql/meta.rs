@@ -8,7 +8,7 @@
 
 use super::link::{Answer, Failure, Link, ResultSink};
 use crate::backend::{
-    ColumnKind, ColumnMeta, IndexMeta, IntRead, StorageError, TableMeta, WriteForm,
+    ColumnKind, ColumnMeta, IndexMeta, IntRead, LocateForm, StorageError, TableMeta, WriteForm,
 };
 use mysql_wire::literal::{push_binary, push_identifier};
 use mysql_wire::TextRow;
@@ -144,6 +144,11 @@ pub(super) fn column_kind(
             }
         }
         "year" => return ColumnKind::Year,
+        "bit" => {
+            return ColumnKind::Bit {
+                bits: bit_width(column_type),
+            }
+        }
         "enum" => {
             return ColumnKind::Enum {
                 elements: type_elements(column_type),
@@ -303,6 +308,35 @@ fn type_elements(column_type: &str) -> Vec<Vec<u8>> {
     out
 }
 
+/// How a column's value names a row or a place in an index exactly (see
+/// `LocateForm`): numbers as numeric literals, a FLOAT read as the double
+/// it stores (`1.100000023841858`, where its text says `1.1`), a BIT as
+/// its number (its text is raw bytes, which compare as a string). The text
+/// of the other types is exactly what they store.
+fn locate_form(data_type: &str, name_sql: &str, kind: &ColumnKind) -> LocateForm {
+    let number = |read_sql: Option<String>, approximate| LocateForm::Number {
+        read_sql,
+        approximate,
+    };
+    match data_type {
+        _ if matches!(kind, ColumnKind::Integer { .. }) => number(None, false),
+        "decimal" => number(None, false),
+        "double" => number(None, true),
+        "float" => number(Some(format!("CAST({name_sql} AS DOUBLE)")), true),
+        "bit" => number(Some(format!("({name_sql} + 0)")), false),
+        _ => LocateForm::Text,
+    }
+}
+
+/// The width of `bit(n)`.
+fn bit_width(column_type: &str) -> u32 {
+    column_type
+        .trim_start_matches("bit(")
+        .trim_end_matches(')')
+        .parse()
+        .unwrap_or(1)
+}
+
 /// What `+`/`-` read a column's value as.
 fn int_read(data_type: &str, column_type: &str, kind: &ColumnKind) -> IntRead {
     match data_type {
@@ -313,13 +347,7 @@ fn int_read(data_type: &str, column_type: &str, kind: &ColumnKind) -> IntRead {
         "date" | "datetime" | "timestamp" | "time" | "year" => IntRead::Temporal,
         "enum" => IntRead::Enum(type_elements(column_type)),
         "set" => IntRead::Set(type_elements(column_type)),
-        "bit" => IntRead::Bit(
-            column_type
-                .trim_start_matches("bit(")
-                .trim_end_matches(')')
-                .parse()
-                .unwrap_or(1),
-        ),
+        "bit" => IntRead::Bit(bit_width(column_type)),
         _ => IntRead::Text,
     }
 }
@@ -338,6 +366,8 @@ struct RawIndex {
     /// FULLTEXT/SPATIAL, or ignored/invisible: not readable in key order
     /// by HANDLER, no FORCE INDEX hint.
     unordered: bool,
+    /// Index_type HASH.
+    hash: bool,
 }
 
 pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMeta, Failure> {
@@ -348,13 +378,21 @@ pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<T
     push_binary(&mut filter, Some(table.as_bytes()));
     // information_schema compares names case-insensitively; the names a
     // statement uses are case-sensitive (on Linux), so match exactly here.
-    let mut sql =
-        b"SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES".to_vec();
+    // The engine's TRANSACTIONS says whether a rollback undoes the table's
+    // writes (InnoDB: YES; MyISAM, Aria, MEMORY: NO).
+    let mut sql = b"SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE, (SELECT TRANSACTIONS FROM \
+                    information_schema.ENGINES e WHERE e.ENGINE = t.ENGINE) \
+                    FROM information_schema.TABLES t"
+        .to_vec();
     sql.extend_from_slice(&filter);
     let tables = rows(link, &sql).await?;
-    let Some(kind) = tables.rows.iter().find_map(|r| {
-        (r[0].as_deref() == Some(db) && r[1].as_deref() == Some(table))
-            .then(|| r[2].clone().unwrap_or_default())
+    let Some((kind, transactional)) = tables.rows.iter().find_map(|r| {
+        (r[0].as_deref() == Some(db) && r[1].as_deref() == Some(table)).then(|| {
+            (
+                r[2].clone().unwrap_or_default(),
+                r.get(3).cloned().flatten().as_deref() == Some("YES"),
+            )
+        })
     }) else {
         return Err(open_table(db, table, "no such table (or no access)"));
     };
@@ -499,6 +537,7 @@ pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<T
             tiebreak_columns,
             from_sql,
             ordered: !i.unordered,
+            hash: i.hash,
         });
     }
 
@@ -506,6 +545,7 @@ pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<T
         db: db.to_string(),
         name: table.to_string(),
         has_autoincrement: columns.iter().any(|c| c.auto_increment),
+        transactional,
         columns: columns
             .iter()
             .map(|c| {
@@ -521,6 +561,7 @@ pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<T
                     zero_on_insert: c.zero_on_insert,
                     int_read: c.int_read.clone(),
                     write_form: c.write_form,
+                    locate: locate_form(&c.data_type, &name_sql, &c.kind),
                     name: c.name.clone(),
                     name_sql,
                 }
@@ -578,6 +619,7 @@ async fn show_index(link: &mut Link, table_sql: &str) -> Result<Vec<RawIndex>, F
                     prefixes: Vec::new(),
                     has_prefix: false,
                     unordered,
+                    hash: kind == "HASH",
                 });
                 out.len() - 1
             }

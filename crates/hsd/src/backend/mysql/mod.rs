@@ -16,6 +16,8 @@
 //!   `HANDLER` reads (`handler`) or SELECTs; `rows` is a result row as the
 //!   executor sees it.
 //! - `literal`: values as SQL literals; `batch_sql`: a group's merged writes.
+//! - `in_doubt`: a COMMIT whose answer never came, resolved from another
+//!   connection before its writes are answered.
 //!
 //! Faults: a connection that breaks is dropped and made again on next use. A
 //! read that failed because the server closed the connection (restart,
@@ -38,6 +40,7 @@ mod conn;
 mod connector;
 mod errors;
 mod handler;
+mod in_doubt;
 mod link;
 mod link_tls;
 mod literal;
@@ -80,9 +83,14 @@ impl MysqlBackend {
         let connector = Connector::new(link_settings, settings.target);
         match Link::connect(&connector.settings).await {
             Ok(link) => {
-                link::announce(&link, &connector.settings);
+                connector::announce(&link, &connector.settings);
                 link.quit().await
             }
+            Err(f) if f.is_connection_limit() => tracing::warn!(
+                error = %f.error,
+                "the MySQL server takes no more connections from this account now; hsd starts \
+                 anyway and connects once it does"
+            ),
             Err(f) if f.link_lost && !matches!(f.error, StorageError::Refused { .. }) => {
                 tracing::warn!(
                     "cannot reach the MySQL server at {} ({}); hsd starts anyway and connects \

@@ -187,9 +187,9 @@ fn points_sql<'k>(
         sql.extend_from_slice(table.columns[c].select_sql.as_bytes());
     }
     if scan.with_locator {
-        for l in &table.locator_sql {
+        for (i, l) in table.locator_sql.iter().enumerate() {
             sql.extend_from_slice(b", ");
-            sql.extend_from_slice(l.as_bytes());
+            scan_sql::push_locate_read(sql, l, table.locator_column(i));
         }
         for c in scan.index.exact_columns() {
             sql.extend_from_slice(b", ");

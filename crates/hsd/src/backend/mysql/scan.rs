@@ -24,12 +24,12 @@
 use super::errors::refused_error;
 use super::handler::{push_index_name, Handles, Housekeeping};
 use super::link::{Answer, Failure, Link, ResultSink};
-use super::literal::{push_stored, TEXT_KIND};
+use super::literal::{push_number_literal, push_stored, TEXT_KIND};
 use super::points::{points_lead, points_locator_len, run_points};
 use super::rows::{Columns, TextRowView};
 use crate::backend::scan_sql::{self, Dialect, Param, ScanLayout, ValueSink};
 use crate::backend::values::is_stored_form;
-use crate::backend::{ColumnKind, FilterMode, RowVisitor, Scan, ScanStep, TableMeta};
+use crate::backend::{ColumnKind, FilterMode, LocateForm, RowVisitor, Scan, ScanStep, TableMeta};
 use hs_proto::FindOp;
 use mysql_wire::literal::{push_binary, push_number};
 use mysql_wire::TextRow;
@@ -78,19 +78,25 @@ impl ValueSink for Literals<'_, '_> {
             }
             Param::After(i) => {
                 // Position values come from the position columns themselves
-                // (a prefix part already selected as its prefix).
-                let (_, cols) = scan_sql::position_columns(self.scan.index.index_meta());
-                let kind = cols
-                    .get(i)
-                    .copied()
-                    .flatten()
-                    .map_or(&TEXT_KIND, |c| &table.columns[c].kind);
+                // (a prefix part already selected as its prefix), read in
+                // the form that names them exactly (`LocateForm`).
+                let (position_sql, cols) = scan_sql::position_columns(self.scan.index.index_meta());
+                let column = cols.get(i).copied().flatten().map(|c| &table.columns[c]);
                 let v = self
                     .scan
                     .after
                     .and_then(|a| a.get(i))
                     .and_then(|v| v.as_deref());
-                push_stored(sql, kind, v);
+                let whole_column =
+                    column.filter(|c| position_sql.get(i).is_some_and(|p| *p == c.name_sql));
+                if let (Some(c), Some(text)) = (whole_column, v) {
+                    if let LocateForm::Number { approximate, .. } = c.locate {
+                        if push_number_literal(sql, text, approximate) {
+                            return;
+                        }
+                    }
+                }
+                push_stored(sql, column.map_or(&TEXT_KIND, |c| &c.kind), v);
             }
             Param::Limit => push_number(sql, self.scan.fetch),
         }

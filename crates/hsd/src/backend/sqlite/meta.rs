@@ -134,6 +134,7 @@ pub(super) fn describe_table(
                 // NULL (or refuse a NOT NULL column).
                 zero_on_insert: !rowid_alias && !has_default,
                 write_form: Default::default(),
+                locate: Default::default(),
             }
         })
         .collect();
@@ -227,6 +228,7 @@ pub(super) fn describe_table(
             from_sql: table_sql.clone(),
             unique: true,
             ordered: true,
+            hash: false,
         });
     } else if let (false, Some(pk_name)) = (pk_cols.is_empty(), &pk_index_name) {
         indexes.push(IndexMeta {
@@ -239,6 +241,7 @@ pub(super) fn describe_table(
             from_sql: format!("{table_sql} INDEXED BY {}", quote(pk_name)),
             unique: true,
             ordered: true,
+            hash: false,
         });
     } else if let Some(r) = rowid_name {
         indexes.push(IndexMeta {
@@ -251,6 +254,7 @@ pub(super) fn describe_table(
             from_sql: table_sql.clone(),
             unique: true,
             ordered: true,
+            hash: false,
         });
     }
     for (name, origin, partial, unique) in &index_list {
@@ -279,6 +283,7 @@ pub(super) fn describe_table(
             from_sql: format!("{table_sql} INDEXED BY {}", quote(name)),
             unique: *unique != 0,
             ordered: true,
+            hash: false,
         });
     }
     // How an UPDATE/DELETE finds the row a scan chose: the rowid when it can
@@ -299,5 +304,6 @@ pub(super) fn describe_table(
         // counterpart of AUTO_INCREMENT (the original answered ids for
         // that alone); a plain INTEGER PRIMARY KEY answers `0 1`.
         has_autoincrement: rowid_alias && declared_autoincrement,
+        transactional: true,
     })
 }

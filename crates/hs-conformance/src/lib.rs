@@ -10,9 +10,12 @@
 //! - `reduce`: shrinks a failing segment.
 //! - `exceptions`: the documented differences allowed.
 //! - `suite`: long and short runs over many seeds.
+//! - `launcher`: starts hsd and reads its ready line (also used by hsd's
+//!   integration tests).
 
 pub mod exceptions;
 pub mod generate;
+pub mod launcher;
 pub mod line;
 pub mod reduce;
 pub mod rng;

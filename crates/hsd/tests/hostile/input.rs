@@ -141,7 +141,7 @@ fn every_spec_error_line() {
     }
     assert_eq!(g.req("A|1|rsecret"), "0|1");
     assert_eq!(g.req("P|0|test|h|PRIMARY|id,name"), "0|1");
-    assert!(s.child.try_wait().expect("try_wait").is_none());
+    assert!(s.proc.child.try_wait().expect("try_wait").is_none());
     assert!(s.status_kb("VmHWM:") <= MAX_HWM_KB);
 
     // A port without a secret has nothing to guess: wrong secrets answer
@@ -244,9 +244,9 @@ fn garbage_empty_and_cut_off_lines() {
         for i in 0..1000 {
             lines.extend_from_slice(format!("0\t>=\t1\t{i}\t100\t0\n").as_bytes());
         }
-        let mut w = &c.writer;
+        let mut w = c.writer();
         let _ = w.write_all(&lines);
-        set_linger_zero(&c.writer);
+        set_linger_zero(c.writer());
     }
     let mut c = Conn::open(&s.read);
     assert_eq!(c.req("P|0|test|user|PRIMARY|user_id"), "0|1");

@@ -56,8 +56,7 @@ fn connection_flood_over_the_limit() {
     loop {
         let mut c = Conn::open(&s.read);
         c.send(b"P\t0\ttest\tuser\tPRIMARY\tuser_id\n");
-        let mut line = Vec::new();
-        if c.reader.read_until(b'\n', &mut line).is_ok() && line == b"0\t1\n" {
+        if c.read_line().is_ok_and(|line| line == b"0\t1") {
             break;
         }
         assert!(Instant::now() < deadline, "slots never freed");
@@ -185,7 +184,7 @@ fn a_line_must_end_within_the_line_timeout() {
             closed = true;
             break;
         }
-        let _ = slow.writer.write_all(b"x");
+        let _ = slow.writer().write_all(b"x");
     }
     let took = started.elapsed();
     eprintln!("hostile: line timeout 1 s: trickled line closed after {took:?}");
@@ -245,7 +244,7 @@ fn unauthenticated_clients_are_closed_after_the_auth_timeout() {
     assert_eq!(member.req("0|=|1|7"), "0|1|7");
     // case_done's own client would be refused without the secret.
     drop(member);
-    assert!(s.child.try_wait().expect("try_wait").is_none());
+    assert!(s.proc.child.try_wait().expect("try_wait").is_none());
 }
 
 #[test]
@@ -282,7 +281,7 @@ fn the_write_port_keeps_a_reserve_of_slots() {
 
 /// Sets hsd's soft open-file limit while it runs.
 fn set_fd_limit(s: &Hsd, limit: u64) {
-    let pid = s.child.id() as libc::pid_t;
+    let pid = s.proc.child.id() as libc::pid_t;
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -305,7 +304,7 @@ fn out_of_file_descriptors_hsd_waits_instead_of_spinning() {
         drop(c);
         admin_address(&s)
     };
-    let open_fds = std::fs::read_dir(format!("/proc/{}/fd", s.child.id()))
+    let open_fds = std::fs::read_dir(format!("/proc/{}/fd", s.proc.child.id()))
         .expect("hsd fds")
         .count() as u64;
     set_fd_limit(&s, open_fds + 8);
@@ -338,8 +337,9 @@ fn admin_address(s: &Hsd) -> String {
             .and_then(|p| p.parse::<u16>().ok())
             .expect("port")
     });
-    let tcp = std::fs::read_to_string(format!("/proc/{}/net/tcp", s.child.id())).expect("net/tcp");
-    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", s.child.id()))
+    let tcp =
+        std::fs::read_to_string(format!("/proc/{}/net/tcp", s.proc.child.id())).expect("net/tcp");
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", s.proc.child.id()))
         .expect("fds")
         .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
         .filter_map(|l| {

@@ -63,7 +63,10 @@ pub fn skip(half: Half, message: &str) {
             .append(true)
             .open(&path)
         {
-            let _ = writeln!(f, "{}\t{half:?}\t{test}", binary());
+            // One write per line: the tests of a binary run on many threads
+            // and binaries may run at once (O_APPEND keeps each write whole).
+            let line = format!("{}\t{half:?}\t{test}\n", binary());
+            let _ = f.write_all(line.as_bytes());
         }
     }
 }

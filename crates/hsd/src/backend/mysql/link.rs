@@ -357,9 +357,7 @@ impl Link {
     }
 
     /// The settings every hsd connection runs with: non-strict like the
-    /// original plugin (on MySQL with `TIME_TRUNCATE_FRACTIONAL`: MariaDB,
-    /// and so the plugin, cuts the fraction a DATETIME, TIMESTAMP or TIME
-    /// column cannot hold where MySQL would round it); column values returned as stored, without character
+    /// original plugin; column values returned as stored, without character
     /// set conversion (the original answered with each column's own bytes);
     /// fresh reads; and the server's own time limits a little inside ours,
     /// so a slow statement reports the server's error and keeps the link.
@@ -376,15 +374,10 @@ impl Link {
     async fn set_up_session(&mut self, t: Duration) -> Result<(), Failure> {
         let lock_wait = (t.as_secs().max(2) - 1).max(1);
         let statement_time = t.saturating_sub((t / 4).min(Duration::from_millis(500)));
-        let sql_mode = if self.server.mariadb {
-            ""
-        } else {
-            "TIME_TRUNCATE_FRACTIONAL"
-        };
         let mut statements = vec![
             "SET NAMES utf8mb4".to_string(),
             format!(
-                "SET SESSION sql_mode = '{sql_mode}', autocommit = 1, character_set_results = NULL, \
+                "SET SESSION sql_mode = '', autocommit = 1, character_set_results = NULL, \
                  innodb_lock_wait_timeout = {lock_wait}"
             ),
             "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string(),

@@ -171,6 +171,18 @@ pub fn cross_backend() -> Vec<Exception> {
             ends_segment: false,
         },
         Exception {
+            name: "fraction_rounded_by_mysql8",
+            reason: FRACTION_ROUNDED,
+            applies: |c| {
+                c.opened.is_some_and(|o| {
+                    all_values(c.request, o).iter().any(|(col, v)| {
+                        is_clock_kind(col) && v.as_deref().is_some_and(has_fraction)
+                    })
+                })
+            },
+            ends_segment: true,
+        },
+        Exception {
             name: "auto_increment_at_its_maximum",
             reason: "once the auto-increment counter has reached the column's largest value, \
                      MariaDB refuses the next insert that leaves the column out (1 1 167, \
@@ -242,6 +254,74 @@ const DATE_ZERO_PART: &str = "a number stored into a DATE, DATETIME or TIMESTAMP
      00 or one of 7 digits or fewer: MariaDB stores the zero date, MySQL 8 (sql_mode without \
      NO_ZERO_IN_DATE, as hsd runs) keeps the date with its zero part, and reads the short \
      number as a date before the year 1000 (1030405 is 0103-04-05)";
+
+const FRACTION_ROUNDED: &str = "a DATETIME, TIMESTAMP or TIME value with a fraction \
+     of a second the column does not hold: MariaDB (and so the plugin) cuts it, MySQL 8 \
+     rounds it (2010-01-02 03:04:05.678 is 03:04:05 on MariaDB, 03:04:06 on MySQL 8), so a \
+     key finds another row and a write stores another second. hsd leaves MySQL its own \
+     conversion (tests/mysql_types.rs holds hsd to the server's SQL); MySQL's sql_mode \
+     TIME_TRUNCATE_FRACTIONAL would cut as MariaDB does";
+
+fn is_clock_kind(col: &Column) -> bool {
+    matches!(col.kind, Kind::DateTime | Kind::Timestamp | Kind::Time)
+}
+
+/// Whether a value has a fraction of a second that is not zero (`.5`).
+fn has_fraction(v: &[u8]) -> bool {
+    v.iter().position(|&b| b == b'.').is_some_and(|at| {
+        v[at + 1..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .any(|&b| b != b'0')
+    })
+}
+
+/// Seconds of `YYYY-MM-DD HH:MM:SS` (from 0000-03-01) or of a TIME
+/// `[-]H:MM:SS` (negative kept).
+fn clock_seconds(kind: Kind, v: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(v).ok()?;
+    let hms = |t: &str| -> Option<i64> {
+        let mut p = t.split(':').map(|x| x.parse::<i64>().ok());
+        Some(p.next()?? * 3600 + p.next()?? * 60 + p.next()??)
+    };
+    match kind {
+        Kind::Time => match s.strip_prefix('-') {
+            Some(t) => hms(t).map(|x| -x),
+            None => hms(s),
+        },
+        _ => {
+            let (date, time) = s.split_once(' ')?;
+            let mut d = date.split('-').map(|x| x.parse::<i64>().ok());
+            let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+            // Days from civil (Howard Hinnant's algorithm).
+            let y = if m <= 2 { y - 1 } else { y };
+            let era = y.div_euclid(400);
+            let yoe = y - era * 400;
+            let mp = (m + 9) % 12;
+            let doy = (153 * mp + 2) / 5 + day - 1;
+            let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+            Some((era * 146_097 + doe) * 86_400 + hms(time)?)
+        }
+    }
+}
+
+/// A DATETIME, TIMESTAMP or TIME that MySQL 8 rounded up a second (away
+/// from zero for a TIME) where MariaDB cut the fraction.
+fn fraction_rounded(col: &Column, reference: Option<&[u8]>, subject: Option<&[u8]>) -> bool {
+    let (Some(r), Some(s)) = (reference, subject) else {
+        return false;
+    };
+    if !is_clock_kind(col) {
+        return false;
+    }
+    match (clock_seconds(col.kind, r), clock_seconds(col.kind, s)) {
+        (Some(r), Some(s)) if col.kind == Kind::Time => {
+            s.abs() - r.abs() == 1 && (r >= 0) == (s >= 0 || r == 0)
+        }
+        (Some(r), Some(s)) => s - r == 1,
+        _ => false,
+    }
+}
 
 /// A TIME that MySQL 8 took to an end of its range where MariaDB stored 00:00:00.
 fn time_out_of_range(col: &Column, reference: Option<&[u8]>, subject: Option<&[u8]>) -> bool {
@@ -325,6 +405,11 @@ fn stored_value_exceptions() -> Vec<Exception> {
 /// Rows the two servers keep differently after the same writes.
 pub fn cross_backend_rows() -> Vec<RowsException> {
     vec![
+        RowsException {
+            name: "fraction_rounded_by_mysql8",
+            reason: FRACTION_ROUNDED,
+            applies: |t, r, s| rows_differ_only(t, r, s, fraction_rounded),
+        },
         RowsException {
             name: "time_from_a_number_out_of_range",
             reason: TIME_OUT_OF_RANGE,
@@ -729,6 +814,38 @@ mod tests {
             &time,
             Some(b"0000-00-00"),
             Some(b"1000-00-01")
+        ));
+    }
+
+    #[test]
+    fn fractions_rounded_up_a_second() {
+        let dt = col(Kind::DateTime, true);
+        assert!(has_fraction(b"2010-01-02 03:04:05.678") && !has_fraction(b"03:04:05.000"));
+        assert!(fraction_rounded(
+            &dt,
+            Some(b"2010-12-31 23:59:59"),
+            Some(b"2011-01-01 00:00:00")
+        ));
+        assert!(!fraction_rounded(
+            &dt,
+            Some(b"2010-01-02 03:04:05"),
+            Some(b"2010-01-02 03:04:07")
+        ));
+        let time = col(Kind::Time, true);
+        assert!(fraction_rounded(
+            &time,
+            Some(b"-01:00:00"),
+            Some(b"-01:00:01")
+        ));
+        assert!(fraction_rounded(
+            &time,
+            Some(b"838:59:58"),
+            Some(b"838:59:59")
+        ));
+        assert!(!fraction_rounded(
+            &time,
+            Some(b"01:00:01"),
+            Some(b"01:00:00")
         ));
     }
 

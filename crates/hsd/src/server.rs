@@ -7,13 +7,14 @@ use crate::accept_backoff::AcceptBackoff;
 use crate::admission::Admission;
 use crate::backend::mysql::{MysqlBackend, MysqlSettings};
 use crate::backend::sqlite::SqliteBackend;
-use crate::backend::Backend;
+use crate::backend::{Backend, LongReads};
 use crate::config::{BackendChoice, Config};
 use crate::event_loop::{EventLoop, Incoming};
 use crate::exec::Catalog;
 use crate::limits::{ConnectionLimits, MemoryBudget};
 use crate::metrics::{self, Metrics};
 use crate::port::{Port, PortKind};
+use crate::read_threads::ReadThreads;
 use crate::secrets::Secret;
 use crate::shared::Shared;
 use crate::shutdown::{self, Shutdown};
@@ -65,11 +66,21 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 
 async fn serve<B: Backend>(config: Config, backend: B) -> anyhow::Result<()> {
     let metrics = Metrics::new()?;
+    let backend = Arc::new(backend);
+    let read_threads = match backend.read_placement().long_reads {
+        LongReads::Threads(n) => Some(Arc::new(
+            ReadThreads::start(backend.clone(), n, config.max_response_bytes)
+                .context("starting the scan threads")?,
+        )),
+        LongReads::Links(_) => None,
+    };
     let shared = Shared {
-        backend: Arc::new(backend),
+        backend,
         catalog: Arc::new(Catalog::default()),
         metrics: metrics.clone(),
         max_response_bytes: config.max_response_bytes,
+        walk_time: config.statement_timeout,
+        read_threads: read_threads.clone(),
     };
     let target = shared.backend.describe_target();
 
@@ -194,6 +205,12 @@ async fn serve<B: Backend>(config: Config, backend: B) -> anyhow::Result<()> {
             }
         }
     });
+    let joined = async move {
+        let _ = joined.await;
+        if let Some(threads) = read_threads {
+            let _ = tokio::task::spawn_blocking(move || threads.shut_down()).await;
+        }
+    };
     tokio::select! {
         _ = joined => tracing::info!("shutdown complete"),
         _ = shutdown::signal() => {

@@ -474,10 +474,10 @@ pub fn find_values(request: &[u8], opened: &Opened) -> Vec<(Column, Option<Vec<u
     }
     if let (Some(p), Some(inc)) = (in_at, &e.in_clause) {
         let col = &opened.key[p];
-        for v in &inc.values {
-            out.push((col.clone(), Some(v.clone())));
+        for i in 0..inc.given() {
+            out.push((col.clone(), Some(inc.value(i).to_vec())));
         }
-        if (inc.count as usize) > inc.values.len() {
+        if (inc.count as usize) > inc.given() {
             out.push((col.clone(), Some(Vec::new())));
         }
     }

@@ -67,6 +67,20 @@ impl Hsd {
     }
 }
 
+/// The process itself (`id`, `try_wait`, `kill`, ...).
+impl std::ops::Deref for Hsd {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.child
+    }
+}
+
+impl std::ops::DerefMut for Hsd {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.child
+    }
+}
+
 impl Drop for Hsd {
     fn drop(&mut self) {
         // Already exited and reaped is fine: kill then does nothing.

@@ -141,7 +141,7 @@ fn every_spec_error_line() {
     }
     assert_eq!(g.req("A|1|rsecret"), "0|1");
     assert_eq!(g.req("P|0|test|h|PRIMARY|id,name"), "0|1");
-    assert!(s.proc.child.try_wait().expect("try_wait").is_none());
+    assert!(s.child.try_wait().expect("try_wait").is_none());
     assert!(s.status_kb("VmHWM:") <= MAX_HWM_KB);
 
     // A port without a secret has nothing to guess: wrong secrets answer

@@ -30,8 +30,8 @@ const IO_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A running `hsd serve` on a fresh data dir with the demo table and test.h.
 struct Hsd {
-    /// The process (its `child`); killed when dropped.
-    proc: launcher::Hsd,
+    /// The process (a `Child` through Deref); killed when dropped.
+    child: launcher::Hsd,
     read: String,
     write: String,
     data_dir: PathBuf,
@@ -61,19 +61,19 @@ impl Hsd {
         let mut args = vec!["--demo".to_string(), "--data-dir".to_string()];
         args.push(data_dir.display().to_string());
         args.extend(extra.iter().map(|a| a.to_string()));
-        let proc = launcher::serve(Path::new(env!("CARGO_BIN_EXE_hsd")), &args)
+        let child = launcher::serve(Path::new(env!("CARGO_BIN_EXE_hsd")), &args)
             .unwrap_or_else(|e| panic!("{e:#}"));
         Hsd {
-            read: proc.read.clone(),
-            write: proc.write.clone(),
-            proc,
+            read: child.read.clone(),
+            write: child.write.clone(),
+            child,
             data_dir,
             _tmp: tmp,
         }
     }
 
     fn status_kb(&self, key: &str) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.proc.pid()))
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .expect("hsd /proc status");
         status
             .lines()
@@ -84,7 +84,7 @@ impl Hsd {
 
     /// CPU time hsd used so far, in clock ticks (utime + stime).
     fn cpu_ticks(&self) -> u64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.proc.pid()))
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))
             .expect("hsd /proc stat");
         // Fields after the parenthesised command name; utime and stime are 14 and 15.
         let rest = &stat[stat.rfind(')').expect("stat format") + 2..];
@@ -115,7 +115,7 @@ impl Hsd {
 
     /// Whether a thread of hsd is running or waiting for a CPU.
     fn any_thread_runnable(&self) -> bool {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", self.proc.pid())) else {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", self.child.id())) else {
             return false;
         };
         tasks.filter_map(Result::ok).any(|t| {
@@ -133,7 +133,7 @@ impl Hsd {
     /// its peak RSS since the last case is within bounds (then reset).
     fn case_done(&mut self, case: &str) {
         assert!(
-            self.proc.child.try_wait().expect("try_wait").is_none(),
+            self.child.try_wait().expect("try_wait").is_none(),
             "hsd exited during {case}"
         );
         let mut c = Conn::open(&self.read);
@@ -148,7 +148,7 @@ impl Hsd {
         eprintln!("hostile: {case}: hsd VmHWM {} MiB", hwm / 1024);
         assert!(hwm <= MAX_HWM_KB, "{case}: hsd peak RSS {hwm} kB");
         // Reset the peak so the next case is measured on its own.
-        let _ = std::fs::write(format!("/proc/{}/clear_refs", self.proc.pid()), "5");
+        let _ = std::fs::write(format!("/proc/{}/clear_refs", self.child.id()), "5");
     }
 }
 
@@ -157,7 +157,7 @@ impl Hsd {
     fn signal(&self, sig: libc::c_int) {
         // SAFETY: kill(2) on our own child's pid.
         unsafe {
-            libc::kill(self.proc.pid() as libc::pid_t, sig);
+            libc::kill(self.child.id() as libc::pid_t, sig);
         }
     }
 
@@ -165,7 +165,7 @@ impl Hsd {
     fn wait_exit(&mut self, limit: Duration) -> Option<(std::process::ExitStatus, Duration)> {
         let started = Instant::now();
         while started.elapsed() < limit {
-            if let Some(status) = self.proc.child.try_wait().expect("try_wait") {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
                 return Some((status, started.elapsed()));
             }
             std::thread::sleep(Duration::from_millis(20));

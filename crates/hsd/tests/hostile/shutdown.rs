@@ -71,7 +71,7 @@ fn a_second_signal_exits_at_once() {
     s.signal(libc::SIGTERM);
     std::thread::sleep(Duration::from_millis(500));
     assert!(
-        s.proc.child.try_wait().expect("try_wait").is_none(),
+        s.child.try_wait().expect("try_wait").is_none(),
         "hsd did not wait for the stalled client to drain"
     );
     s.signal(libc::SIGINT);

@@ -244,7 +244,7 @@ fn unauthenticated_clients_are_closed_after_the_auth_timeout() {
     assert_eq!(member.req("0|=|1|7"), "0|1|7");
     // case_done's own client would be refused without the secret.
     drop(member);
-    assert!(s.proc.child.try_wait().expect("try_wait").is_none());
+    assert!(s.child.try_wait().expect("try_wait").is_none());
 }
 
 #[test]
@@ -281,7 +281,7 @@ fn the_write_port_keeps_a_reserve_of_slots() {
 
 /// Sets hsd's soft open-file limit while it runs.
 fn set_fd_limit(s: &Hsd, limit: u64) {
-    let pid = s.proc.child.id() as libc::pid_t;
+    let pid = s.child.id() as libc::pid_t;
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -304,7 +304,7 @@ fn out_of_file_descriptors_hsd_waits_instead_of_spinning() {
         drop(c);
         admin_address(&s)
     };
-    let open_fds = std::fs::read_dir(format!("/proc/{}/fd", s.proc.child.id()))
+    let open_fds = std::fs::read_dir(format!("/proc/{}/fd", s.child.id()))
         .expect("hsd fds")
         .count() as u64;
     set_fd_limit(&s, open_fds + 8);
@@ -337,9 +337,8 @@ fn admin_address(s: &Hsd) -> String {
             .and_then(|p| p.parse::<u16>().ok())
             .expect("port")
     });
-    let tcp =
-        std::fs::read_to_string(format!("/proc/{}/net/tcp", s.proc.child.id())).expect("net/tcp");
-    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", s.proc.child.id()))
+    let tcp = std::fs::read_to_string(format!("/proc/{}/net/tcp", s.child.id())).expect("net/tcp");
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", s.child.id()))
         .expect("fds")
         .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
         .filter_map(|l| {

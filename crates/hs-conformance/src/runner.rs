@@ -131,6 +131,15 @@ pub struct Replay {
     pub names: (String, String),
 }
 
+/// A write sent since the tables were last compared: its request (as the
+/// reference got it), its index and both answers.
+struct SentWrite {
+    request: Vec<u8>,
+    opened: Option<Opened>,
+    reference: Vec<u8>,
+    subject: Vec<u8>,
+}
+
 pub struct Runner {
     pub reference: Side,
     pub subject: Side,
@@ -242,7 +251,7 @@ impl Runner {
         let mut failed_autoinc: BTreeSet<&'static str> = BTreeSet::new();
         // The writes since the tables were last compared, with their index
         // and answers (a rows exception may be one of theirs).
-        let mut writes_since: Vec<(Vec<u8>, Option<Opened>, Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut writes_since: Vec<SentWrite> = Vec::new();
         for (i, step) in steps.iter().enumerate() {
             match step {
                 Step::Reconnect { conn } => {
@@ -283,12 +292,12 @@ impl Runner {
                         _ => None,
                     };
                     if writes.is_some() {
-                        writes_since.push((
-                            rreq.clone(),
-                            index.cloned(),
-                            rans.clone(),
-                            sans.clone(),
-                        ));
+                        writes_since.push(SentWrite {
+                            request: rreq.clone(),
+                            opened: index.cloned(),
+                            reference: rans.clone(),
+                            subject: sans.clone(),
+                        });
                     }
                     if rans != sans {
                         // Answers name the database only in P lines we send, so the
@@ -362,12 +371,12 @@ impl Runner {
                         }
                         // Or one of the writes since the last comparison
                         // holds a value the servers take differently.
-                        let by_write = writes_since.iter().rev().find_map(|(req, o, r, s)| {
+                        let by_write = writes_since.iter().rev().find_map(|w| {
                             let case = Case {
-                                request: req,
-                                reference: r,
-                                subject: s,
-                                opened: o.as_ref(),
+                                request: &w.request,
+                                reference: &w.reference,
+                                subject: &w.subject,
+                                opened: w.opened.as_ref(),
                                 failed_auto_increment_modify: false,
                             };
                             self.exceptions

@@ -454,6 +454,30 @@ fn cross_exception_time_from_a_number_out_of_range() {
     let replay = cross_run(&mut pair, &steps, Some("time_from_a_number_out_of_range"));
     assert_eq!(answers(&replay, 1), ("0\t1\t1".into(), "0\t1\t1".into()));
     assert_eq!(replay.transcript.len(), 2, "the segment ends at the rows");
+    // TIME opened twice (seed 580670804 of a long run, reduced): MariaDB's
+    // second change starts from its 00:00:00 and leaves 00:00:05.
+    let twice = cross_steps(&[
+        (Port::Write, "P|5|DB|times|PRIMARY|id|dt,da,ts,id", None),
+        (Port::Write, "P|3|DB|times|k_da|dt,ts,tm,id,da,tm", None),
+        (
+            Port::Write,
+            "4294967301|<|1|4294967296|5|0|F|>|1|1000-01-01|D|16777216",
+            Some("times"),
+        ),
+        (
+            Port::Write,
+            "3|<=|1|~|5|0|U|1970-01-01 00:00:01|2011-06-07 08:09:10|03:04:05|4|2010-02-30|838:59:59|extra|extra",
+            Some("times"),
+        ),
+        (Port::Write, "5|>=|1|3|1|0|-|2|2|1.9", Some("times")),
+        (
+            Port::Write,
+            "3|=|1|2010-13-01|2|0|+||9007199254740993|5|1|~|~",
+            Some("times"),
+        ),
+    ]);
+    let replay = cross_run(&mut pair, &twice, Some("time_from_a_number_out_of_range"));
+    assert_eq!(answers(&replay, 5), ("0\t1\t2".into(), "0\t1\t2".into()));
 }
 
 /// Exception `date_from_a_number_mariadb_cannot_read`: 1000-01-01 -

@@ -1,5 +1,6 @@
 //! The one way tests and tools start an hsd binary: `serve` on free
-//! loopback ports, waiting for the ready line hsd prints on stdout
+//! loopback ports (or `start` with arguments of the caller's own), waiting
+//! for the ready line hsd prints on stdout
 //! (`hsd: listening read=ADDR write=ADDR[ admin=ADDR] backend=...`) and
 //! taking the addresses from it; `run_until_ready` for start-up checks,
 //! which captures everything hsd prints. Used by hs-conformance's binary and
@@ -94,10 +95,29 @@ impl Drop for Hsd {
 /// being drained afterwards so that it never blocks on a full pipe. An error
 /// when hsd exits or prints something else first.
 pub fn serve<S: AsRef<OsStr>>(bin: &Path, args: &[S]) -> Result<Hsd> {
+    let mut all: Vec<&OsStr> = [
+        "serve",
+        "--address",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--port-wr",
+        "0",
+    ]
+    .iter()
+    .map(OsStr::new)
+    .collect();
+    all.extend(args.iter().map(AsRef::as_ref));
+    start(bin, &all, &[])
+}
+
+/// Starts `BIN ARGS...` as given (with `env` added; stderr inherited), for
+/// a start that takes its addresses elsewhere (`serve --config FILE`), and
+/// waits for the ready line as `serve` does.
+pub fn start<S: AsRef<OsStr>>(bin: &Path, args: &[S], env: &[(&str, &str)]) -> Result<Hsd> {
     let mut child = Command::new(bin)
-        .arg("serve")
-        .args(["--address", "127.0.0.1", "--port", "0", "--port-wr", "0"])
         .args(args)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()

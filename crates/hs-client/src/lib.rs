@@ -1,5 +1,5 @@
 //! hs-client: an async (tokio) HandlerSocket client, used by hsd's integration
-//! tests and by hsbench.
+//! tests and by hsbench, and a blocking one for tests and tools.
 //!
 //! - `Client` (client.rs): connect, typed requests, raw `request`, `pipeline`,
 //!   `send`/`recv`, and reconnect that re-sends auth and re-opens indexes
@@ -8,6 +8,9 @@
 //!   correctly encoded request lines.
 //! - `ResponseExt` (response.rs): `check`, `into_rows`, `number` on
 //!   `hs_proto::Response`.
+//! - `blocking::Connection` (blocking.rs): a blocking connection that sends
+//!   raw lines, tokens or pipelines and hands back each answer line exactly
+//!   (hsd's integration tests and `hs-conformance`).
 //!
 //! ```no_run
 //! # async fn demo() -> hs_client::Result<()> {
@@ -19,6 +22,7 @@
 //! # let _ = rows; Ok(()) }
 //! ```
 
+pub mod blocking;
 mod client;
 mod conn;
 mod error;

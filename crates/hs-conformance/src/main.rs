@@ -1,30 +1,34 @@
 //! hs-conformance: long differential runs of hsd against the original
-//! HandlerSocket plugin. Prints figures as it goes and, for each class of
-//! difference, the reduced transcript. Exit code 1 when anything differs.
+//! HandlerSocket plugin (`--backend mysql`, `sqlite`), or of hsd on MySQL 8
+//! against hsd on MariaDB (`--backend mysql8`). Prints figures as it goes
+//! and, for each class of difference, the reduced transcript. Exit code 1
+//! when anything differs.
 
-mod hsd_process;
-
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, ValueEnum};
 
+use hs_conformance::launcher;
 use hs_conformance::runner::{Runner, Side};
 use hs_conformance::store::Store;
 use hs_conformance::suite::{self, Config, Mode};
 use hs_conformance::target::Endpoint;
-use hsd_process::HsdProcess;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Backend {
+    /// The plugin vs hsd on MariaDB.
     Mysql,
+    /// The plugin vs hsd's embedded store.
     Sqlite,
+    /// hsd on MariaDB vs hsd on MySQL 8.
+    Mysql8,
 }
 
 #[derive(Debug, Parser)]
 #[command(
-    about = "Send the same seeded HandlerSocket request streams to the original plugin and to hsd; compare answers and rows"
+    about = "Send the same seeded HandlerSocket request streams to the original plugin and to hsd (or to hsd on MariaDB and on MySQL 8); compare answers and rows"
 )]
 struct Args {
     /// First seed (segments use seed, seed+1, ...); default: a fresh one from the clock.
@@ -36,7 +40,8 @@ struct Args {
     /// Requests per segment (each segment starts from freshly reset tables).
     #[arg(long, default_value_t = 400)]
     segment: usize,
-    /// Which hsd backend to compare with the plugin.
+    /// Which pair to compare: hsd on MariaDB or on its embedded store
+    /// against the plugin, or hsd on MySQL 8 against hsd on MariaDB.
     #[arg(long, value_enum, default_value_t = Backend::Mysql)]
     backend: Backend,
     /// The hsd binary to start.
@@ -48,12 +53,15 @@ struct Args {
     /// The MariaDB server with the plugin loaded.
     #[arg(long, env = "HSD_TEST_MYSQL_URL")]
     mysql_url: String,
-    /// The plugin's read port.
+    /// The MySQL 8 server (for --backend mysql8).
+    #[arg(long, env = "HSD_TEST_MYSQL8_URL")]
+    mysql8_url: Option<String>,
+    /// The plugin's read port (not for --backend mysql8).
     #[arg(long, env = "HSD_HS_ORIGINAL_PORT")]
-    plugin_port: u16,
-    /// The plugin's write port.
+    plugin_port: Option<u16>,
+    /// The plugin's write port (not for --backend mysql8).
     #[arg(long, env = "HSD_HS_ORIGINAL_PORT_WR")]
-    plugin_port_wr: u16,
+    plugin_port_wr: Option<u16>,
     /// Stop after this many differing segments (0: run all requests).
     #[arg(long, default_value_t = 0)]
     max_differences: usize,
@@ -91,6 +99,7 @@ fn run() -> Result<bool> {
     let mode = match args.backend {
         Backend::Mysql => Mode::Mysql,
         Backend::Sqlite => Mode::Sqlite,
+        Backend::Mysql8 => Mode::CrossBackend,
     };
     if !args.hsd.exists() {
         bail!(
@@ -98,35 +107,64 @@ fn run() -> Result<bool> {
             args.hsd.display()
         );
     }
-    let (plugin_db, hsd_db) = match mode {
-        Mode::Mysql => ("conf_orig", "conf_hsd"),
-        Mode::Sqlite => ("conf_orig_lite", "conf_lite"),
+    // The hsd processes live until the run ends.
+    let mut running = Vec::new();
+    let (reference, subject) = match mode {
+        Mode::Mysql | Mode::Sqlite => {
+            let (Some(port), Some(port_wr)) = (args.plugin_port, args.plugin_port_wr) else {
+                bail!("the plugin's ports are needed (--plugin-port, --plugin-port-wr or HSD_HS_ORIGINAL_PORT[_WR])");
+            };
+            let (plugin_db, hsd_db) = match mode {
+                Mode::Mysql => ("conf_orig", "conf_hsd"),
+                _ => ("conf_orig_lite", "conf_lite"),
+            };
+            let plugin = Side {
+                endpoint: Endpoint {
+                    name: "plugin".into(),
+                    read_addr: format!("127.0.0.1:{port}"),
+                    write_addr: format!("127.0.0.1:{port_wr}"),
+                    db: plugin_db.into(),
+                },
+                store: Store::mysql(&args.mysql_url, plugin_db)?,
+            };
+            let backend_url = matches!(mode, Mode::Mysql).then_some(args.mysql_url.as_str());
+            let hsd = start_hsd(&args.hsd, &args.data_dir, backend_url)?;
+            let store = match mode {
+                Mode::Mysql => Store::mysql(&args.mysql_url, hsd_db)?,
+                _ => Store::sqlite(&args.data_dir, hsd_db)?,
+            };
+            let side = hsd_side("hsd", &hsd, hsd_db, store);
+            running.push(hsd);
+            (plugin, side)
+        }
+        Mode::CrossBackend => {
+            let Some(mysql8_url) = args.mysql8_url.as_deref() else {
+                bail!("--backend mysql8 needs --mysql8-url or HSD_TEST_MYSQL8_URL");
+            };
+            let (maria_db, mysql8_db) = ("conf_x_mariadb", "conf_x_mysql8");
+            let maria = start_hsd(
+                &args.hsd,
+                &args.data_dir.join("mariadb"),
+                Some(&args.mysql_url),
+            )?;
+            let mysql8 = start_hsd(&args.hsd, &args.data_dir.join("mysql8"), Some(mysql8_url))?;
+            let reference = hsd_side(
+                "mariadb",
+                &maria,
+                maria_db,
+                Store::mysql(&args.mysql_url, maria_db)?,
+            );
+            let subject = hsd_side(
+                "mysql8",
+                &mysql8,
+                mysql8_db,
+                Store::mysql(mysql8_url, mysql8_db)?,
+            );
+            running.extend([maria, mysql8]);
+            (reference, subject)
+        }
     };
-    let backend_url = matches!(mode, Mode::Mysql).then_some(args.mysql_url.as_str());
-    let hsd = HsdProcess::start(&args.hsd, &args.data_dir, backend_url)?;
-    let hsd_store = match mode {
-        Mode::Mysql => Store::mysql(&args.mysql_url, hsd_db)?,
-        Mode::Sqlite => Store::sqlite(&args.data_dir, hsd_db)?,
-    };
-    let plugin = Side {
-        endpoint: Endpoint {
-            name: "plugin".into(),
-            read_addr: format!("127.0.0.1:{}", args.plugin_port),
-            write_addr: format!("127.0.0.1:{}", args.plugin_port_wr),
-            db: plugin_db.into(),
-        },
-        store: Store::mysql(&args.mysql_url, plugin_db)?,
-    };
-    let hsd_side = Side {
-        endpoint: Endpoint {
-            name: "hsd".into(),
-            read_addr: hsd.read_addr.clone(),
-            write_addr: hsd.write_addr.clone(),
-            db: hsd_db.into(),
-        },
-        store: hsd_store,
-    };
-    let mut runner = Runner::new(plugin, hsd_side, mode.tables());
+    let mut runner = Runner::new(reference, subject, mode);
     let cfg = Config {
         mode,
         first_seed: seed,
@@ -179,5 +217,28 @@ fn run() -> Result<bool> {
         report.requests as f64 / secs.max(0.001),
         seed + report.segments as u64
     );
+    drop(running);
     Ok(report.differing_segments == 0)
+}
+
+/// Starts hsd on `backend` (a MySQL URL; None: the embedded store in `data_dir`).
+fn start_hsd(bin: &Path, data_dir: &Path, backend: Option<&str>) -> Result<launcher::Hsd> {
+    std::fs::create_dir_all(data_dir).with_context(|| format!("create {}", data_dir.display()))?;
+    let mut args = vec!["--data-dir".to_string(), data_dir.display().to_string()];
+    if let Some(url) = backend {
+        args.extend(["--backend".to_string(), url.to_string()]);
+    }
+    launcher::serve(bin, &args)
+}
+
+fn hsd_side(name: &str, hsd: &launcher::Hsd, db: &str, store: Store) -> Side {
+    Side {
+        endpoint: Endpoint {
+            name: name.into(),
+            read_addr: hsd.read.clone(),
+            write_addr: hsd.write.clone(),
+            db: db.into(),
+        },
+        store,
+    }
 }

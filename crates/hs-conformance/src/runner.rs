@@ -1,18 +1,20 @@
-//! The runner: sends the same steps to the plugin and to hsd, compares every
-//! answer byte for byte, and after each run of write requests compares the two
-//! copies of the written tables row by row. Stops at the first difference
-//! that no documented exception covers.
+//! The runner: sends the same steps to two servers, the reference (the
+//! original plugin, or hsd on MariaDB) and the subject (hsd, or hsd on
+//! MySQL 8), compares every answer byte for byte and after each run of write
+//! requests compares the two copies of the written tables row by row. Stops
+//! at the first difference that no documented exception covers.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use anyhow::{Context, Result};
 
-use crate::exceptions;
+use crate::exceptions::{self, Case, Exception, Opened, RowsException};
 use crate::generate::{Port, Step, CONN_PORTS};
 use crate::line::show;
 use crate::schema::Table;
 use crate::store::{Row, Store};
-use crate::target::{Connection, Endpoint};
+use crate::suite::Mode;
+use crate::target::{self, Connection, Endpoint};
 
 /// A server under test and the SQL view of its tables.
 pub struct Side {
@@ -23,13 +25,13 @@ pub struct Side {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DiffKind {
     Answer {
-        plugin: Vec<u8>,
-        hsd: Vec<u8>,
+        reference: Vec<u8>,
+        subject: Vec<u8>,
     },
     Rows {
         table: &'static str,
-        plugin: Vec<Row>,
-        hsd: Vec<Row>,
+        reference: Vec<Row>,
+        subject: Vec<Row>,
     },
 }
 
@@ -37,9 +39,11 @@ pub enum DiffKind {
 pub struct Difference {
     /// Index of the step after which it showed.
     pub step: usize,
-    /// The request as the plugin got it (for rows: the last write).
+    /// The request as the reference got it (for rows: the last write).
     pub request: Vec<u8>,
     pub kind: DiffKind,
+    /// The reference's and the subject's names, for messages.
+    pub names: (String, String),
 }
 
 impl Difference {
@@ -48,11 +52,13 @@ impl Difference {
     pub fn signature(&self) -> String {
         match &self.kind {
             DiffKind::Rows { table, .. } => format!("rows differ in {table}"),
-            DiffKind::Answer { plugin, hsd } => format!(
-                "{} | plugin {} | hsd {}",
+            DiffKind::Answer { reference, subject } => format!(
+                "{} | {} {} | {} {}",
                 request_shape(&self.request),
-                answer_shape(plugin),
-                answer_shape(hsd)
+                self.names.0,
+                answer_shape(reference),
+                self.names.1,
+                answer_shape(subject)
             ),
         }
     }
@@ -107,10 +113,10 @@ pub fn answer_shape(answer: &[u8]) -> String {
 #[derive(Debug, Clone)]
 pub struct Exchange {
     pub conn: usize,
-    /// The request with the plugin's database name.
+    /// The request with the reference's database name.
     pub request: Vec<u8>,
-    pub plugin: Vec<u8>,
-    pub hsd: Vec<u8>,
+    pub reference: Vec<u8>,
+    pub subject: Vec<u8>,
 }
 
 #[derive(Debug, Default)]
@@ -121,43 +127,99 @@ pub struct Replay {
     pub excepted: Vec<&'static str>,
     pub difference: Option<Difference>,
     pub transcript: Vec<Exchange>,
+    /// The reference's and the subject's names, for transcripts.
+    pub names: (String, String),
+}
+
+/// A write sent since the tables were last compared: its request (as the
+/// reference got it), its index and both answers.
+struct SentWrite {
+    request: Vec<u8>,
+    opened: Option<Opened>,
+    reference: Vec<u8>,
+    subject: Vec<u8>,
 }
 
 pub struct Runner {
-    pub plugin: Side,
-    pub hsd: Side,
+    pub reference: Side,
+    pub subject: Side,
     pub tables: Vec<Table>,
+    /// The differences allowed between these two servers.
+    exceptions: Vec<Exception>,
+    rows_exceptions: Vec<RowsException>,
     /// Tables that may differ from their seed rows (reset before the next run).
     dirty: BTreeSet<usize>,
 }
 
 impl Runner {
-    pub fn new(plugin: Side, hsd: Side, tables: Vec<Table>) -> Runner {
+    /// A runner for `mode`'s pair of servers: its tables and its exceptions.
+    pub fn new(reference: Side, subject: Side, mode: Mode) -> Runner {
+        let tables = mode.tables();
         let dirty = (0..tables.len()).collect();
         Runner {
-            plugin,
-            hsd,
+            reference,
+            subject,
             tables,
+            exceptions: mode.exceptions(),
+            rows_exceptions: mode.rows_exceptions(),
             dirty,
         }
+    }
+
+    fn names(&self) -> (String, String) {
+        (
+            self.reference.endpoint.name.clone(),
+            self.subject.endpoint.name.clone(),
+        )
     }
 
     fn table_index(&self, name: &str) -> Option<usize> {
         self.tables.iter().position(|t| t.name == name)
     }
 
+    /// What a `P` opens, when it names a table and index of the suite and
+    /// columns they have (an index named by a number is the one at that
+    /// position, PRIMARY first).
+    fn resolve(&self, p: &hs_proto::OpenIndexRequest) -> Option<Opened> {
+        let table = self.tables.iter().find(|t| t.name.as_bytes() == p.table)?;
+        let index = match p.index.first() {
+            None => table.indexes.first(),
+            Some(b) if b.is_ascii_digit() => table
+                .indexes
+                .get(exceptions::wrapping_u32(&p.index) as usize),
+            Some(_) => table.indexes.iter().find(|i| i.name.as_bytes() == p.index),
+        }?;
+        let column = |name: &[u8]| {
+            table
+                .columns
+                .iter()
+                .find(|c| c.name.as_bytes() == name)
+                .cloned()
+        };
+        Some(Opened {
+            table: table.name,
+            table_columns: table.columns.clone(),
+            key: (0..index.parts.len())
+                .map(|i| table.column(index.column(i)).cloned())
+                .collect::<Option<_>>()?,
+            columns: p.columns.iter().map(|n| column(n)).collect::<Option<_>>()?,
+            filter_columns: p
+                .filter_columns
+                .iter()
+                .map(|n| column(n))
+                .collect::<Option<_>>()?,
+        })
+    }
+
     /// Puts every table that may have changed back to its seed rows, in both copies.
     pub fn reset(&mut self) -> Result<()> {
         for &i in &self.dirty {
             let t = &self.tables[i];
-            self.plugin
-                .store
-                .reset(t)
-                .with_context(|| format!("reset {} in {}", t.name, self.plugin.store.describe()))?;
-            self.hsd
-                .store
-                .reset(t)
-                .with_context(|| format!("reset {} in {}", t.name, self.hsd.store.describe()))?;
+            for side in [&mut self.reference, &mut self.subject] {
+                side.store
+                    .reset(t)
+                    .with_context(|| format!("reset {} in {}", t.name, side.store.describe()))?;
+            }
         }
         self.dirty.clear();
         Ok(())
@@ -166,66 +228,123 @@ impl Runner {
     fn connect_all(&self, side: &Side) -> Result<Vec<Connection>> {
         CONN_PORTS
             .iter()
-            .map(|&p| Connection::open(&side.endpoint, p))
+            .map(|&p| target::open(&side.endpoint, p))
             .collect()
     }
 
     /// Resets the tables, opens fresh connections and runs `steps` until the
     /// first difference. An error means the run itself broke (a server not
-    /// reachable, the plugin closing a connection, SQL failing).
+    /// reachable, the reference closing a connection, SQL failing).
     pub fn run(&mut self, steps: &[Step]) -> Result<Replay> {
         self.reset()?;
-        let mut pc = self.connect_all(&self.plugin)?;
-        let mut hc = self.connect_all(&self.hsd)?;
-        let mut replay = Replay::default();
+        let mut rc = self.connect_all(&self.reference)?;
+        let mut sc = self.connect_all(&self.subject)?;
+        let mut replay = Replay {
+            names: self.names(),
+            ..Replay::default()
+        };
         let mut pending: BTreeSet<usize> = BTreeSet::new();
         let mut last_write: Vec<u8> = Vec::new();
+        // Per connection: what each index id was opened on.
+        let mut opened: Vec<HashMap<u32, Opened>> = vec![HashMap::new(); CONN_PORTS.len()];
+        // Tables whose auto-increment column a failed modify wrote.
+        let mut failed_autoinc: BTreeSet<&'static str> = BTreeSet::new();
+        // The writes since the tables were last compared, with their index
+        // and answers (a rows exception may be one of theirs).
+        let mut writes_since: Vec<SentWrite> = Vec::new();
         for (i, step) in steps.iter().enumerate() {
             match step {
                 Step::Reconnect { conn } => {
                     let port: Port = CONN_PORTS[*conn];
-                    pc[*conn] = Connection::open(&self.plugin.endpoint, port)?;
-                    hc[*conn] = Connection::open(&self.hsd.endpoint, port)?;
+                    rc[*conn] = target::open(&self.reference.endpoint, port)?;
+                    sc[*conn] = target::open(&self.subject.endpoint, port)?;
+                    opened[*conn].clear();
                 }
                 Step::Send { conn, line, writes } => {
-                    let preq = line.render(&self.plugin.endpoint.db);
-                    let hreq = line.render(&self.hsd.endpoint.db);
-                    let pans = pc[*conn].request(&preq).with_context(|| {
-                        format!("step {i}: the plugin did not answer {}", show(&preq))
+                    let rreq = line.render(&self.reference.endpoint.db);
+                    let sreq = line.render(&self.subject.endpoint.db);
+                    let rans = rc[*conn].request(&rreq).with_context(|| {
+                        format!(
+                            "step {i}: {} did not answer {}",
+                            self.reference.endpoint.name,
+                            show(&rreq)
+                        )
                     })?;
-                    let hans = match hc[*conn].request(&hreq) {
+                    let sans = match sc[*conn].request(&sreq) {
                         Ok(a) => a,
                         Err(e) => format!("<{e:#}>").into_bytes(),
                     };
                     replay.sent += 1;
                     replay.transcript.push(Exchange {
                         conn: *conn,
-                        request: preq.clone(),
-                        plugin: pans.clone(),
-                        hsd: hans.clone(),
+                        request: rreq.clone(),
+                        reference: rans.clone(),
+                        subject: sans.clone(),
                     });
                     if let Some(t) = writes.and_then(|w| self.table_index(w)) {
                         self.dirty.insert(t);
                         pending.insert(t);
-                        last_write = preq.clone();
+                        last_write = rreq.clone();
                     }
-                    if pans != hans {
+                    let parsed = hs_proto::parse_request(&rreq);
+                    let index = match &parsed {
+                        Ok(hs_proto::Request::Exec(e)) => opened[*conn].get(&e.index_id),
+                        _ => None,
+                    };
+                    if writes.is_some() {
+                        writes_since.push(SentWrite {
+                            request: rreq.clone(),
+                            opened: index.cloned(),
+                            reference: rans.clone(),
+                            subject: sans.clone(),
+                        });
+                    }
+                    if rans != sans {
                         // Answers name the database only in P lines we send, so the
-                        // request is judged in its plugin form.
-                        match exceptions::matching(&preq, &pans, &hans) {
-                            Some(name) => replay.excepted.push(name),
+                        // request is judged in its reference form.
+                        let case = Case {
+                            request: &rreq,
+                            reference: &rans,
+                            subject: &sans,
+                            opened: index,
+                            failed_auto_increment_modify: index
+                                .is_some_and(|o| failed_autoinc.contains(o.table)),
+                        };
+                        match exceptions::matching_in(&self.exceptions, &case) {
+                            Some(e) => {
+                                replay.excepted.push(e.name);
+                                if e.ends_segment {
+                                    return Ok(replay);
+                                }
+                            }
                             None => {
                                 replay.difference = Some(Difference {
                                     step: i,
-                                    request: preq,
+                                    request: rreq,
                                     kind: DiffKind::Answer {
-                                        plugin: pans,
-                                        hsd: hans,
+                                        reference: rans,
+                                        subject: sans,
                                     },
+                                    names: self.names(),
                                 });
                                 return Ok(replay);
                             }
                         }
+                    }
+                    if let (Ok(hs_proto::Request::Exec(e)), Some(o)) = (&parsed, index) {
+                        let writes_autoinc = e.modify.is_some()
+                            && o.columns.iter().any(|c| c.mysql.contains("AUTO_INCREMENT"));
+                        if writes_autoinc && rans.starts_with(b"1\t") && sans.starts_with(b"1\t") {
+                            failed_autoinc.insert(o.table);
+                        }
+                    }
+                    // A `P` that fails leaves the id's earlier index open.
+                    if let (Ok(hs_proto::Request::OpenIndex(p)), true) = (&parsed, rans == b"0\t1")
+                    {
+                        match self.resolve(p) {
+                            Some(o) => opened[*conn].insert(p.index_id, o),
+                            None => opened[*conn].remove(&p.index_id),
+                        };
                     }
                 }
             }
@@ -235,14 +354,50 @@ impl Runner {
             );
             if !pending.is_empty() && !next_is_write {
                 if let Some(kind) = self.compare_tables(&pending)? {
+                    if let DiffKind::Rows {
+                        table,
+                        reference,
+                        subject,
+                    } = &kind
+                    {
+                        let t = self.tables.iter().find(|t| t.name == *table);
+                        let excepted = t.and_then(|t| {
+                            exceptions::matching_rows(&self.rows_exceptions, t, reference, subject)
+                        });
+                        if let Some(e) = excepted {
+                            // The copies differ from here on: the segment ends.
+                            replay.excepted.push(e.name);
+                            return Ok(replay);
+                        }
+                        // Or one of the writes since the last comparison
+                        // holds a value the servers take differently.
+                        let by_write = writes_since.iter().rev().find_map(|w| {
+                            let case = Case {
+                                request: &w.request,
+                                reference: &w.reference,
+                                subject: &w.subject,
+                                opened: w.opened.as_ref(),
+                                failed_auto_increment_modify: false,
+                            };
+                            self.exceptions
+                                .iter()
+                                .find(|e| e.covers_rows && (e.applies)(&case))
+                        });
+                        if let Some(e) = by_write {
+                            replay.excepted.push(e.name);
+                            return Ok(replay);
+                        }
+                    }
                     replay.difference = Some(Difference {
                         step: i,
                         request: last_write.clone(),
                         kind,
+                        names: self.names(),
                     });
                     return Ok(replay);
                 }
                 pending.clear();
+                writes_since.clear();
             }
         }
         Ok(replay)
@@ -251,13 +406,13 @@ impl Runner {
     fn compare_tables(&mut self, tables: &BTreeSet<usize>) -> Result<Option<DiffKind>> {
         for &i in tables {
             let t = &self.tables[i];
-            let p = self.plugin.store.rows(t)?;
-            let h = self.hsd.store.rows(t)?;
-            if p != h {
+            let r = self.reference.store.rows(t)?;
+            let s = self.subject.store.rows(t)?;
+            if r != s {
                 return Ok(Some(DiffKind::Rows {
                     table: t.name,
-                    plugin: p,
-                    hsd: h,
+                    reference: r,
+                    subject: s,
                 }));
             }
         }
@@ -267,6 +422,8 @@ impl Runner {
 
 /// A readable transcript: every exchange, then the difference.
 pub fn transcript(replay: &Replay) -> String {
+    let (rname, sname) = &replay.names;
+    let width = rname.len().max(sname.len()).max(4);
     let mut out = String::new();
     for ex in &replay.transcript {
         let port = match CONN_PORTS[ex.conn] {
@@ -274,20 +431,29 @@ pub fn transcript(replay: &Replay) -> String {
             Port::Write => "wr",
         };
         out.push_str(&format!("{port}> {}\n", show(&ex.request)));
-        if ex.plugin == ex.hsd {
-            out.push_str(&format!("      both   < {}\n", show(&ex.plugin)));
+        if ex.reference == ex.subject {
+            out.push_str(&format!(
+                "      {:width$} < {}\n",
+                "both",
+                show(&ex.reference)
+            ));
         } else {
-            out.push_str(&format!("      plugin < {}\n", show(&ex.plugin)));
-            out.push_str(&format!("      hsd    < {}\n", show(&ex.hsd)));
+            out.push_str(&format!("      {rname:width$} < {}\n", show(&ex.reference)));
+            out.push_str(&format!("      {sname:width$} < {}\n", show(&ex.subject)));
         }
     }
     if let Some(Difference {
-        kind: DiffKind::Rows { table, plugin, hsd },
+        kind:
+            DiffKind::Rows {
+                table,
+                reference,
+                subject,
+            },
         ..
     }) = &replay.difference
     {
         out.push_str(&format!("rows left in {table} differ:\n"));
-        out.push_str(&rows_diff(plugin, hsd));
+        out.push_str(&rows_diff(&replay.names, reference, subject));
     }
     out
 }
@@ -302,17 +468,20 @@ fn show_row(r: &Row) -> String {
         .join(", ")
 }
 
-/// Rows only one side has, each marked with the side.
-pub fn rows_diff(plugin: &[Row], hsd: &[Row]) -> String {
+/// Rows only one side has, each marked with the side's name.
+pub fn rows_diff(names: &(String, String), reference: &[Row], subject: &[Row]) -> String {
+    let width = names.0.len().max(names.1.len()) + 6;
     let mut out = String::new();
-    for r in plugin {
-        if !hsd.contains(r) {
-            out.push_str(&format!("  plugin only: ({})\n", show_row(r)));
+    for r in reference {
+        if !subject.contains(r) {
+            let label = format!("{} only:", names.0);
+            out.push_str(&format!("  {label:width$} ({})\n", show_row(r)));
         }
     }
-    for r in hsd {
-        if !plugin.contains(r) {
-            out.push_str(&format!("  hsd only:    ({})\n", show_row(r)));
+    for r in subject {
+        if !reference.contains(r) {
+            let label = format!("{} only:", names.1);
+            out.push_str(&format!("  {label:width$} ({})\n", show_row(r)));
         }
     }
     if out.is_empty() {
@@ -348,7 +517,8 @@ mod tests {
     fn rows_diff_marks_sides() {
         let a = vec![vec![Some(b"1".to_vec()), None]];
         let b = vec![vec![Some(b"1".to_vec()), Some(b"".to_vec())]];
-        let d = rows_diff(&a, &b);
+        let names = ("plugin".to_string(), "hsd".to_string());
+        let d = rows_diff(&names, &a, &b);
         assert!(d.contains("plugin only: ('1', NULL)"), "{d}");
         assert!(d.contains("hsd only:    ('1', '')"), "{d}");
     }

@@ -26,14 +26,21 @@ pub enum Store {
 }
 
 impl Store {
-    /// A MariaDB database `db` on the server at `url` (created if missing).
+    /// A database `db` on the MariaDB or MySQL server at `url` (created if
+    /// missing). The session's settings are spelt out, not the server's
+    /// defaults, which differ between MariaDB and MySQL 8: strict mode (a
+    /// seed row that does not fit fails loudly) and utf8mb4_general_ci.
     pub fn mysql(url: &str, db: &str) -> Result<Store> {
-        let opts = mysql::Opts::from_url(url).with_context(|| format!("bad MariaDB URL {url}"))?;
+        let opts = mysql::Opts::from_url(url).with_context(|| format!("bad MySQL URL {url}"))?;
         let mut conn = mysql::Conn::new(opts).with_context(|| format!("connect to {url}"))?;
-        conn.query_drop("SET SESSION lock_wait_timeout = 20")
-            .context("set lock_wait_timeout")?;
+        conn.query_drop(
+            "SET SESSION lock_wait_timeout = 20, sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'",
+        )
+        .context("set the session")?;
+        conn.query_drop("SET NAMES utf8mb4 COLLATE utf8mb4_general_ci")
+            .context("set names")?;
         conn.query_drop(format!(
-            "CREATE DATABASE IF NOT EXISTS `{db}` CHARACTER SET utf8mb4"
+            "CREATE DATABASE IF NOT EXISTS `{db}` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"
         ))
         .with_context(|| format!("create database {db}"))?;
         Ok(Store::Mysql {
@@ -56,7 +63,7 @@ impl Store {
 
     pub fn describe(&self) -> String {
         match self {
-            Store::Mysql { db, .. } => format!("MariaDB database {db}"),
+            Store::Mysql { db, .. } => format!("MySQL/MariaDB database {db}"),
             Store::Sqlite { path, .. } => format!("SQLite file {}", path.display()),
         }
     }

@@ -12,27 +12,47 @@ use crate::runner::{transcript, Runner};
 use crate::tables::{lite_tables, mysql_tables};
 use crate::values::Range;
 
-/// Which pair of servers is compared.
+/// Which pair of servers is compared (reference vs subject).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// Plugin vs hsd on MariaDB: every column type.
     Mysql,
     /// Plugin vs hsd's embedded store: the type-independent part.
     Sqlite,
+    /// hsd on MariaDB (which answers as the plugin) vs hsd on MySQL 8: every
+    /// column type, which both servers share (the plugin cannot load into
+    /// MySQL).
+    CrossBackend,
 }
 
 impl Mode {
     pub fn tables(self) -> Vec<crate::schema::Table> {
         match self {
-            Mode::Mysql => mysql_tables(),
+            Mode::Mysql | Mode::CrossBackend => mysql_tables(),
             Mode::Sqlite => lite_tables(),
         }
     }
 
     pub fn range(self) -> Range {
         match self {
-            Mode::Mysql => Range::Full,
+            Mode::Mysql | Mode::CrossBackend => Range::Full,
             Mode::Sqlite => Range::TypeIndependent,
+        }
+    }
+
+    /// The documented differences in the rows two servers keep.
+    pub fn rows_exceptions(self) -> Vec<crate::exceptions::RowsException> {
+        match self {
+            Mode::Mysql | Mode::Sqlite => Vec::new(),
+            Mode::CrossBackend => crate::exceptions::cross_backend_rows(),
+        }
+    }
+
+    /// The documented differences allowed between the two servers.
+    pub fn exceptions(self) -> Vec<crate::exceptions::Exception> {
+        match self {
+            Mode::Mysql | Mode::Sqlite => crate::exceptions::exceptions(),
+            Mode::CrossBackend => crate::exceptions::cross_backend(),
         }
     }
 }

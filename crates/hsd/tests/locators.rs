@@ -11,7 +11,7 @@ mod common;
 
 use common::{Backend, TestServer};
 use hs_conformance::generate::Port;
-use hs_conformance::target::{Connection, Endpoint};
+use hs_conformance::target::{self, Endpoint};
 
 /// One key type: the table's columns after `k`'s definition, its three
 /// rows' keys as SQL, the index `P` opens, the three keys as a client
@@ -331,7 +331,7 @@ fn run(server: &TestServer, c: &Case, e: &Endpoint, db: &str) -> Vec<Vec<String>
     let mut out = Vec::new();
     for pipelined in [false, true] {
         create(server, c, db);
-        let mut conn = Connection::open(e, Port::Write).expect("connect");
+        let mut conn = target::open(e, Port::Write).expect("connect");
         for p in &opens {
             let answer = conn.request(p.as_bytes()).expect("P");
             assert_eq!(answer, b"0\t1", "{}: {p}", c.name);

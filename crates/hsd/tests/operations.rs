@@ -196,32 +196,19 @@ async fn config_file_and_environment() {
         ),
     )
     .unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_hsd"))
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env("HSD_PLAIN_SECRET_WR", "from-env")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-        &mut line,
+    let config_arg = config.display().to_string();
+    let hsd = hs_conformance::launcher::start(
+        common::hsd_bin(),
+        &["serve", "--config", &config_arg],
+        &[("HSD_PLAIN_SECRET_WR", "from-env")],
     )
     .unwrap();
-    let addr = |name: &str| {
-        line.split_whitespace()
-            .find_map(|w| w.strip_prefix(&format!("{name}=")))
-            .unwrap()
-            .to_string()
-    };
-    let mut r = Client::connect(addr("read")).await.unwrap();
+    let mut r = Client::connect(hsd.read.clone()).await.unwrap();
     assert_eq!(q(&mut r, "A|1|from-file").await, t("0|1"));
-    let mut w = Client::connect(addr("write")).await.unwrap();
+    let mut w = Client::connect(hsd.write.clone()).await.unwrap();
     assert_eq!(q(&mut w, "A|1|from-file").await, t("3|1|unauth"));
     assert_eq!(q(&mut w, "A|1|from-env").await, t("0|1"));
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(hsd);
     // An unknown key in the file is an error, not silently ignored.
     std::fs::write(&config, "prot = 1\n").unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_hsd"))

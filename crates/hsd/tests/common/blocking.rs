@@ -1,12 +1,11 @@
 //! The harness's blocking side, for the MySQL/MariaDB backend tests
-//! (tests/mysql_*.rs): the real `hsd` binary on the private MariaDB, a tiny
-//! blocking HandlerSocket client (hs-proto's token encoding) for exact
-//! pipelining and raw bytes, and SQL beside it through the `mysql` crate.
+//! (tests/mysql_*.rs): the real `hsd` binary on the private MariaDB, hs-client's
+//! blocking connection (hs-proto's token encoding, exact pipelining and raw
+//! bytes) in the tests' `|`-for-TAB, `~`-for-NULL notation, and SQL beside it
+//! through the `mysql` crate.
 
+use hs_client::blocking::Connection;
 use mysql::prelude::Queryable;
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
-use std::process::Child;
 use std::time::Duration;
 
 /// A connection to the server, with the test's session settings.
@@ -80,7 +79,8 @@ pub struct Hsd {
     pub read: String,
     pub write: String,
     pub admin: Option<String>,
-    child: Child,
+    /// Killed when dropped.
+    process: super::RunningHsd,
 }
 
 impl Hsd {
@@ -89,16 +89,16 @@ impl Hsd {
         args.extend_from_slice(extra);
         let running = super::spawn_hsd(&args);
         Hsd {
-            read: running.read,
-            write: running.write,
-            admin: running.admin,
-            child: running.child,
+            read: running.read.clone(),
+            write: running.write.clone(),
+            admin: running.admin.clone(),
+            process: running,
         }
     }
 
     /// The hsd process id (for its /proc files).
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.id()
     }
 
     pub fn reader(&self) -> Hs {
@@ -110,68 +110,51 @@ impl Hsd {
     }
 }
 
-impl Drop for Hsd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A blocking HandlerSocket connection.
-pub struct Hs {
-    stream: TcpStream,
-    reader: BufReader<TcpStream>,
-}
+/// hs-client's blocking connection, with the tests' notation: every method
+/// here panics on a broken connection; the client's own methods (through
+/// Deref) answer `Result`s.
+pub struct Hs(Connection);
 
 /// A response token: bytes or NULL.
 pub type Token = Option<Vec<u8>>;
 
-fn decode(t: &[u8]) -> Token {
-    hs_proto::codec::decode_token(t)
+impl std::ops::Deref for Hs {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Hs {
+    fn deref_mut(&mut self) -> &mut Connection {
+        &mut self.0
+    }
 }
 
 impl Hs {
     pub fn connect(addr: &str) -> Hs {
-        let stream = TcpStream::connect(addr).expect("connect to hsd");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
-            .expect("timeout");
-        let _ = stream.set_nodelay(true);
-        let reader = BufReader::new(stream.try_clone().expect("clone"));
-        Hs { stream, reader }
+        let options = hs_client::blocking::Options {
+            timeout: Some(Duration::from_secs(60)),
+            nodelay: true,
+        };
+        Hs(Connection::connect_with(addr, options).expect("connect to hsd"))
     }
 
     /// One request from tokens (None = NULL); the response's tokens.
     pub fn request(&mut self, tokens: &[Option<&[u8]>]) -> Vec<Token> {
-        let line = Self::line(tokens);
-        self.send_raw(&line);
-        self.read_response()
+        self.0.request_tokens(tokens).expect("request to hsd")
     }
 
     pub fn line(tokens: &[Option<&[u8]>]) -> Vec<u8> {
-        let mut line = Vec::new();
-        for (i, t) in tokens.iter().enumerate() {
-            if i > 0 {
-                line.push(b'\t');
-            }
-            hs_proto::codec::encode_token(*t, &mut line);
-        }
-        line.push(b'\n');
-        line
+        hs_client::blocking::line(tokens)
     }
 
     pub fn send_raw(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).expect("write to hsd");
+        self.0.send(bytes).expect("write to hsd");
     }
 
     pub fn read_response(&mut self) -> Vec<Token> {
-        let mut buf = Vec::new();
-        self.reader
-            .read_until(b'\n', &mut buf)
-            .expect("read from hsd");
-        assert_eq!(buf.last(), Some(&b'\n'), "hsd closed the connection");
-        buf.pop();
-        buf.split(|&b| b == b'\t').map(decode).collect()
+        self.0.read_tokens().expect("read from hsd")
     }
 
     /// A request written with `|` for TAB and `~` for a NULL token; the
@@ -183,12 +166,20 @@ impl Hs {
 
     /// Many requests written at once (pipelined); their responses.
     pub fn pipeline(&mut self, lines: &[String]) -> Vec<String> {
-        let mut all = Vec::new();
-        for l in lines {
-            all.extend(text_line(l));
-        }
-        self.send_raw(&all);
-        lines.iter().map(|_| fmt(&self.read_response())).collect()
+        let raw: Vec<Vec<u8>> = lines
+            .iter()
+            .map(|l| {
+                let mut line = text_line(l);
+                line.pop();
+                line
+            })
+            .collect();
+        self.0
+            .pipeline(&raw)
+            .expect("pipeline to hsd")
+            .iter()
+            .map(|answer| fmt(&hs_client::blocking::tokens(answer)))
+            .collect()
     }
 }
 

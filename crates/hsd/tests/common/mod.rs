@@ -1,17 +1,31 @@
 //! The one test harness of the integration suites: spawns the real `hsd`
-//! binary on the embedded store or on the private MariaDB that
-//! `scripts/mariadb.sh` runs, runs SQL beside it, and formats responses
-//! (async, through hs-client). `blocking` is its blocking side, used by the
-//! MariaDB backend's suites.
+//! binary (through hs-conformance's launcher, which reads its ready line) on
+//! the embedded store or on the private MariaDB that `scripts/mariadb.sh`
+//! runs, runs SQL beside it, and formats responses (async, through
+//! hs-client). `blocking` is its blocking side, used by the MariaDB
+//! backend's suites; `skips` tells, at the end of a local run, which halves
+//! were skipped for want of a server.
 #![allow(dead_code)]
 
 pub mod blocking;
+pub mod skips;
 
 use hs_client::{Client, Response};
-use std::io::{BufRead, BufReader};
+use hs_conformance::launcher;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+/// The hsd binary the tests run: this build's, or `HSD_TEST_BIN` (to check
+/// that a new test fails on an older build).
+pub fn hsd_bin() -> &'static Path {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        std::env::var_os("HSD_TEST_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_hsd")))
+    })
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -21,12 +35,6 @@ pub enum Backend {
 
 /// The MariaDB URL the test script exports. In CI its absence is a failure:
 /// the MariaDB half of the suite is never skipped there.
-/// The hsd binary the tests run: this build's, or `HSD_TEST_BIN` (to check
-/// that a new test fails on an older build).
-pub fn hsd_bin() -> String {
-    std::env::var("HSD_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_hsd").to_string())
-}
-
 pub fn mysql_url() -> Option<String> {
     match std::env::var("HSD_TEST_MYSQL_URL") {
         Ok(u) if !u.is_empty() => Some(u),
@@ -35,8 +43,9 @@ pub fn mysql_url() -> Option<String> {
                 std::env::var_os("CI").is_none(),
                 "HSD_TEST_MYSQL_URL is not set: CI must run the MariaDB tests (scripts/test.sh sets it)"
             );
-            eprintln!(
-                "HSD_TEST_MYSQL_URL not set: skipping the MariaDB half (run scripts/test.sh)"
+            skips::skip(
+                skips::Half::Mariadb,
+                "HSD_TEST_MYSQL_URL not set: skipping the MariaDB half (run scripts/test.sh)",
             );
             None
         }
@@ -53,8 +62,9 @@ pub fn mysql8_url() -> Option<String> {
                 std::env::var_os("CI").is_none(),
                 "HSD_TEST_MYSQL8_URL is not set: CI must run the MySQL 8 tests (scripts/test.sh sets it)"
             );
-            eprintln!(
-                "HSD_TEST_MYSQL8_URL not set: skipping the MySQL 8 half (run scripts/test.sh)"
+            skips::skip(
+                skips::Half::Mysql8,
+                "HSD_TEST_MYSQL8_URL not set: skipping the MySQL 8 half (run scripts/test.sh)",
             );
             None
         }
@@ -105,7 +115,10 @@ pub fn original_ports() -> Option<(u16, u16)> {
                 std::env::var_os("CI").is_none(),
                 "HSD_HS_ORIGINAL_PORT(_WR) not set: CI must run the conformance tests (scripts/test.sh sets them)"
             );
-            eprintln!("original plugin ports not set: skipping (run scripts/test.sh)");
+            skips::skip(
+                skips::Half::Plugin,
+                "original plugin ports not set: skipping (run scripts/test.sh)",
+            );
             None
         }
     }
@@ -211,7 +224,7 @@ pub struct TestServer {
     pub read_addr: String,
     pub write_addr: String,
     pub admin_addr: Option<String>,
-    child: Option<Child>,
+    child: Option<RunningHsd>,
     data_dir: PathBuf,
     _tmp: tempfile::TempDir,
     mysql_url: Option<String>,
@@ -277,14 +290,14 @@ impl TestServer {
             args.extend(["--backend".to_string(), url.clone()]);
         }
         let running = spawn_hsd(&args);
-        self.read_addr = running.read;
-        self.write_addr = running.write;
-        self.admin_addr = running.admin;
-        self.child = Some(running.child);
+        self.read_addr = running.read.clone();
+        self.write_addr = running.write.clone();
+        self.admin_addr = running.admin.clone();
+        self.child = Some(running);
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+        self.child.as_ref().map(|c| c.pid()).unwrap_or(0)
     }
 
     /// kill -9, then start again on the same data (new ports).
@@ -301,25 +314,23 @@ impl TestServer {
     }
 
     pub fn kill9(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        // Dropping it kills (SIGKILL) and reaps it.
+        drop(self.child.take());
     }
 
     /// SIGTERM and wait; returns the exit status code.
     pub fn terminate(&mut self) -> Option<i32> {
         let mut c = self.child.take()?;
         unsafe {
-            libc::kill(c.id() as i32, libc::SIGTERM);
+            libc::kill(c.pid() as i32, libc::SIGTERM);
         }
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            if let Ok(Some(status)) = c.try_wait() {
+            if let Ok(Some(status)) = c.child.try_wait() {
                 return status.code();
             }
             if Instant::now() > deadline {
-                let _ = c.kill();
+                let _ = c.child.kill();
                 panic!("hsd did not exit within 30 s of SIGTERM");
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -417,57 +428,12 @@ impl Drop for TestServer {
 
 /// One run of `hsd` with stdout and stderr captured, for start-up checks:
 /// `run_hsd` waits until hsd prints its ready line (then kills it) or exits.
-pub struct HsdRun {
-    /// Exit code; None when hsd was killed after its ready line.
-    pub code: Option<i32>,
-    /// The `hsd: listening ...` line, when hsd got that far.
-    pub ready: Option<String>,
-    pub stdout: String,
-    pub stderr: String,
-}
+/// Fields: `code` (None when killed after the ready line), `ready`, `stdout`,
+/// `stderr`.
+pub type HsdRun = launcher::Run;
 
 pub fn run_hsd(args: &[&str], env: &[(&str, &str)]) -> HsdRun {
-    let mut child = Command::new(hsd_bin())
-        .args(args)
-        .envs(env.iter().copied())
-        .env_remove("RUST_LOG")
-        .env_remove("NO_COLOR")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn hsd");
-    let mut stderr = child.stderr.take().expect("stderr");
-    let stderr = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
-        text
-    });
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let (first_tx, first_rx) = std::sync::mpsc::channel();
-    let stdout = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_line(&mut text);
-        let _ = first_tx.send(text.clone());
-        let _ = std::io::Read::read_to_string(&mut stdout, &mut text);
-        text
-    });
-    let first = first_rx.recv_timeout(Duration::from_secs(30));
-    let ready = first
-        .as_ref()
-        .ok()
-        .filter(|l| l.starts_with("hsd: listening"))
-        .map(|l| l.trim_end().to_string());
-    if ready.is_some() || first.is_err() {
-        let _ = child.kill();
-    }
-    let status = child.wait().expect("wait for hsd");
-    HsdRun {
-        code: status.code(),
-        ready,
-        stdout: stdout.join().expect("stdout reader"),
-        stderr: stderr.join().expect("stderr reader"),
-    }
+    launcher::run_until_ready(hsd_bin(), args, env, Duration::from_secs(30)).expect("run hsd")
 }
 
 /// A response as one readable line: tokens joined by TAB, NULL as `<NULL>`.
@@ -537,45 +503,12 @@ macro_rules! both_backends {
 }
 
 /// A running `hsd serve` on free loopback ports and where it listens (from
-/// its ready line).
-pub struct RunningHsd {
-    pub child: Child,
-    pub read: String,
-    pub write: String,
-    pub admin: Option<String>,
-}
+/// its ready line): `child`, `read`, `write`, `admin`. Killed when dropped.
+pub type RunningHsd = launcher::Hsd;
 
 /// Starts `hsd serve --address 127.0.0.1 --port 0 --port-wr 0 <args>` and
 /// reads its ready line; its stdout keeps being drained so that hsd never
 /// blocks on a full pipe.
 pub fn spawn_hsd<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> RunningHsd {
-    let mut child = Command::new(hsd_bin())
-        .arg("serve")
-        .args(["--address", "127.0.0.1", "--port", "0", "--port-wr", "0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn hsd");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let line = lines
-        .next()
-        .expect("hsd printed nothing (did it fail to start?)")
-        .expect("read hsd stdout");
-    let field = |name: &str| {
-        line.split_whitespace()
-            .find_map(|w| w.strip_prefix(&format!("{name}=")))
-            .map(str::to_string)
-    };
-    let read = field("read").unwrap_or_else(|| panic!("bad ready line {line:?}"));
-    let write = field("write").unwrap_or_else(|| panic!("bad ready line {line:?}"));
-    let admin = field("admin");
-    std::thread::spawn(move || for _ in lines {});
-    RunningHsd {
-        child,
-        read,
-        write,
-        admin,
-    }
+    launcher::serve(hsd_bin(), args).unwrap_or_else(|e| panic!("{e:#}"))
 }

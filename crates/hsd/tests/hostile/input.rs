@@ -244,9 +244,9 @@ fn garbage_empty_and_cut_off_lines() {
         for i in 0..1000 {
             lines.extend_from_slice(format!("0\t>=\t1\t{i}\t100\t0\n").as_bytes());
         }
-        let mut w = &c.writer;
+        let mut w = c.writer();
         let _ = w.write_all(&lines);
-        set_linger_zero(&c.writer);
+        set_linger_zero(c.writer());
     }
     let mut c = Conn::open(&s.read);
     assert_eq!(c.req("P|0|test|user|PRIMARY|user_id"), "0|1");

@@ -5,9 +5,10 @@
 //! lines from many clients at once (`memory`); shutdown with clients that
 //! misbehave (`shutdown`). After each case hsd must still answer a normal
 //! request on a fresh connection, and its peak RSS (VmHWM, reset between
-//! cases) must stay within 512 MiB. Raw std TCP throughout: these cases need
-//! byte-level control a client library would get in the way of. Loopback
-//! only.
+//! cases) must stay within 512 MiB. hs-client's blocking connection, which
+//! hands over the raw socket and sends bytes as they are, throughout: these
+//! cases need byte-level control. hsd is started by hs-conformance's
+//! launcher. Loopback only.
 
 mod fairness;
 mod input;
@@ -15,18 +16,22 @@ mod memory;
 mod shutdown;
 mod slots;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use hs_client::blocking::Connection;
+use hs_conformance::launcher;
 
 const MAX_HWM_KB: u64 = 512 * 1024;
 const IO_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A running `hsd serve` on a fresh data dir with the demo table and test.h.
 struct Hsd {
-    child: Child,
+    /// The process (a `Child` through Deref); killed when dropped.
+    child: launcher::Hsd,
     read: String,
     write: String,
     data_dir: PathBuf,
@@ -53,32 +58,15 @@ impl Hsd {
             .output()
             .expect("run hsd sql");
         assert!(out.status.success(), "hsd sql failed: {out:?}");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hsd"))
-            .args(["serve", "--demo", "--address", "127.0.0.1", "--port", "0"])
-            .args(["--port-wr", "0", "--data-dir"])
-            .arg(&data_dir)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn hsd");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let line = lines
-            .next()
-            .expect("hsd printed nothing")
-            .expect("hsd stdout");
-        let field = |name: &str| {
-            line.split_whitespace()
-                .find_map(|w| w.strip_prefix(&format!("{name}=")))
-                .unwrap_or_else(|| panic!("no {name}= in {line:?}"))
-                .to_string()
-        };
-        let (read, write) = (field("read"), field("write"));
-        std::thread::spawn(move || for _ in lines {});
+        let mut args = vec!["--demo".to_string(), "--data-dir".to_string()];
+        args.push(data_dir.display().to_string());
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let child = launcher::serve(Path::new(env!("CARGO_BIN_EXE_hsd")), &args)
+            .unwrap_or_else(|e| panic!("{e:#}"));
         Hsd {
+            read: child.read.clone(),
+            write: child.write.clone(),
             child,
-            read,
-            write,
             data_dir,
             _tmp: tmp,
         }
@@ -186,14 +174,6 @@ impl Hsd {
     }
 }
 
-impl Drop for Hsd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = &self.data_dir;
-    }
-}
-
 /// Lets this process (and the hsd it spawns) hold thousands of sockets.
 fn raise_fd_limit() {
     // SAFETY: plain libc calls on a local struct.
@@ -225,66 +205,62 @@ fn show(line: &[u8]) -> String {
     String::from_utf8_lossy(line.strip_suffix(b"\n").unwrap_or(line)).replace('\t', "|")
 }
 
-/// A blocking request/response connection.
-struct Conn {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
+/// hs-client's blocking connection in this suite's notation (see `enc` and
+/// `show`), panicking where the case expects an answer.
+struct Conn(Connection);
+
+impl std::ops::Deref for Conn {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Conn {
+    fn deref_mut(&mut self) -> &mut Connection {
+        &mut self.0
+    }
 }
 
 impl Conn {
     fn open(addr: &str) -> Conn {
-        let s = TcpStream::connect(addr).expect("connect to hsd");
-        s.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
-        Conn {
-            writer: s.try_clone().expect("clone socket"),
-            reader: BufReader::new(s),
-        }
+        let options = hs_client::blocking::Options {
+            timeout: Some(IO_TIMEOUT),
+            nodelay: false,
+        };
+        Conn(Connection::connect_with(addr, options).expect("connect to hsd"))
+    }
+
+    /// The raw socket: sends bytes that no line framing touches.
+    fn writer(&self) -> &TcpStream {
+        self.0.socket()
     }
 
     fn send(&mut self, bytes: &[u8]) {
-        self.writer.write_all(bytes).expect("send to hsd");
+        self.0.send(bytes).expect("send to hsd");
     }
 
+    /// The next response line (without its LF).
     fn line(&mut self) -> Vec<u8> {
-        let mut line = Vec::new();
-        self.reader
-            .read_until(b'\n', &mut line)
-            .expect("read a response line");
-        assert!(line.ends_with(b"\n"), "connection closed mid-response");
-        line
+        match self.0.read_line() {
+            Ok(line) => line,
+            Err(hs_client::ClientError::Closed) => panic!("connection closed mid-response"),
+            Err(e) => panic!("read a response line: {e}"),
+        }
     }
 
     /// Like `req`, but None when hsd closed the connection instead of
     /// answering (a refused or closed connection).
     fn try_req(&mut self, text: &str) -> Option<String> {
-        let mut line = enc(text);
-        line.push(b'\n');
-        self.writer.write_all(&line).ok()?;
-        let mut answer = Vec::new();
-        match self.reader.read_until(b'\n', &mut answer) {
-            Ok(_) if answer.ends_with(b"\n") => Some(show(&answer)),
-            _ => None,
-        }
+        self.0.request(&enc(text)).ok().map(|a| show(&a))
     }
 
     /// Whether hsd has closed this connection (EOF or reset), waiting up
     /// to `limit` for it to happen.
     fn closed_within(&mut self, limit: Duration) -> bool {
-        self.reader
-            .get_ref()
-            .set_read_timeout(Some(limit))
-            .expect("timeout");
-        let mut byte = [0u8; 1];
-        let closed = match self.reader.read(&mut byte) {
-            Ok(0) => true,
-            Ok(_) => panic!("hsd sent an unexpected byte {:?}", byte[0] as char),
-            Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
-        };
-        self.reader
-            .get_ref()
-            .set_read_timeout(Some(IO_TIMEOUT))
-            .expect("timeout");
-        closed
+        self.0
+            .closed_within(limit)
+            .unwrap_or_else(|e| panic!("hsd sent something: {e}"))
     }
 
     /// Sends one request (see `enc`) and returns its response (see `show`).

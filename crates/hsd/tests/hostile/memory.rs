@@ -77,8 +77,8 @@ fn unfinished_lines_of_many_clients_share_one_budget() {
     for i in 0..1000 {
         let mut c = Conn::open(if i % 10 == 0 { &s.write } else { &s.read });
         assert_eq!(c.req("P|0|test|user|PRIMARY|user_id"), "0|1");
-        set_sockopt(&c.writer, libc::SO_SNDBUF, 64 << 10);
-        c.writer.set_nonblocking(true).expect("nonblocking");
+        set_sockopt(c.writer(), libc::SO_SNDBUF, 64 << 10);
+        c.writer().set_nonblocking(true).expect("nonblocking");
         c.send(b"0\t=\t1\t");
         clients.push((c, 0usize, false));
     }
@@ -92,7 +92,7 @@ fn unfinished_lines_of_many_clients_share_one_budget() {
             }
             open += 1;
             match c
-                .writer
+                .writer()
                 .write(&chunk[..chunk.len().min(UNFINISHED_LINE - *sent)])
             {
                 Ok(n) => {

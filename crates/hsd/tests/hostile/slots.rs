@@ -56,8 +56,7 @@ fn connection_flood_over_the_limit() {
     loop {
         let mut c = Conn::open(&s.read);
         c.send(b"P\t0\ttest\tuser\tPRIMARY\tuser_id\n");
-        let mut line = Vec::new();
-        if c.reader.read_until(b'\n', &mut line).is_ok() && line == b"0\t1\n" {
+        if c.read_line().is_ok_and(|line| line == b"0\t1") {
             break;
         }
         assert!(Instant::now() < deadline, "slots never freed");
@@ -185,7 +184,7 @@ fn a_line_must_end_within_the_line_timeout() {
             closed = true;
             break;
         }
-        let _ = slow.writer.write_all(b"x");
+        let _ = slow.writer().write_all(b"x");
     }
     let took = started.elapsed();
     eprintln!("hostile: line timeout 1 s: trickled line closed after {took:?}");

@@ -56,7 +56,7 @@ async fn rows(link: &mut Link, sql: &[u8]) -> Result<Table, Failure> {
     match link.answer(&mut table).await? {
         Answer::Done(_) => Ok(table),
         Answer::Refused(e) => Err(Failure {
-            error: super::refused_error(&e),
+            error: super::errors::refused_error(&e),
             link_lost: false,
             retryable: false,
         }),

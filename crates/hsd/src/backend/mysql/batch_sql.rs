@@ -1,0 +1,323 @@
+//! The statements of a group's batched writes: multi-row INSERTs and
+//! merged UPDATEs, and the rules for which writes may share one.
+
+use super::literal::WriteLiterals;
+use crate::backend::write_sql::{self, WriteParam, WriteSink};
+use crate::backend::{ColumnKind, RowInsert, RowWrite, TableMeta, WriteValue};
+
+/// How much statement text one round trip of writes carries, at most
+/// (well inside the server's default max_allowed_packet of 16 MiB).
+pub(super) const BATCH_SQL_BYTES: usize = 1 << 20;
+
+/// Writes the INSERT of `rows[start]` and of the rows after it that can
+/// share its statement: same table and columns, no generated id. Returns
+/// the end of the rows written.
+pub(super) fn push_insert_run(rows: &[RowInsert<'_>], start: usize, sql: &mut Vec<u8>) -> usize {
+    let first = &rows[start];
+    push_insert(first, sql);
+    if first.table.has_autoincrement && !first.explicit_id {
+        return start + 1;
+    }
+    let mut end = start + 1;
+    while end < rows.len() && sql.len() < BATCH_SQL_BYTES && same_statement(first, &rows[end]) {
+        let values: Vec<WriteValue<'_>> = rows[end]
+            .values
+            .iter()
+            .map(|v| WriteValue::Bytes(*v))
+            .collect();
+        let mut sink = WriteLiterals {
+            values: &values,
+            locator: &[],
+        };
+        sql.extend_from_slice(b", ");
+        write_sql::values_row(rows[end].columns.len(), &mut sink, sql);
+        end += 1;
+    }
+    end
+}
+
+/// Whether row `b` can go in the same INSERT as row `a`.
+fn same_statement(a: &RowInsert<'_>, b: &RowInsert<'_>) -> bool {
+    a.explicit_id == b.explicit_id
+        && a.table.table_sql == b.table.table_sql
+        && a.columns.len() == b.columns.len()
+        && a.columns
+            .iter()
+            .zip(b.columns)
+            .all(|(&x, &y)| a.table.columns[x].name_sql == b.table.columns[y].name_sql)
+}
+
+/// Writes one row's INSERT.
+pub(super) fn push_insert(row: &RowInsert<'_>, sql: &mut Vec<u8>) {
+    let values: Vec<WriteValue<'_>> = row.values.iter().map(|v| WriteValue::Bytes(*v)).collect();
+    let mut sink = WriteLiterals {
+        values: &values,
+        locator: &[],
+    };
+    write_sql::insert(row.table, row.columns, &mut sink, sql);
+}
+
+/// Writes the statement of `writes[start]` and of the updates after it
+/// that can share it (see `write_rows`). Returns the end of the writes
+/// written; writes nothing for an update of no column.
+pub(super) fn push_write_run(writes: &[RowWrite<'_>], start: usize, sql: &mut Vec<u8>) -> usize {
+    let mut end = start + 1;
+    while end < writes.len() && mergeable(&writes[start], &writes[end]) {
+        end += 1;
+    }
+    if end - start == 1 {
+        push_write(&writes[start], sql);
+        return end;
+    }
+    // Cut where the text would grow past the batch budget.
+    let run = &writes[start..end];
+    let mut rows = run.len();
+    let estimate: usize = run.iter().map(write_size).sum();
+    if estimate > BATCH_SQL_BYTES {
+        let mut total = 0;
+        rows = run
+            .iter()
+            .take_while(|w| {
+                total += write_size(w);
+                total <= BATCH_SQL_BYTES
+            })
+            .count()
+            .max(1);
+    }
+    if rows == 1 {
+        push_write(&writes[start], sql);
+        return start + 1;
+    }
+    push_update_many(&run[..rows], sql);
+    start + rows
+}
+
+/// One write's statement; nothing for an update of no column.
+pub(super) fn push_write(w: &RowWrite<'_>, sql: &mut Vec<u8>) {
+    match *w {
+        RowWrite::Update {
+            table,
+            locator,
+            columns,
+            values,
+        } => {
+            if !columns.is_empty() {
+                let mut sink = WriteLiterals { values, locator };
+                write_sql::update(table, columns, &mut sink, sql);
+            }
+        }
+        RowWrite::Delete { table, locator } => {
+            let mut sink = WriteLiterals {
+                values: &[],
+                locator,
+            };
+            write_sql::delete(table, &mut sink, sql);
+        }
+    }
+}
+
+/// Roughly how much statement text a write takes.
+fn write_size(w: &RowWrite<'_>) -> usize {
+    let bytes = |v: &Option<&[u8]>| v.map_or(4, |b| 2 * b.len() + 4);
+    match w {
+        RowWrite::Update {
+            locator, values, ..
+        } => {
+            locator.iter().map(|l| bytes(&l.as_deref())).sum::<usize>()
+                + values
+                    .iter()
+                    .map(|v| match v {
+                        WriteValue::Int(_) => 20,
+                        WriteValue::Bytes(b) => bytes(b),
+                    })
+                    .sum::<usize>()
+                + 32
+        }
+        RowWrite::Delete { .. } => 64,
+    }
+}
+
+/// Whether update `b` can share update `a`'s statement: same table and
+/// columns, values of the same kinds, and no written column in a unique
+/// key.
+fn mergeable(a: &RowWrite<'_>, b: &RowWrite<'_>) -> bool {
+    let (
+        RowWrite::Update {
+            table: ta,
+            columns: ca,
+            values: va,
+            ..
+        },
+        RowWrite::Update {
+            table: tb,
+            columns: cb,
+            values: vb,
+            ..
+        },
+    ) = (a, b)
+    else {
+        return false;
+    };
+    !ca.is_empty()
+        && ta.table_sql == tb.table_sql
+        && ca.len() == cb.len()
+        && ca
+            .iter()
+            .zip(cb.iter())
+            .all(|(&x, &y)| ta.columns[x].name_sql == tb.columns[y].name_sql)
+        && va
+            .iter()
+            .zip(vb.iter())
+            .all(|(x, y)| ValueShape::of(x).fits(ValueShape::of(y)))
+        && !writes_a_unique_key(ta, ca)
+        && ta
+            .locator_sql
+            .iter()
+            .all(|l| locator_literal(ta, l).is_some())
+}
+
+/// What a merged UPDATE's CASE branches of one column hold: numbers and
+/// byte strings do not share a CASE (its type would change what is
+/// stored); NULL goes with either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ValueShape {
+    Null,
+    Number,
+    Bytes,
+}
+
+impl ValueShape {
+    fn of(v: &WriteValue<'_>) -> ValueShape {
+        match v {
+            WriteValue::Int(_) => ValueShape::Number,
+            WriteValue::Bytes(Some(_)) => ValueShape::Bytes,
+            WriteValue::Bytes(None) => ValueShape::Null,
+        }
+    }
+
+    fn fits(self, other: ValueShape) -> bool {
+        self == other || self == ValueShape::Null || other == ValueShape::Null
+    }
+}
+
+/// How a merged UPDATE writes a locator column's values, for the columns
+/// whose comparisons in a CASE are exact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LocatorLiteral {
+    /// Integers as numbers (a string there would compare as a
+    /// floating-point number).
+    Number,
+    /// Text and binary columns compare `_binary` literals byte for byte.
+    Bytes,
+}
+
+/// How a merged UPDATE writes the values of a locator column; `None` for
+/// the kinds whose rows stay single statements.
+fn locator_literal(table: &TableMeta, locator_sql: &str) -> Option<LocatorLiteral> {
+    let column = table.columns.iter().find(|c| c.name_sql == locator_sql)?;
+    match column.kind {
+        ColumnKind::Integer { .. } => Some(LocatorLiteral::Number),
+        ColumnKind::Text { .. } | ColumnKind::Bytes { .. } => Some(LocatorLiteral::Bytes),
+        _ => None,
+    }
+}
+
+/// A locator value in a merged UPDATE (see `locator_literal`).
+fn push_locator_value(sql: &mut Vec<u8>, literal: LocatorLiteral, v: Option<&[u8]>) {
+    match v {
+        Some(digits)
+            if literal == LocatorLiteral::Number
+                && !digits.is_empty()
+                && digits.iter().enumerate().all(|(i, b)| {
+                    b.is_ascii_digit() || (i == 0 && *b == b'-' && digits.len() > 1)
+                }) =>
+        {
+            sql.extend_from_slice(digits)
+        }
+        _ => mysql_wire::literal::push_binary(sql, v),
+    }
+}
+
+/// Whether one of `columns` is part of a unique index (or of an index
+/// whose columns are not all known).
+fn writes_a_unique_key(table: &TableMeta, columns: &[usize]) -> bool {
+    table.indexes.iter().filter(|i| i.unique).any(|i| {
+        i.key_columns
+            .iter()
+            .any(|k| k.is_none_or(|k| columns.contains(&k)))
+    })
+}
+
+/// `UPDATE t SET c = CASE WHEN <row 1> THEN v1 WHEN ... END, ... WHERE
+/// <row 1> OR ...`, a row named by its locator (with a one-column locator,
+/// `CASE l WHEN x1 THEN v1 ...` and `l IN (x1, ...)`).
+fn push_update_many(writes: &[RowWrite<'_>], sql: &mut Vec<u8>) {
+    let RowWrite::Update { table, columns, .. } = writes[0] else {
+        return;
+    };
+    let single = table.locator_sql.len() == 1;
+    let row_test = |w: &RowWrite<'_>, sql: &mut Vec<u8>| {
+        let locator = match w {
+            RowWrite::Update { locator, .. } | RowWrite::Delete { locator, .. } => *locator,
+        };
+        for (n, l) in table.locator_sql.iter().enumerate() {
+            if n > 0 {
+                sql.extend_from_slice(b" AND ");
+            }
+            if !single {
+                sql.extend_from_slice(l.as_bytes());
+                sql.extend_from_slice(b" = ");
+            }
+            let literal = locator_literal(table, l).unwrap_or(LocatorLiteral::Bytes);
+            push_locator_value(sql, literal, locator.get(n).and_then(|v| v.as_deref()));
+        }
+    };
+    sql.extend_from_slice(b"UPDATE ");
+    sql.extend_from_slice(table.table_sql.as_bytes());
+    sql.extend_from_slice(b" SET ");
+    for (k, &c) in columns.iter().enumerate() {
+        if k > 0 {
+            sql.extend_from_slice(b", ");
+        }
+        sql.extend_from_slice(table.columns[c].name_sql.as_bytes());
+        sql.extend_from_slice(b" = CASE");
+        if single {
+            sql.push(b' ');
+            sql.extend_from_slice(table.locator_sql[0].as_bytes());
+        }
+        for w in writes {
+            let RowWrite::Update {
+                locator, values, ..
+            } = *w
+            else {
+                continue;
+            };
+            sql.extend_from_slice(b" WHEN ");
+            row_test(w, sql);
+            sql.extend_from_slice(b" THEN ");
+            let mut sink = WriteLiterals { values, locator };
+            sink.value(sql, WriteParam::Value(k));
+        }
+        sql.extend_from_slice(b" END");
+    }
+    sql.extend_from_slice(b" WHERE ");
+    if single {
+        sql.extend_from_slice(table.locator_sql[0].as_bytes());
+        sql.extend_from_slice(b" IN (");
+    }
+    for (n, w) in writes.iter().enumerate() {
+        if n > 0 {
+            sql.extend_from_slice(if single { b", " } else { b" OR " });
+        }
+        if !single {
+            sql.push(b'(');
+        }
+        row_test(w, sql);
+        if !single {
+            sql.push(b')');
+        }
+    }
+    if single {
+        sql.push(b')');
+    }
+}

@@ -1,0 +1,591 @@
+//! A storage connection: one server link (made on first use), its
+//! `HANDLER` handles, and the write group's transaction with its retry and
+//! fault rules (`after_failure`).
+
+/// Where the write group's transaction is.
+use super::batch_sql::{push_insert, push_insert_run, push_write, push_write_run, BATCH_SQL_BYTES};
+use super::connector::Connector;
+use super::errors::{doomed, dooms_transaction, refused_error};
+use super::handler::Handles;
+use super::link::{Answer, Discard, Failure, Link};
+use super::literal::{self, WriteLiterals};
+use super::{meta, scan};
+use crate::backend::write_sql;
+use crate::backend::{
+    CommitFailure, Committed, KeyedChange, KeyedWrite, RowInsert, RowVisitor, RowWrite, Scan,
+    StorageConn, StorageError, TableMeta, WriteValue,
+};
+use hs_proto::Value as HsValue;
+use mysql_wire::OkPacket;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(Debug)]
+enum Txn {
+    /// Autocommit (reads, and writes outside a group).
+    Off,
+    /// `begin` was called; the transaction begins with the group's first
+    /// statement (the session runs with autocommit off in groups).
+    Wanted,
+    Open,
+    /// The server rolled the transaction back, or the connection broke: the
+    /// rest of the group and its commit fail with this.
+    Doomed(StorageError),
+}
+
+pub struct MysqlConn {
+    connector: Arc<Connector>,
+    link: Option<Link>,
+    handles: Handles,
+    txn: Txn,
+    /// Reused for write statements' text.
+    sql: Vec<u8>,
+}
+
+impl MysqlConn {
+    pub(super) fn new(connector: Arc<Connector>) -> MysqlConn {
+        MysqlConn {
+            connector,
+            link: None,
+            handles: Handles::default(),
+            txn: Txn::Off,
+            sql: Vec::with_capacity(256),
+        }
+    }
+
+    /// A live connection, made on demand.
+    async fn link(&mut self) -> Result<&mut Link, Failure> {
+        live_link(&mut self.link, &mut self.handles, &self.connector).await
+    }
+
+    /// Books a failure; `Ok` when the operation may be tried again on a new
+    /// connection (`idempotent`, nothing was read yet, first attempt).
+    fn after_failure(
+        &mut self,
+        f: Failure,
+        idempotent: bool,
+        progressed: bool,
+        attempt: u32,
+    ) -> Result<(), StorageError> {
+        if f.link_lost {
+            self.link = None;
+            self.handles.clear();
+            if !f.retryable {
+                self.connector.note_timeout();
+            }
+        }
+        let in_txn = matches!(self.txn, Txn::Open);
+        if in_txn && (f.link_lost || dooms_transaction(&f.error)) {
+            tracing::warn!(error = %f.error, "write group's transaction lost; the group fails");
+            self.txn = Txn::Doomed(f.error.clone());
+            return Err(f.error);
+        }
+        let may_retry = (idempotent || matches!(self.txn, Txn::Wanted))
+            && !in_txn
+            && f.link_lost
+            && f.retryable
+            && !progressed
+            && attempt < 2;
+        if may_retry {
+            tracing::debug!(error = %f.error, "connection closed by the server; retrying on a new one");
+            Ok(())
+        } else {
+            Err(f.error)
+        }
+    }
+
+    /// Puts the session in the mode the next statements need, queued ahead
+    /// of them without a round trip of its own: autocommit off inside a
+    /// write group (its transaction begins with its first statement, and
+    /// when a deadlock rolls it back, statements already sent behind the
+    /// failed one run in a new transaction that the group's rollback ends,
+    /// instead of committing on their own), on outside one.
+    async fn ensure_session(&mut self) -> Result<(), Failure> {
+        let in_group = matches!(self.txn, Txn::Wanted | Txn::Open);
+        let link = self.link().await?;
+        if link.autocommit == in_group {
+            link.queue_quiet(if in_group {
+                b"SET autocommit = 0"
+            } else {
+                b"SET autocommit = 1"
+            });
+            link.autocommit = !in_group;
+        }
+        Ok(())
+    }
+
+    /// Runs the write statements whose texts are `spans` of `self.sql`,
+    /// pipelined: they leave in one write and their answers are read in
+    /// order. One result per statement. A statement that dooms the group
+    /// fails the ones behind it too.
+    async fn run_writes(&mut self, spans: &[Range<usize>]) -> Vec<Result<OkPacket, StorageError>> {
+        if let Txn::Doomed(e) = &self.txn {
+            return spans.iter().map(|_| Err(doomed(e))).collect();
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut results: Vec<Result<OkPacket, StorageError>> = Vec::with_capacity(spans.len());
+            let outcome = async {
+                self.ensure_session().await?;
+                let link = live_link(&mut self.link, &mut self.handles, &self.connector).await?;
+                for span in spans {
+                    let text = &self.sql[span.clone()];
+                    link.queue(|out| out.extend_from_slice(text));
+                }
+                for _ in spans {
+                    results.push(match link.answer(&mut Discard).await? {
+                        Answer::Done(ok) => Ok(ok),
+                        Answer::Refused(e) => Err(refused_error(&e)),
+                    });
+                }
+                Ok::<(), Failure>(())
+            }
+            .await;
+            if !results.is_empty() && matches!(self.txn, Txn::Wanted) {
+                self.txn = Txn::Open;
+            }
+            if matches!(self.txn, Txn::Open) {
+                let first_doom = results
+                    .iter()
+                    .position(|r| matches!(r, Err(e) if dooms_transaction(e)));
+                if let Some(k) = first_doom {
+                    if let Err(e) = &results[k] {
+                        let e = e.clone();
+                        for later in &mut results[k + 1..] {
+                            *later = Err(doomed(&e));
+                        }
+                        self.txn = Txn::Doomed(e);
+                    }
+                }
+            }
+            let Err(f) = outcome else {
+                return results;
+            };
+            let answered = results.len();
+            let error = match self.after_failure(f, false, answered > 0, attempt) {
+                Ok(()) => continue,
+                Err(e) => e,
+            };
+            // The link broke: what was not answered is lost (and in a group,
+            // what was answered is too: the commit fails).
+            results.resize_with(spans.len(), || Err(error.clone()));
+            return results;
+        }
+    }
+
+    /// Runs the write statement in `self.sql`; returns its OK packet's
+    /// insert id.
+    async fn write(&mut self) -> Result<u64, StorageError> {
+        let span = 0..self.sql.len();
+        match self.run_writes(&[span]).await.pop() {
+            Some(result) => result.map(|ok| ok.last_insert_id),
+            None => Err(StorageError::Unavailable("no answer".into())),
+        }
+    }
+
+    /// Closes every HANDLER handle (so a waiting DDL can go on).
+    async fn release_handles(&mut self) {
+        let Some(link) = self.link.as_mut() else {
+            self.handles.clear();
+            return;
+        };
+        let n = self.handles.close_all(link);
+        if n == 0 {
+            return;
+        }
+        tracing::trace!(handles = n, "closing idle HANDLER handles");
+        let mut ok = true;
+        for _ in 0..n {
+            if link.answer(&mut Discard).await.is_err() {
+                ok = false;
+                break;
+            }
+        }
+        if !ok {
+            self.link = None;
+        }
+    }
+}
+
+/// The connection in `slot`, made first if there is none (a new server
+/// connection has no HANDLER handles open).
+async fn live_link<'a>(
+    slot: &'a mut Option<Link>,
+    handles: &mut Handles,
+    connector: &Connector,
+) -> Result<&'a mut Link, Failure> {
+    if slot.is_none() {
+        handles.clear();
+        *slot = Some(connector.open_link().await?);
+    }
+    slot.as_mut().ok_or_else(|| Failure {
+        error: StorageError::Unavailable("no connection".into()),
+        link_lost: true,
+        retryable: false,
+    })
+}
+
+impl StorageConn for MysqlConn {
+    async fn describe(&mut self, db: &str, table: &str) -> Result<TableMeta, StorageError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = async {
+                self.ensure_session().await?;
+                let link = self.link().await?;
+                meta::describe(link, db, table).await
+            }
+            .await;
+            match result {
+                // Handles need nothing here: the server reopens a handle on
+                // a changed table, rows are read by column name, and the
+                // lease bounds how long one lives.
+                Ok(meta) => return Ok(meta),
+                Err(f) => self.after_failure(f, true, false, attempt)?,
+            }
+        }
+    }
+
+    async fn scan_many(
+        &mut self,
+        scans: &[Scan<'_>],
+        visit: &mut RowVisitor<'_>,
+    ) -> Result<(), StorageError> {
+        if let Txn::Doomed(e) = &self.txn {
+            return Err(doomed(e));
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut progressed = false;
+            let result = async {
+                self.ensure_session().await?;
+                let link = live_link(&mut self.link, &mut self.handles, &self.connector).await?;
+                scan::scan_many(link, &mut self.handles, scans, visit, &mut progressed).await
+            }
+            .await;
+            let answered =
+                result.is_ok() || progressed || matches!(&result, Err(f) if !f.link_lost);
+            if answered && matches!(self.txn, Txn::Wanted) {
+                self.txn = Txn::Open;
+            }
+            match result {
+                Ok(()) => return Ok(()),
+                Err(f) if !f.link_lost => {
+                    // A statement failed; the link is fine and in step.
+                    if matches!(self.txn, Txn::Open) && dooms_transaction(&f.error) {
+                        self.txn = Txn::Doomed(f.error.clone());
+                    }
+                    return Err(f.error);
+                }
+                Err(f) => self.after_failure(f, true, progressed, attempt)?,
+            }
+        }
+    }
+
+    async fn insert(
+        &mut self,
+        table: &TableMeta,
+        columns: &[usize],
+        values: &[Option<&[u8]>],
+    ) -> Result<Option<u64>, StorageError> {
+        self.sql.clear();
+        let values: Vec<WriteValue<'_>> = values.iter().map(|v| WriteValue::Bytes(*v)).collect();
+        let mut sink = WriteLiterals {
+            values: &values,
+            locator: &[],
+        };
+        write_sql::insert(table, columns, &mut sink, &mut self.sql);
+        let id = self.write().await?;
+        Ok(table.has_autoincrement.then_some(id))
+    }
+
+    async fn update(
+        &mut self,
+        table: &TableMeta,
+        locator: &[HsValue],
+        columns: &[usize],
+        values: &[WriteValue<'_>],
+    ) -> Result<(), StorageError> {
+        if columns.is_empty() {
+            return Ok(());
+        }
+        self.sql.clear();
+        let mut sink = WriteLiterals { values, locator };
+        write_sql::update(table, columns, &mut sink, &mut self.sql);
+        self.write().await.map(|_| ())
+    }
+
+    async fn delete(&mut self, table: &TableMeta, locator: &[HsValue]) -> Result<(), StorageError> {
+        self.sql.clear();
+        let mut sink = WriteLiterals {
+            values: &[],
+            locator,
+        };
+        write_sql::delete(table, &mut sink, &mut self.sql);
+        self.write().await.map(|_| ())
+    }
+
+    /// Every statement is a round trip: write groups come in batches.
+    fn batches_writes(&self) -> bool {
+        true
+    }
+
+    /// Consecutive rows for the same table and columns that generate no id
+    /// leave as one multi-row INSERT, other rows as single INSERTs
+    /// pipelined ahead of it. A multi-row INSERT is the last statement of
+    /// its round trip: when it fails (a statement fails whole), its rows are
+    /// sent again one by one, so each gets its own answer, before any later
+    /// row runs.
+    ///
+    /// Rows that take a generated id always go one by one: a multi-row
+    /// INSERT that fails has used up the ids it reserved, and the rows sent
+    /// again would then get other ids than the original gives them.
+    async fn insert_rows(
+        &mut self,
+        rows: &[RowInsert<'_>],
+    ) -> Vec<Result<Option<u64>, StorageError>> {
+        let mut results = Vec::with_capacity(rows.len());
+        let mut next = 0;
+        while next < rows.len() {
+            self.sql.clear();
+            let mut spans: Vec<Range<usize>> = Vec::new();
+            let mut runs: Vec<Range<usize>> = Vec::new();
+            while next < rows.len() && self.sql.len() < BATCH_SQL_BYTES {
+                let from = self.sql.len();
+                let end = push_insert_run(rows, next, &mut self.sql);
+                spans.push(from..self.sql.len());
+                runs.push(next..end);
+                next = end;
+                if end - runs[runs.len() - 1].start > 1 {
+                    break;
+                }
+            }
+            let answers = self.run_writes(&spans).await;
+            for (run, answer) in runs.into_iter().zip(answers) {
+                match answer {
+                    Ok(ok) => {
+                        // A multi-row INSERT's rows generate no id: their
+                        // answers ignore the number.
+                        for row in &rows[run] {
+                            let id = ok.last_insert_id;
+                            results.push(Ok(row.table.has_autoincrement.then_some(id)));
+                        }
+                    }
+                    Err(e) if run.len() > 1 && !matches!(self.txn, Txn::Doomed(_)) => {
+                        tracing::debug!(rows = run.len(), error = %e, "multi-row INSERT failed; its rows go one by one");
+                        self.sql.clear();
+                        let mut spans = Vec::with_capacity(run.len());
+                        for row in &rows[run.clone()] {
+                            let from = self.sql.len();
+                            push_insert(row, &mut self.sql);
+                            spans.push(from..self.sql.len());
+                        }
+                        let answers = self.run_writes(&spans).await;
+                        for (row, answer) in rows[run].iter().zip(answers) {
+                            results.push(answer.map(|ok| {
+                                row.table.has_autoincrement.then_some(ok.last_insert_id)
+                            }));
+                        }
+                    }
+                    Err(e) => results.extend(run.map(|_| Err(e.clone()))),
+                }
+            }
+        }
+        results
+    }
+
+    /// Consecutive updates of the same columns of one table that no unique
+    /// key depends on leave as one UPDATE (a CASE on the locator picks each
+    /// row's values), the rest as single statements pipelined ahead of it.
+    /// Like a multi-row INSERT, a merged UPDATE ends its round trip, and when
+    /// it fails its rows are sent again one by one before anything later.
+    /// (With a unique column written, one statement could succeed where the
+    /// same changes one after another fail: a value two rows swap.)
+    async fn write_rows(&mut self, writes: &[RowWrite<'_>]) -> Vec<Result<(), StorageError>> {
+        let mut results = Vec::with_capacity(writes.len());
+        let mut next = 0;
+        while next < writes.len() {
+            self.sql.clear();
+            let mut spans: Vec<Range<usize>> = Vec::new();
+            let mut runs: Vec<Range<usize>> = Vec::new();
+            while next < writes.len() && self.sql.len() < BATCH_SQL_BYTES {
+                let from = self.sql.len();
+                let end = push_write_run(writes, next, &mut self.sql);
+                let start = next;
+                next = end;
+                if from == self.sql.len() {
+                    // An update of no column: nothing to send.
+                    runs.push(start..end);
+                    spans.push(from..from);
+                    continue;
+                }
+                spans.push(from..self.sql.len());
+                runs.push(start..end);
+                if end - start > 1 {
+                    break;
+                }
+            }
+            let sent: Vec<Range<usize>> = spans.iter().filter(|s| !s.is_empty()).cloned().collect();
+            let mut answers = self.run_writes(&sent).await.into_iter();
+            for (run, span) in runs.into_iter().zip(spans) {
+                if span.is_empty() {
+                    results.push(Ok(()));
+                    continue;
+                }
+                let answer = answers
+                    .next()
+                    .unwrap_or_else(|| Err(StorageError::Unavailable("no answer".into())));
+                match answer {
+                    Ok(_) => results.extend(run.map(|_| Ok(()))),
+                    Err(e) if run.len() > 1 && !matches!(self.txn, Txn::Doomed(_)) => {
+                        tracing::debug!(rows = run.len(), error = %e, "merged UPDATE failed; its rows go one by one");
+                        self.sql.clear();
+                        let mut spans = Vec::with_capacity(run.len());
+                        for w in &writes[run.clone()] {
+                            let from = self.sql.len();
+                            push_write(w, &mut self.sql);
+                            spans.push(from..self.sql.len());
+                        }
+                        let answers = self.run_writes(&spans).await;
+                        results.extend(answers.into_iter().map(|a| a.map(|_| ())));
+                    }
+                    Err(e) => results.extend(run.map(|_| Err(e.clone()))),
+                }
+            }
+        }
+        results
+    }
+
+    /// Keys written exactly as the server stores them compare in SQL as the
+    /// locking read would find them (the same test grouped lookups use).
+    fn can_write_by_key(&self, write: &KeyedWrite<'_>) -> bool {
+        let meta = write.index.index_meta();
+        let table = &write.index.table;
+        meta.unique
+            && !meta.key_sql.is_empty()
+            && write.keys.len() == meta.key_sql.len()
+            && meta.key_prefix.iter().all(Option::is_none)
+            && write.keys.iter().zip(&meta.key_columns).all(|(k, c)| {
+                matches!((k, c), (Some(k), Some(c)) if literal::canonical(&table.columns[*c].kind, k))
+            })
+    }
+
+    /// `UPDATE t SET ... WHERE k = v ...` / `DELETE FROM t WHERE k = v ...`,
+    /// pipelined; the count is the rows the statement found (the link asks
+    /// for found rows, not changed ones, as the original counted).
+    async fn write_by_keys(&mut self, writes: &[KeyedWrite<'_>]) -> Vec<Result<u64, StorageError>> {
+        self.sql.clear();
+        let mut spans: Vec<Range<usize>> = Vec::with_capacity(writes.len());
+        for w in writes {
+            let from = self.sql.len();
+            let table = &w.index.table;
+            match w.change {
+                KeyedChange::Update { columns, values } => {
+                    let mut sink = WriteLiterals {
+                        values,
+                        locator: &[],
+                    };
+                    write_sql::update_set(table, columns, &mut sink, &mut self.sql);
+                }
+                KeyedChange::Delete => {
+                    self.sql.extend_from_slice(b"DELETE FROM ");
+                    self.sql.extend_from_slice(table.table_sql.as_bytes());
+                }
+            }
+            let meta = w.index.index_meta();
+            self.sql.extend_from_slice(b" WHERE ");
+            for (n, ((col, c), k)) in meta
+                .key_sql
+                .iter()
+                .zip(&meta.key_columns)
+                .zip(w.keys)
+                .enumerate()
+            {
+                if n > 0 {
+                    self.sql.extend_from_slice(b" AND ");
+                }
+                self.sql.extend_from_slice(col.as_bytes());
+                self.sql.extend_from_slice(b" = ");
+                let kind = c.map_or(&literal::TEXT_KIND, |c| &table.columns[c].kind);
+                literal::push_key(&mut self.sql, kind, *k);
+            }
+            spans.push(from..self.sql.len());
+        }
+        self.run_writes(&spans)
+            .await
+            .into_iter()
+            .map(|r| r.map(|ok| ok.affected_rows))
+            .collect()
+    }
+
+    async fn begin(&mut self) -> Result<(), StorageError> {
+        if matches!(self.txn, Txn::Open | Txn::Doomed(_)) {
+            // A group was left open (should not happen): end it first.
+            self.rollback().await;
+        }
+        self.txn = Txn::Wanted;
+        Ok(())
+    }
+
+    /// COMMIT returns once InnoDB made the group durable (as configured by
+    /// innodb_flush_log_at_trx_commit). One transaction: all or nothing.
+    async fn commit(&mut self) -> Committed {
+        match std::mem::replace(&mut self.txn, Txn::Off) {
+            Txn::Off | Txn::Wanted => Committed::done(),
+            Txn::Open => {
+                let Some(link) = self.link.as_mut() else {
+                    return Committed::failed(CommitFailure::all(StorageError::Unavailable(
+                        "connection lost before commit".into(),
+                    )));
+                };
+                link.queue(|sql| sql.extend_from_slice(b"COMMIT"));
+                match link.answer(&mut Discard).await {
+                    Ok(Answer::Done(_)) => Committed::done(),
+                    Ok(Answer::Refused(e)) => {
+                        Committed::failed(CommitFailure::all(refused_error(&e)))
+                    }
+                    Err(f) => {
+                        self.link = None;
+                        self.handles.clear();
+                        Committed::failed(CommitFailure::all(f.error))
+                    }
+                }
+            }
+            Txn::Doomed(e) => {
+                self.roll_back_link().await;
+                Committed::failed(CommitFailure::all(doomed(&e)))
+            }
+        }
+    }
+
+    async fn rollback(&mut self) {
+        let was_open = matches!(self.txn, Txn::Open | Txn::Doomed(_));
+        self.txn = Txn::Off;
+        if was_open {
+            self.roll_back_link().await;
+        }
+    }
+
+    fn idle_deadline(&self) -> Option<Instant> {
+        self.handles.next_expiry()
+    }
+
+    async fn release_idle(&mut self) {
+        self.release_handles().await;
+    }
+}
+
+impl MysqlConn {
+    async fn roll_back_link(&mut self) {
+        if let Some(link) = self.link.as_mut() {
+            link.queue(|sql| sql.extend_from_slice(b"ROLLBACK"));
+            if link.answer(&mut Discard).await.is_err() {
+                self.link = None;
+                self.handles.clear();
+            }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! The server's error numbers as HandlerSocket clients see them, and which
+//! errors end a write group's transaction.
+
+use crate::backend::{StorageError, ERR_DUPLICATE_KEY, ERR_NOT_NULL};
+use mysql_wire::ErrPacket;
+
+/// MySQL server error numbers hsd treats specially.
+pub mod codes {
+    pub const ER_DUP_KEY: u16 = 1022;
+    pub const ER_BAD_NULL_ERROR: u16 = 1048;
+    pub const ER_SERVER_SHUTDOWN: u16 = 1053;
+    pub const ER_DUP_ENTRY: u16 = 1062;
+    pub const ER_LOCK_DEADLOCK: u16 = 1213;
+    pub const ER_DUP_ENTRY_WITH_KEY_NAME: u16 = 1586;
+    pub const ER_CONNECTION_KILLED: u16 = 1927;
+    pub const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
+    pub const ER_ROW_IS_REFERENCED_2: u16 = 1451;
+    pub const ER_NO_REFERENCED_ROW_2: u16 = 1452;
+    pub const ER_AUTOINC_READ_FAILED: u16 = 1467;
+}
+
+/// The storage engine's handler error numbers the original answered
+/// (`1 1 <n>`) where MariaDB's SQL layer reports its own.
+mod handler_errors {
+    pub const LOCK_WAIT_TIMEOUT: u32 = crate::backend::ERR_LOCK_WAIT_TIMEOUT;
+    pub const LOCK_DEADLOCK: u32 = crate::backend::ERR_LOCK_DEADLOCK;
+    pub const NO_REFERENCED_ROW: u32 = 151;
+    pub const ROW_IS_REFERENCED: u32 = 152;
+    pub const AUTO_INC_READ_FAILED: u32 = 166;
+}
+
+/// A server error as a client sees it.
+pub(super) fn refused_error(e: &ErrPacket) -> StorageError {
+    let code = match e.code {
+        codes::ER_DUP_ENTRY | codes::ER_DUP_KEY | codes::ER_DUP_ENTRY_WITH_KEY_NAME => {
+            ERR_DUPLICATE_KEY
+        }
+        codes::ER_BAD_NULL_ERROR => ERR_NOT_NULL,
+        codes::ER_LOCK_WAIT_TIMEOUT => handler_errors::LOCK_WAIT_TIMEOUT,
+        codes::ER_LOCK_DEADLOCK => handler_errors::LOCK_DEADLOCK,
+        codes::ER_NO_REFERENCED_ROW_2 => handler_errors::NO_REFERENCED_ROW,
+        codes::ER_ROW_IS_REFERENCED_2 => handler_errors::ROW_IS_REFERENCED,
+        codes::ER_AUTOINC_READ_FAILED => handler_errors::AUTO_INC_READ_FAILED,
+        other => u32::from(other),
+    };
+    if matches!(
+        e.code,
+        codes::ER_SERVER_SHUTDOWN | codes::ER_CONNECTION_KILLED
+    ) {
+        return StorageError::Unavailable(e.to_string());
+    }
+    StorageError::Refused {
+        code,
+        message: e.to_string(),
+    }
+}
+
+/// The server rolled back the whole transaction, not just the statement.
+pub(super) fn dooms_transaction(e: &StorageError) -> bool {
+    matches!(e, StorageError::Refused { code, .. } if *code == handler_errors::LOCK_DEADLOCK)
+        || matches!(e, StorageError::Unavailable(_))
+}
+
+/// An error of a write group that an earlier failure doomed.
+pub(super) fn doomed(e: &StorageError) -> StorageError {
+    match e {
+        StorageError::Unavailable(m) => {
+            StorageError::Unavailable(format!("earlier in this write group: {m}"))
+        }
+        StorageError::Refused { code, message } => StorageError::Refused {
+            code: *code,
+            message: format!("earlier in this write group: {message}"),
+        },
+        other => other.clone(),
+    }
+}

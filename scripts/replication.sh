@@ -54,6 +54,9 @@
 #                                        replica makes two writable servers)
 #   scripts/replication.sh stop-sql N    stop N's replication SQL thread
 #   scripts/replication.sh start-sql N   start it again
+#   scripts/replication.sh delay N SECS  N applies each transaction SECS
+#                                        seconds after the primary wrote it
+#                                        (MASTER_DELAY; 0 ends the delay)
 #   scripts/replication.sh sync [SECS]   wait until every running replica has
 #                                        applied the primary's binary log
 #   scripts/replication.sh port N        print server N's port
@@ -361,6 +364,11 @@ case "$cmd" in
         ;;
     stop-sql) check_node "${1:-}"; node_query "$(node_dir "$1")" "STOP SLAVE SQL_THREAD" ;;
     start-sql) check_node "${1:-}"; node_query "$(node_dir "$1")" "START SLAVE SQL_THREAD" ;;
+    delay)
+        check_node "${1:-}"
+        [[ "${2:-}" =~ ^[0-9]+$ ]] || die "delay N SECS"
+        node_query "$(node_dir "$1")" "STOP SLAVE; CHANGE MASTER TO master_delay = $2; START SLAVE"
+        ;;
     sync) do_sync "${1:-60}" ;;
     port) check_node "${1:-}"; node_port "$(node_dir "$1")" ;;
     env)

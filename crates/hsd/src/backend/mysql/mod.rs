@@ -44,6 +44,7 @@ mod meta;
 mod points;
 mod rows;
 mod scan;
+pub mod topology;
 
 pub use self::conn::MysqlConn;
 use self::connector::Connector;

@@ -1,0 +1,698 @@
+//! The topology of a replicated MySQL/MariaDB: which configured server takes
+//! writes now, how far each has applied, which may serve reads. It answers
+//! the two questions routing asks, and nothing else decides routes:
+//!
+//! - `writer()`: which server takes writes now (exactly one writable
+//!   server; none or two refuse writes with the reason).
+//! - `route_read(frontier)`: where may a read run so that it sees every
+//!   write hsd acknowledged before it arrived. `frontier()` is the position
+//!   of those writes: each commit's GTID is recorded (`note_commit`) before
+//!   the commit is answered, so a snapshot taken when a read arrives covers
+//!   every write answered before.
+//!
+//! A thread of its own (`hsd-topology`, see `poll`) polls every server each
+//! `--topology-interval` and, while reads wait for a replica, asks that
+//! replica to report as soon as it has applied what they need
+//! (`MASTER_GTID_WAIT`). Its findings land here, under one lock; the
+//! decisions themselves are pure functions (`decide`).
+//!
+//! Servers are numbered as configured: 0 is `--backend`, then each
+//! `--replica` in order.
+
+pub mod decide;
+pub mod gtid;
+pub mod observe;
+mod poll;
+
+use self::decide::{Health, ReadChoice, Role, Writer};
+use self::gtid::Position;
+use self::observe::Flavor;
+use crate::backend::StorageError;
+use mysql_wire::MysqlUrl;
+use prometheus::{IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// Past this many ranges the frontier is merged with the writer's position.
+const MAX_FRONTIER_RANGES: usize = 64;
+
+/// The role labels of the `server_role` metric, in `role_index` order.
+const ROLE_LABELS: [&str; 4] = ["primary", "replica", "galera_peer", "unusable"];
+
+fn role_index(r: &Role) -> usize {
+    match r {
+        Role::Primary => 0,
+        Role::Replica => 1,
+        Role::GaleraPeer => 2,
+        Role::Unusable(_) => 3,
+    }
+}
+
+/// Where the read port's finds run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadFrom {
+    Primary,
+    Replicas,
+}
+
+/// One configured server.
+#[derive(Debug, Clone)]
+pub struct ServerSpec {
+    pub url: MysqlUrl,
+    /// `host:port`, for logs and metrics (no password).
+    pub name: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct TopologySettings {
+    /// `--backend` first, then every `--replica`.
+    pub servers: Vec<ServerSpec>,
+    pub read_from: ReadFrom,
+    /// `--topology-interval`.
+    pub interval: Duration,
+    /// `--replica-wait`.
+    pub replica_wait: Duration,
+    /// `--mysql-timeout`: the poll's connections, and their statements.
+    pub timeout: Duration,
+}
+
+/// What a commit reported.
+#[derive(Debug, Clone, Copy)]
+pub enum Commit<'a> {
+    /// The GTID text the server reported for it.
+    Gtid(&'a [u8]),
+    /// The connection could not learn the GTID (no session tracking): the
+    /// commit may hold anything, so replicas serve nothing until a poll of
+    /// the writer that began after it.
+    Untracked,
+}
+
+/// Where a read runs, and its place among the server's reads in flight
+/// (held until the read is done).
+pub struct ReadRoute {
+    pub server: usize,
+    /// A Galera peer: the read must be a SELECT run with `wsrep_sync_wait`
+    /// (HANDLER reads do not wait for the cluster).
+    pub causal_select: bool,
+    _in_flight: InFlight,
+}
+
+struct InFlight {
+    topology: Arc<Topology>,
+    server: usize,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.topology.servers[self.server]
+            .in_flight
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Per-server parts that are not behind the lock.
+struct Server {
+    spec: ServerSpec,
+    in_flight: AtomicUsize,
+    /// Wakes this server's waiter task: a read now waits for it.
+    demand_added: Notify,
+    metrics: ServerMetrics,
+}
+
+struct ServerMetrics {
+    /// One gauge per `ROLE_LABELS` entry: 1 for the current role.
+    roles: [IntGauge; 4],
+    lag_seconds: IntGauge,
+    lag_transactions: IntGauge,
+    reads: IntCounter,
+    waits: IntCounter,
+    fallbacks: IntCounter,
+}
+
+struct State {
+    health: Vec<Health>,
+    /// When each server's last poll began (`None`: never).
+    polled_at: Vec<Option<Instant>>,
+    /// Best knowledge of each server's applied position: set by its polls,
+    /// raised by its waits.
+    known: Vec<Position>,
+    writer: Writer,
+    /// The last server chosen as writer (`--backend` before any poll):
+    /// reads with `--read-from primary`, and reads no replica may serve,
+    /// go there while no writer is chosen.
+    last_writer: usize,
+    /// Since when `last_writer` is the writer.
+    writer_since: Instant,
+    roles: Vec<Role>,
+    /// The position of every write hsd acknowledged.
+    frontier: Arc<Position>,
+    /// A commit whose GTID is unknown happened at this time: until a poll
+    /// of the writer that began later, no replica serves.
+    untracked_since: Option<Instant>,
+    /// What reads waiting for each server need (the union).
+    demand: Vec<Position>,
+    /// Reads waiting for each server.
+    waiting: Vec<usize>,
+    /// Spreads reads over equally loaded servers.
+    turn: usize,
+}
+
+pub struct Topology {
+    settings: TopologySettings,
+    servers: Vec<Server>,
+    state: Mutex<State>,
+    /// Positions or roles changed: waiting reads look again.
+    changed: Notify,
+    stop: Notify,
+    stopping: std::sync::atomic::AtomicBool,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Topology {
+    /// Starts the poll thread and waits (up to `--mysql-timeout`) for a
+    /// first poll of every server, so that hsd starts with the roles the
+    /// servers have. Unreachable servers are no error: they are polled
+    /// again every interval.
+    pub async fn start(
+        settings: TopologySettings,
+        registry: &Registry,
+    ) -> anyhow::Result<Arc<Topology>> {
+        anyhow::ensure!(!settings.servers.is_empty(), "no MySQL server configured");
+        let metrics = TopologyMetrics::register(registry)?;
+        let n = settings.servers.len();
+        let servers = settings
+            .servers
+            .iter()
+            .map(|spec| Server {
+                metrics: metrics.for_server(&spec.name),
+                spec: spec.clone(),
+                in_flight: AtomicUsize::new(0),
+                demand_added: Notify::new(),
+            })
+            .collect();
+        let now = Instant::now();
+        let topology = Arc::new(Topology {
+            servers,
+            state: Mutex::new(State {
+                health: vec![Health::Unknown; n],
+                polled_at: vec![None; n],
+                known: vec![Position::default(); n],
+                writer: Writer::One(0),
+                last_writer: 0,
+                writer_since: now,
+                roles: vec![Role::Unusable("not polled yet".into()); n],
+                frontier: Arc::new(Position::default()),
+                untracked_since: None,
+                demand: vec![Position::default(); n],
+                waiting: vec![0; n],
+                turn: 0,
+            }),
+            changed: Notify::new(),
+            stop: Notify::new(),
+            stopping: false.into(),
+            thread: Mutex::new(None),
+            settings,
+        });
+        let first_round = poll::spawn(topology.clone())?;
+        let _ = tokio::time::timeout(topology.settings.timeout, first_round).await;
+        Ok(topology)
+    }
+
+    /// Stops the poll thread (and waits for it).
+    pub fn shut_down(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.stop.notify_waiters();
+        let handle = lock(&self.thread).take();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+
+    pub fn server_count(&self) -> usize {
+        self.servers.len()
+    }
+
+    pub fn server_url(&self, server: usize) -> &MysqlUrl {
+        &self.servers[server].spec.url
+    }
+
+    pub fn server_name(&self, server: usize) -> &str {
+        &self.servers[server].spec.name
+    }
+
+    pub fn read_from(&self) -> ReadFrom {
+        self.settings.read_from
+    }
+
+    /// The position of every write hsd acknowledged so far.
+    pub fn frontier(&self) -> Arc<Position> {
+        lock(&self.state).frontier.clone()
+    }
+
+    /// Records a commit made on `server`, before it is answered.
+    pub fn note_commit(&self, server: usize, commit: Commit<'_>) {
+        let flavor = {
+            let st = lock(&self.state);
+            st.health
+                .get(server)
+                .and_then(Health::observation)
+                .map(|o| o.flavor)
+        };
+        let parsed = match commit {
+            Commit::Gtid(text) => {
+                let text = String::from_utf8_lossy(text);
+                let p = match flavor {
+                    Some(Flavor::Mysql) => Position::parse_mysql(&text),
+                    Some(Flavor::Mariadb) => Position::parse_mariadb(&text),
+                    // Not polled yet: a MariaDB GTID never parses as a
+                    // MySQL set, and the other way round.
+                    None => {
+                        Position::parse_mariadb(&text).or_else(|_| Position::parse_mysql(&text))
+                    }
+                };
+                match p {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        tracing::warn!(server = %self.server_name(server), error = %e,
+                            "a commit's GTID is unreadable; reads go to the primary until the next poll");
+                        None
+                    }
+                }
+            }
+            Commit::Untracked => None,
+        };
+        let mut st = lock(&self.state);
+        match parsed {
+            Some(p) if !st.frontier.covers(&p) => {
+                let mut f = (*st.frontier).clone();
+                f.merge(&p);
+                st.frontier = Arc::new(f);
+            }
+            Some(_) => {}
+            None => {
+                st.untracked_since.get_or_insert_with(Instant::now);
+            }
+        }
+    }
+
+    /// The server that takes writes now, or why none does.
+    pub fn writer(&self) -> Result<usize, StorageError> {
+        match &lock(&self.state).writer {
+            Writer::One(w) => Ok(*w),
+            Writer::None(why) => Err(StorageError::Unavailable(format!(
+                "no server takes writes: {why}"
+            ))),
+            Writer::Conflict(servers) => Err(StorageError::Unavailable(format!(
+                "writes refused: {} are all writable (read_only=OFF); set read_only=ON on \
+                 all but one",
+                self.names(servers)
+            ))),
+        }
+    }
+
+    /// Where a find of the read port runs (`finds`: how many, for the
+    /// metrics). With `--read-from replicas`, on a replica that has applied
+    /// `frontier` (the least busy), waiting up to `--replica-wait` for one
+    /// to catch up; else on the primary.
+    pub async fn route_read(self: &Arc<Self>, frontier: &Position, finds: usize) -> ReadRoute {
+        if self.settings.read_from == ReadFrom::Primary {
+            let p = lock(&self.state).read_primary();
+            return self.route_to(p, false, finds);
+        }
+        let deadline = tokio::time::Instant::now() + self.settings.replica_wait;
+        let mut waiting_on: Vec<usize> = Vec::new();
+        let route = loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let choice = {
+                let mut st = lock(&self.state);
+                let choice = st.choose_read(frontier, &self.servers);
+                if let ReadChoice::Wait(candidates) = &choice {
+                    // Ask the candidates to report once they have it.
+                    for &c in candidates {
+                        if !waiting_on.contains(&c) {
+                            waiting_on.push(c);
+                            st.waiting[c] += 1;
+                            st.demand[c].merge(frontier);
+                            self.servers[c].demand_added.notify_one();
+                        }
+                    }
+                }
+                (choice, st.read_primary())
+            };
+            match choice {
+                (ReadChoice::Run(i), _) => {
+                    let causal = matches!(lock(&self.state).roles[i], Role::GaleraPeer);
+                    if !waiting_on.is_empty() {
+                        self.servers[i].metrics.waits.inc();
+                    }
+                    break self.route_to(i, causal, finds);
+                }
+                (ReadChoice::Primary, p) => {
+                    self.servers[p].metrics.fallbacks.inc();
+                    break self.route_to(p, false, finds);
+                }
+                (ReadChoice::Wait(_), p) => {
+                    if tokio::time::Instant::now() >= deadline {
+                        self.servers[p].metrics.fallbacks.inc();
+                        break self.route_to(p, false, finds);
+                    }
+                    tokio::select! {
+                        _ = &mut changed => {}
+                        _ = tokio::time::sleep_until(deadline) => {}
+                    }
+                }
+            }
+        };
+        if !waiting_on.is_empty() {
+            let mut st = lock(&self.state);
+            for c in waiting_on {
+                st.waiting[c] = st.waiting[c].saturating_sub(1);
+                if st.waiting[c] == 0 {
+                    st.demand[c] = Position::default();
+                }
+            }
+        }
+        route
+    }
+
+    fn route_to(self: &Arc<Self>, server: usize, causal_select: bool, finds: usize) -> ReadRoute {
+        let s = &self.servers[server];
+        s.in_flight.fetch_add(1, Ordering::Relaxed);
+        s.metrics.reads.inc_by(finds as u64);
+        ReadRoute {
+            server,
+            causal_select,
+            _in_flight: InFlight {
+                topology: self.clone(),
+                server,
+            },
+        }
+    }
+
+    /// A read on `server` failed because the server could not be reached:
+    /// it serves no more reads until a poll reaches it again.
+    pub fn note_unreachable(&self, server: usize, error: &StorageError) {
+        let mut st = lock(&self.state);
+        if matches!(st.health[server], Health::Down(_)) {
+            return;
+        }
+        tracing::warn!(server = %self.server_name(server), %error,
+            "server failed a read; its reads move elsewhere until a poll reaches it again");
+        st.health[server] = Health::Down(error.to_string());
+        self.decide(&mut st);
+    }
+
+    /// The roles as they stand, for logs and tests.
+    pub fn roles(&self) -> Vec<Role> {
+        lock(&self.state).roles.clone()
+    }
+
+    fn names(&self, servers: &[usize]) -> String {
+        servers
+            .iter()
+            .map(|&i| self.server_name(i))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    }
+
+    /// A poll of `server` that began at `started` (when the frontier was
+    /// `frontier_then`) finished.
+    fn apply_poll(
+        &self,
+        server: usize,
+        started: Instant,
+        frontier_then: &Position,
+        health: Health,
+    ) {
+        let mut st = lock(&self.state);
+        if let Health::Up(o) = &health {
+            // A poll's position replaces what waits learnt: it is the
+            // server's own word (a rebuilt replica may be behind what it
+            // once reported).
+            st.known[server] = o.applied.clone();
+        }
+        if let Health::Down(e) = &health {
+            if !matches!(st.health[server], Health::Down(_)) {
+                tracing::warn!(server = %self.server_name(server), error = %e, "cannot poll server");
+            }
+        }
+        st.health[server] = health;
+        st.polled_at[server] = Some(started);
+        self.decide(&mut st);
+        if st.writer == Writer::One(server) {
+            self.check_frontier(&mut st, server, started, frontier_then);
+        }
+        self.update_lag_metrics(&st);
+        drop(st);
+        self.changed.notify_waiters();
+    }
+
+    /// After a poll of the writer: commits of unknown GTID are now in its
+    /// position; writes it does not have, two intervals after it became
+    /// the writer, were lost with an earlier primary (nobody can show them,
+    /// and waiting for them would keep every read off the replicas).
+    fn check_frontier(&self, st: &mut State, w: usize, started: Instant, frontier_then: &Position) {
+        let Some(o) = st.health[w].observation() else {
+            return;
+        };
+        if o.galera.is_some() {
+            return;
+        }
+        let logged = o.logged.clone();
+        let mut f = (*st.frontier).clone();
+        let mut changed = false;
+        if st.untracked_since.is_some_and(|t| t <= started) {
+            f.merge(&logged);
+            st.untracked_since = None;
+            changed = true;
+        }
+        if started >= st.writer_since + 2 * self.settings.interval && !logged.covers(frontier_then)
+        {
+            let lost = logged.missing(frontier_then);
+            f = f.without_lost(frontier_then, &logged);
+            tracing::warn!(
+                server = %self.server_name(w), lost, writer_position = %logged,
+                "the primary does not have {lost} transaction(s) hsd acknowledged (lost with an \
+                 earlier primary); reads stop waiting for them"
+            );
+            changed = true;
+        }
+        // MySQL: hsd's own GTIDs interleave with other writers' and would
+        // fragment the set; the writer's whole position is a superset
+        // that replicas reach as well.
+        if f.range_count() > MAX_FRONTIER_RANGES {
+            f.merge(&logged);
+            changed = true;
+        }
+        if changed {
+            st.frontier = Arc::new(f);
+        }
+    }
+
+    /// A wait on `server` learnt (at least) this position.
+    fn apply_wait(&self, server: usize, applied: &Position) {
+        let mut st = lock(&self.state);
+        st.known[server].merge(applied);
+        drop(st);
+        self.changed.notify_waiters();
+    }
+
+    /// Decides writer and roles again; logs what changed.
+    fn decide(&self, st: &mut State) {
+        let writer = decide::choose_writer(&st.health, Some(st.last_writer));
+        if writer != st.writer {
+            match &writer {
+                Writer::One(w) => {
+                    tracing::info!(server = %self.server_name(*w), "takes the writes")
+                }
+                Writer::None(why) => tracing::error!("no server takes writes: {why}"),
+                Writer::Conflict(servers) => tracing::error!(
+                    "{} are all writable (read_only=OFF): writes are refused until all but one \
+                     are read-only",
+                    self.names(servers)
+                ),
+            }
+            if let Writer::One(w) = writer {
+                if w != st.last_writer {
+                    st.last_writer = w;
+                    st.writer_since = Instant::now();
+                }
+            }
+            st.writer = writer;
+        }
+        let roles = decide::roles(&st.health, &st.writer);
+        for (i, (old, new)) in st.roles.iter().zip(&roles).enumerate() {
+            if old != new {
+                match new {
+                    Role::Unusable(why) => {
+                        tracing::warn!(server = %self.server_name(i), "not used: {why}")
+                    }
+                    r => tracing::info!(server = %self.server_name(i), role = r.label(), "in use"),
+                }
+                let m = &self.servers[i].metrics;
+                m.roles[role_index(old)].set(0);
+                m.roles[role_index(new)].set(1);
+            }
+        }
+        st.roles = roles;
+    }
+
+    fn update_lag_metrics(&self, st: &State) {
+        let primary = st.health[st.last_writer]
+            .observation()
+            .map(|o| o.logged.clone());
+        for (i, h) in st.health.iter().enumerate() {
+            let m = &self.servers[i].metrics;
+            let Some(o) = h.observation() else {
+                m.lag_seconds.set(-1);
+                m.lag_transactions.set(-1);
+                continue;
+            };
+            if let Some(g) = &o.galera {
+                m.lag_seconds.set(0);
+                m.lag_transactions
+                    .set(i64::try_from(g.recv_queue).unwrap_or(i64::MAX));
+                continue;
+            }
+            if i == st.last_writer {
+                m.lag_seconds.set(0);
+                m.lag_transactions.set(0);
+                continue;
+            }
+            let secs = o
+                .replication
+                .as_ref()
+                .and_then(|r| r.seconds_behind)
+                .map_or(-1, |s| i64::try_from(s).unwrap_or(i64::MAX));
+            m.lag_seconds.set(secs);
+            let trx = primary.as_ref().map_or(-1, |p| {
+                i64::try_from(st.known[i].missing(p)).unwrap_or(i64::MAX)
+            });
+            m.lag_transactions.set(trx);
+        }
+    }
+
+    fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+}
+
+impl State {
+    /// Where reads go that no replica serves.
+    fn read_primary(&self) -> usize {
+        match self.writer {
+            Writer::One(w) => w,
+            _ => self.last_writer,
+        }
+    }
+
+    fn choose_read(&mut self, frontier: &Position, servers: &[Server]) -> ReadChoice {
+        if self.untracked_since.is_some() {
+            return ReadChoice::Primary;
+        }
+        let in_flight: Vec<usize> = servers
+            .iter()
+            .map(|s| s.in_flight.load(Ordering::Relaxed))
+            .collect();
+        self.turn = self.turn.wrapping_add(1);
+        decide::choose_read(&self.roles, &self.known, frontier, &in_flight, self.turn)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The topology's metric families.
+struct TopologyMetrics {
+    role: IntGaugeVec,
+    lag_seconds: IntGaugeVec,
+    lag_transactions: IntGaugeVec,
+    reads: IntCounterVec,
+    waits: IntCounterVec,
+    fallbacks: IntCounterVec,
+}
+
+impl TopologyMetrics {
+    fn register(registry: &Registry) -> anyhow::Result<TopologyMetrics> {
+        let role = IntGaugeVec::new(
+            Opts::new(
+                "server_role",
+                "1 for each configured MySQL server's current role (primary, replica, galera_peer, unusable)",
+            ),
+            &["server", "role"],
+        )?;
+        let lag_seconds = IntGaugeVec::new(
+            Opts::new(
+                "server_lag_seconds",
+                "A replica's Seconds_Behind_Master at the last poll (-1: unknown)",
+            ),
+            &["server"],
+        )?;
+        let lag_transactions = IntGaugeVec::new(
+            Opts::new(
+                "server_lag_transactions",
+                "Transactions of the primary a replica has not applied, at the last poll \
+                 (Galera: write sets received and not applied; -1: unknown)",
+            ),
+            &["server"],
+        )?;
+        let reads = IntCounterVec::new(
+            Opts::new(
+                "server_reads_total",
+                "Finds of the read port run on this server",
+            ),
+            &["server"],
+        )?;
+        let waits = IntCounterVec::new(
+            Opts::new(
+                "server_read_waits_total",
+                "Read batches that waited for a replica to apply hsd's writes, then ran on this one",
+            ),
+            &["server"],
+        )?;
+        let fallbacks = IntCounterVec::new(
+            Opts::new(
+                "server_read_fallbacks_total",
+                "Read batches no replica could serve in time, run on this server as the primary",
+            ),
+            &["server"],
+        )?;
+        for c in [&role, &lag_seconds, &lag_transactions] {
+            registry.register(Box::new(c.clone()))?;
+        }
+        for c in [&reads, &waits, &fallbacks] {
+            registry.register(Box::new(c.clone()))?;
+        }
+        Ok(TopologyMetrics {
+            role,
+            lag_seconds,
+            lag_transactions,
+            reads,
+            waits,
+            fallbacks,
+        })
+    }
+
+    fn for_server(&self, name: &str) -> ServerMetrics {
+        // Every role's series exists from the start (a scrape sees zeros,
+        // not missing series); a server is unusable until polled.
+        let roles = ROLE_LABELS.map(|r| {
+            let g = self.role.with_label_values(&[name, r]);
+            g.set(i64::from(r == "unusable"));
+            g
+        });
+        ServerMetrics {
+            roles,
+            lag_seconds: self.lag_seconds.with_label_values(&[name]),
+            lag_transactions: self.lag_transactions.with_label_values(&[name]),
+            reads: self.reads.with_label_values(&[name]),
+            waits: self.waits.with_label_values(&[name]),
+            fallbacks: self.fallbacks.with_label_values(&[name]),
+        }
+    }
+}

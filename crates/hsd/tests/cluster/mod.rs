@@ -1,0 +1,226 @@
+//! The replicated MariaDB set-ups the replication suites run against:
+//! `scripts/replication.sh` (a GTID primary with two replicas) and
+//! `scripts/galera.sh` (a 3-node Galera cluster), both started by
+//! scripts/test.sh, which exports their addresses. In CI their absence is a
+//! failure; elsewhere the suites are skipped with a note.
+//!
+//! The suites change the servers (stop them, promote, stop threads), so
+//! each test holds the suite's lock (`Cluster::lock`) and puts back what it
+//! changed before it ends, even when it fails (`Restore`).
+#![allow(dead_code)]
+
+use mysql::prelude::Queryable;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// scripts/replication.sh: server 1 the primary, 2 and 3 replicas.
+    Replication,
+    /// scripts/galera.sh: nodes 1, 2, 3.
+    Galera,
+}
+
+pub struct Cluster {
+    pub kind: Kind,
+    /// Per server (1-based in the scripts; 0-based here), its hsd URL.
+    pub urls: Vec<String>,
+    dir: String,
+}
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+impl Cluster {
+    /// The cluster the test script started, or `None` outside CI when it
+    /// did not.
+    pub fn get(kind: Kind) -> Option<Cluster> {
+        let (urls, dir) = match kind {
+            Kind::Replication => (
+                std::env::var("HSD_REPL_PRIMARY_URL").ok().and_then(|p| {
+                    let r = std::env::var("HSD_REPL_REPLICA_URLS").ok()?;
+                    Some(format!("{p},{r}"))
+                }),
+                std::env::var("HSD_REPL_DIR").ok(),
+            ),
+            Kind::Galera => (
+                std::env::var("HSD_GALERA_URLS").ok(),
+                std::env::var("HSD_GALERA_DIR").ok(),
+            ),
+        };
+        match (urls, dir) {
+            (Some(urls), Some(dir)) if !urls.is_empty() => Some(Cluster {
+                kind,
+                urls: urls.split(',').map(str::to_string).collect(),
+                dir,
+            }),
+            _ => {
+                let script = match kind {
+                    Kind::Replication => "scripts/replication.sh",
+                    Kind::Galera => "scripts/galera.sh",
+                };
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "{script} env not set: CI must run the replication suites (scripts/test.sh sets it)"
+                );
+                eprintln!("{script} env not set: skipping (eval \"$({script} env)\")");
+                None
+            }
+        }
+    }
+
+    /// Serialises the tests of a suite (they share the servers).
+    pub fn lock() -> MutexGuard<'static, ()> {
+        LOCK.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs the cluster's script with `args`; its stdout. Panics on failure.
+    pub fn script(&self, args: &[&str]) -> String {
+        let (name, var) = match self.kind {
+            Kind::Replication => ("replication.sh", "HSD_REPL_DIR"),
+            Kind::Galera => ("galera.sh", "HSD_GALERA_DIR"),
+        };
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../scripts")
+            .join(name);
+        let out = Command::new("bash")
+            .arg(&script)
+            .args(args)
+            .env(var, &self.dir)
+            .output()
+            .expect("run the cluster script");
+        assert!(
+            out.status.success(),
+            "{name} {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A connection to server `i` (0-based) as hsd.
+    pub fn conn(&self, i: usize) -> mysql::Conn {
+        let opts =
+            mysql::OptsBuilder::from_opts(mysql::Opts::from_url(&self.urls[i]).expect("url"))
+                .tcp_connect_timeout(Some(Duration::from_secs(5)));
+        mysql::Conn::new(opts).unwrap_or_else(|e| panic!("connect to {}: {e}", self.urls[i]))
+    }
+
+    /// Runs statements on server `i`; the rows of the last as text.
+    pub fn sql(&self, i: usize, stmt: &str) -> Vec<Vec<Option<String>>> {
+        let mut c = self.conn(i);
+        let mut rows = Vec::new();
+        let mut result = c.query_iter(stmt).unwrap_or_else(|e| panic!("{stmt}: {e}"));
+        while let Some(set) = result.iter() {
+            rows.clear();
+            for row in set {
+                let row = row.expect("row");
+                rows.push(
+                    row.unwrap()
+                        .into_iter()
+                        .map(|v| match v {
+                            mysql::Value::NULL => None,
+                            mysql::Value::Bytes(b) => {
+                                Some(String::from_utf8_lossy(&b).into_owned())
+                            }
+                            other => Some(other.as_sql(true).trim_matches('\'').to_string()),
+                        })
+                        .collect(),
+                );
+            }
+        }
+        rows
+    }
+
+    /// One value of one row.
+    pub fn value(&self, i: usize, stmt: &str) -> Option<String> {
+        self.sql(i, stmt)
+            .first()
+            .and_then(|r| r.first().cloned().flatten())
+    }
+
+    /// The hsd arguments for this cluster: `--backend` server 0, a
+    /// `--replica` per other server.
+    pub fn hsd_args(&self) -> Vec<String> {
+        let mut args = vec!["--backend".to_string(), self.urls[0].clone()];
+        for u in &self.urls[1..] {
+            args.push("--replica".into());
+            args.push(u.clone());
+        }
+        args
+    }
+
+    /// `host:port` of server `i` (as hsd names it in logs and metrics).
+    pub fn address(&self, i: usize) -> String {
+        self.urls[i]
+            .rsplit('@')
+            .next()
+            .unwrap_or_default()
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// Waits until every replica applied the primary's binary log
+    /// (replication) or every node is Synced (Galera).
+    pub fn settle(&self) {
+        match self.kind {
+            Kind::Replication => {
+                self.script(&["sync", "30"]);
+            }
+            Kind::Galera => {
+                for n in ["1", "2", "3"] {
+                    self.script(&["wait-synced", n, "60"]);
+                }
+            }
+        }
+    }
+}
+
+/// Runs the script with `args` when dropped: puts back what a test
+/// changed, also when it fails.
+pub struct Restore<'a> {
+    cluster: &'a Cluster,
+    args: Vec<Vec<String>>,
+}
+
+impl<'a> Restore<'a> {
+    pub fn new(cluster: &'a Cluster) -> Restore<'a> {
+        Restore {
+            cluster,
+            args: Vec::new(),
+        }
+    }
+
+    /// Adds a script call to run at the end (calls run in the order added).
+    pub fn then(&mut self, args: &[&str]) {
+        self.args.push(args.iter().map(|s| s.to_string()).collect());
+    }
+}
+
+impl Drop for Restore<'_> {
+    fn drop(&mut self) {
+        for args in &self.args {
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            let r =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.cluster.script(&a)));
+            if r.is_err() {
+                eprintln!("restoring the cluster: {a:?} failed");
+            }
+        }
+    }
+}
+
+/// Polls `check` every 20 ms until it is true; how long that took. Panics
+/// with `what` after `limit`.
+pub fn eventually(limit: Duration, what: &str, mut check: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    loop {
+        if check() {
+            return start.elapsed();
+        }
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

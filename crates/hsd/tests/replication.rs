@@ -37,14 +37,23 @@ async fn topology(c: &Cluster, read_from: ReadFrom, interval: Duration) -> Arc<T
 
 /// The topology alone (no hsd): roles from the servers, a stopped SQL
 /// thread, two writable servers, and a read that waits for a replica.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn topology_follows_the_servers() {
+#[test]
+fn topology_follows_the_servers() {
     let Some(c) = Cluster::get(Kind::Replication) else {
         return;
     };
     let _serial = Cluster::lock();
-    let mut restore = Restore::new(&c);
-    let t = topology(&c, ReadFrom::Replicas, Duration::from_millis(200)).await;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(topology_follows_the_servers_on(&c));
+}
+
+async fn topology_follows_the_servers_on(c: &Cluster) {
+    let mut restore = Restore::new(c);
+    let t = topology(c, ReadFrom::Replicas, Duration::from_millis(200)).await;
     assert_eq!(t.roles(), vec![Role::Primary, Role::Replica, Role::Replica]);
     assert_eq!(t.writer().ok(), Some(0));
 

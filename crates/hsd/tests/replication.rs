@@ -52,6 +52,7 @@ fn topology_follows_the_servers() {
 }
 
 async fn topology_follows_the_servers_on(c: &Cluster) {
+    c.settle();
     let mut restore = Restore::new(c);
     let t = topology(c, ReadFrom::Replicas, Duration::from_millis(200)).await;
     assert_eq!(t.roles(), vec![Role::Primary, Role::Replica, Role::Replica]);

@@ -76,6 +76,12 @@ impl Role {
 /// cluster it stays the writer while usable, so writes do not hop between
 /// nodes and conflict.
 pub fn choose_writer(servers: &[Health], previous: Option<usize>) -> Writer {
+    // Not polled yet (the first polls finish one by one): no news.
+    if let Some(p) = previous {
+        if matches!(servers.get(p), Some(Health::Unknown)) {
+            return Writer::One(p);
+        }
+    }
     // Writable and fit to write: read_only off, and a Galera node Synced.
     let candidates: Vec<usize> = servers
         .iter()
@@ -437,6 +443,14 @@ mod tests {
         );
         // The writer stays where it is while usable.
         assert_eq!(choose_writer(&s, Some(2)), Writer::One(2));
+        // The first polls finish one by one: a peer polled before the
+        // writer does not take the writes.
+        let s = [
+            Health::Unknown,
+            galera("c1", "Synced", true),
+            Health::Unknown,
+        ];
+        assert_eq!(choose_writer(&s, Some(0)), Writer::One(0));
         // A desynced node and one outside the primary component are not used.
         let s = [
             galera("c1", "Synced", true),

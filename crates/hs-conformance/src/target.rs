@@ -59,12 +59,27 @@ impl Connection {
 
     /// Sends `line` (LF added) and returns the answer line without its LF.
     pub fn request(&mut self, line: &[u8]) -> Result<Vec<u8>> {
-        let mut buf = Vec::with_capacity(line.len() + 1);
-        buf.extend_from_slice(line);
-        buf.push(b'\n');
+        let mut answers = self.pipeline(&[line])?;
+        answers
+            .pop()
+            .with_context(|| format!("no answer from {}", self.what))
+    }
+
+    /// Sends every line in one write (so the server reads them together)
+    /// and returns their answers, in order, without their LFs.
+    pub fn pipeline(&mut self, lines: &[&[u8]]) -> Result<Vec<Vec<u8>>> {
+        let mut buf = Vec::new();
+        for line in lines {
+            buf.extend_from_slice(line);
+            buf.push(b'\n');
+        }
         self.writer
             .write_all(&buf)
             .with_context(|| format!("send to {}", self.what))?;
+        lines.iter().map(|_| self.answer()).collect()
+    }
+
+    fn answer(&mut self) -> Result<Vec<u8>> {
         let mut answer = Vec::new();
         let n = self
             .reader

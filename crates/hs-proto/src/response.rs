@@ -72,6 +72,8 @@ impl ErrorKind {
 #[derive(Debug, Default)]
 pub struct ResponseWriter {
     buf: Vec<u8>,
+    /// An error line was written (since the last `clear`).
+    error: bool,
 }
 
 /// Where a response started, so an error after some rows can discard them.
@@ -86,6 +88,7 @@ impl ResponseWriter {
     pub fn with_capacity(n: usize) -> Self {
         ResponseWriter {
             buf: Vec::with_capacity(n),
+            error: false,
         }
     }
 
@@ -137,6 +140,7 @@ impl ResponseWriter {
     }
 
     pub fn error(&mut self, kind: ErrorKind) {
+        self.error = true;
         self.buf.push(b'0' + kind.code());
         self.buf.extend_from_slice(b"\t1\t");
         match kind {
@@ -160,6 +164,12 @@ impl ResponseWriter {
 
     pub fn clear(&mut self) {
         self.buf.clear();
+        self.error = false;
+    }
+
+    /// Whether the answer is an error line.
+    pub fn is_error(&self) -> bool {
+        self.error
     }
 
     pub fn into_bytes(self) -> Vec<u8> {

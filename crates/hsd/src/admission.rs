@@ -13,7 +13,7 @@
 //! clients that never finish a line (slowloris) or never authenticate do:
 //! they stay newcomers, and newcomers only ever push out each other.
 
-use crate::dispatch::PortKind;
+use crate::port::PortKind;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;

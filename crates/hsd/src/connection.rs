@@ -14,83 +14,18 @@
 //! `A` is closed (`session::MAX_AUTH_FAILURES`).
 
 use crate::admission::Place;
-use crate::backend::Backend;
-use crate::session::Session;
+use crate::limits::{ConnectionLimits, MemoryBudget};
 use crate::shutdown::Shutdown;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
-
-/// Per-connection limits.
-#[derive(Debug, Clone)]
-pub struct ConnectionLimits {
-    /// A line longer than this closes the connection.
-    pub max_line: usize,
-    /// Close a connection that sends nothing for this long (None: never).
-    pub idle_timeout: Option<Duration>,
-    /// A line begun must end (LF) within this long (None: no limit).
-    pub line_timeout: Option<Duration>,
-    /// A port with a secret closes a connection not authenticated this long
-    /// after it opened (None: no limit).
-    pub auth_timeout: Option<Duration>,
-    /// Input beyond each connection's allowance is charged here.
-    pub input_budget: Arc<MemoryBudget>,
-    /// Answers a client has not read yet (what the kernel would not take)
-    /// are charged here while they wait.
-    pub output_budget: Arc<MemoryBudget>,
-}
 
 /// What each connection's input buffer may hold without charging the budget.
 pub const INPUT_ALLOWANCE: usize = 16 * 1024;
 const READ_CHUNK: usize = 8 * 1024;
 /// Answers buffered beyond this are written before more lines are handled.
 const OUT_HIGH_WATER: usize = 256 * 1024;
-
-/// Bytes that all connections together may hold beyond their allowances:
-/// one for unfinished request lines, one for unread answers.
-#[derive(Debug)]
-pub struct MemoryBudget {
-    limit: usize,
-    used: AtomicUsize,
-}
-
-impl MemoryBudget {
-    pub fn new(limit: usize) -> MemoryBudget {
-        MemoryBudget {
-            limit,
-            used: AtomicUsize::new(0),
-        }
-    }
-
-    fn take(&self, n: usize) -> bool {
-        let mut used = self.used.load(Ordering::Relaxed);
-        loop {
-            if used + n > self.limit {
-                return false;
-            }
-            match self.used.compare_exchange_weak(
-                used,
-                used + n,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(now) => used = now,
-            }
-        }
-    }
-
-    fn give_back(&self, n: usize) {
-        self.used.fetch_sub(n, Ordering::AcqRel);
-    }
-
-    /// Bytes charged now (for metrics and tests).
-    pub fn used(&self) -> usize {
-        self.used.load(Ordering::Relaxed)
-    }
-}
 
 /// Why a connection ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -159,16 +94,30 @@ impl Drop for Input {
     }
 }
 
-pub async fn serve<S, B>(
+/// What a connection hands its request lines to: the session.
+#[allow(async_fn_in_trait)]
+pub trait LineHandler {
+    /// Handles one request line (LF and a tolerated CR removed); its answer
+    /// is appended to `out` now or at a later `flush`.
+    async fn handle_line(&mut self, line: &[u8], out: &mut Vec<u8>);
+    /// Runs the requests still pending; their answers go to `out`.
+    async fn flush(&mut self, out: &mut Vec<u8>);
+    /// Whether requests may run (for the auth timeout and the seat).
+    fn is_authenticated(&self) -> bool;
+    /// Whether the connection must close once its answers are sent.
+    fn must_close(&self) -> bool;
+}
+
+pub async fn serve<S, L>(
     mut stream: S,
-    mut session: Session<B>,
+    mut session: L,
     limits: ConnectionLimits,
     mut place: Place,
     mut shutdown: Shutdown,
 ) -> Close
 where
     S: AsyncRead + AsyncWrite + Unpin,
-    B: Backend,
+    L: LineHandler,
 {
     let mut input = Input {
         buf: Vec::with_capacity(READ_CHUNK),
@@ -287,9 +236,9 @@ where
 }
 
 /// The earliest deadline that applies now, and what passing it means.
-fn next_deadline<B: Backend>(
+fn next_deadline<L: LineHandler>(
     limits: &ConnectionLimits,
-    session: &Session<B>,
+    session: &L,
     opened: Instant,
     last_read: Instant,
     partial_since: Option<Instant>,

@@ -9,9 +9,11 @@
 
 use crate::admission::Place;
 use crate::backend::Backend;
-use crate::connection::{self, Close, ConnectionLimits};
-use crate::dispatch::{Dispatcher, PortKind, Shared};
-use crate::session::{PortContext, Session};
+use crate::connection::{self, Close};
+use crate::dispatch::Dispatcher;
+use crate::port::Port;
+use crate::session::Session;
+use crate::shared::Shared;
 use crate::shutdown::Shutdown;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -21,7 +23,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
-use tokio_rustls::TlsAcceptor;
 
 /// How long a client may take to complete its TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -34,17 +35,6 @@ pub struct Incoming {
     pub place: Place,
 }
 
-/// What the connections of one port get.
-#[derive(Clone)]
-pub struct PortSettings {
-    pub kind: PortKind,
-    pub secret: Option<Vec<u8>>,
-    pub limits: ConnectionLimits,
-    pub tls: Option<TlsAcceptor>,
-    /// How long shutdown waits for connections to finish what they read.
-    pub drain: Duration,
-}
-
 /// The main thread's handle on a loop.
 pub struct EventLoop {
     tx: mpsc::UnboundedSender<Incoming>,
@@ -55,7 +45,7 @@ pub struct EventLoop {
 impl EventLoop {
     pub fn spawn<B: Backend>(
         name: String,
-        port: PortSettings,
+        port: Port,
         shared: Shared<B>,
         shutdown: Shutdown,
     ) -> std::io::Result<EventLoop> {
@@ -106,18 +96,16 @@ impl EventLoop {
 }
 
 async fn run_loop<B: Backend>(
-    port: PortSettings,
+    port: Port,
     shared: Shared<B>,
     mut rx: mpsc::UnboundedReceiver<Incoming>,
     count: Arc<AtomicUsize>,
     mut shutdown: Shutdown,
 ) {
     let dispatcher = Rc::new(Dispatcher::new(port.kind, shared.clone()));
-    let context = Rc::new(PortContext::new(
-        port.kind,
-        port.secret.clone(),
-        shared.metrics.clone(),
-    ));
+    let metrics = shared.metrics.clone();
+    let drain = port.drain;
+    let port = Rc::new(port);
     let mut clients = JoinSet::new();
     loop {
         tokio::select! {
@@ -125,9 +113,9 @@ async fn run_loop<B: Backend>(
                 Some(incoming) => {
                     clients.spawn_local(serve_client(
                         incoming,
-                        context.clone(),
-                        dispatcher.clone(),
                         port.clone(),
+                        dispatcher.clone(),
+                        metrics.clone(),
                         shutdown.clone(),
                         count.clone(),
                     ));
@@ -139,7 +127,7 @@ async fn run_loop<B: Backend>(
         }
     }
     // Connections see the shutdown too: each finishes what it read.
-    let drained = tokio::time::timeout(port.drain, async {
+    let drained = tokio::time::timeout(drain, async {
         while clients.join_next().await.is_some() {}
     })
     .await;
@@ -156,9 +144,9 @@ async fn run_loop<B: Backend>(
 
 async fn serve_client<B: Backend>(
     incoming: Incoming,
-    context: Rc<PortContext>,
+    port: Rc<Port>,
     dispatcher: Rc<Dispatcher<B>>,
-    port: PortSettings,
+    metrics: Arc<crate::metrics::Metrics>,
     shutdown: Shutdown,
     count: Arc<AtomicUsize>,
 ) {
@@ -168,7 +156,6 @@ async fn serve_client<B: Backend>(
         place,
     } = incoming;
     // Counted until the task ends, even when shutdown aborts it.
-    let metrics = context.metrics.clone();
     let _open = OpenConnection::new(metrics.clone(), count);
     let why = match stream
         .set_nonblocking(true)
@@ -176,9 +163,10 @@ async fn serve_client<B: Backend>(
     {
         Ok(stream) => {
             let _ = stream.set_nodelay(true);
-            let session = Session::new(context, dispatcher);
-            match port.tls {
-                None => connection::serve(stream, session, port.limits, place, shutdown).await,
+            let session = Session::new(port.clone(), dispatcher);
+            let limits = port.limits.clone();
+            match port.tls.clone() {
+                None => connection::serve(stream, session, limits, place, shutdown).await,
                 Some(acceptor) => {
                     // A newcomer still: it can be pushed out mid-handshake.
                     let handshake = tokio::select! {
@@ -187,7 +175,7 @@ async fn serve_client<B: Backend>(
                     };
                     match handshake {
                         Some(Ok(tls)) => {
-                            connection::serve(tls, session, port.limits, place, shutdown).await
+                            connection::serve(tls, session, limits, place, shutdown).await
                         }
                         _ => {
                             tracing::debug!(%peer, "TLS handshake failed or pushed out");

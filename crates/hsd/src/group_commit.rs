@@ -20,17 +20,17 @@
 //! reached the disk at the next start, as a database does after a failed
 //! fsync.
 
-use crate::backend::{Backend, Durability, StorageConn, SyncStep, ERR_BUSY, ERR_UNAVAILABLE};
-use crate::dispatch::Shared;
+use crate::backend::{Backend, Durability, StorageConn, SyncStep, ERR_BUSY};
 use crate::exec::{self, WriteOutcome, WriteTask};
-use hs_proto::{ErrorKind, ResponseWriter};
-use std::cell::{Cell, RefCell};
-use std::collections::{HashSet, VecDeque};
+use crate::job_queue::{error_answer, unavailable, JobQueue};
+use crate::shared::Shared;
+use hs_proto::ResponseWriter;
+use std::collections::HashSet;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::oneshot;
 
 /// Most writes in one group: bounds a group's latency and memory.
 const MAX_GROUP_WRITES: usize = 1024;
@@ -44,101 +44,64 @@ const CONFLICT_ATTEMPTS: u32 = 4;
 /// sync thread, overlapping the next group.
 const SYNC_BESIDE_FROM: usize = 32;
 
+/// The writes of one client connection's batch.
 struct WriteJob {
     tasks: Vec<WriteTask>,
-    /// Which tasks have their answer.
-    answered: Vec<bool>,
+    /// Each task's answer, once it has one.
+    answers: Vec<Option<ResponseWriter>>,
     /// Since when some task of this job finds its file locked.
     busy_since: Option<Instant>,
     reply: oneshot::Sender<Vec<ResponseWriter>>,
 }
 
-struct Queue {
-    jobs: RefCell<VecDeque<WriteJob>>,
-    work: Notify,
-    stopping: Cell<bool>,
-    running: Cell<bool>,
-    stopped: Notify,
+pub(crate) struct GroupCommitter {
+    queue: Rc<JobQueue<WriteJob>>,
 }
 
-pub struct GroupCommitter<C> {
-    queue: Rc<Queue>,
-    _conn: std::marker::PhantomData<C>,
-}
-
-impl<C: StorageConn + 'static> GroupCommitter<C> {
+impl GroupCommitter {
     /// Starts the committer task on the current `LocalSet`.
-    pub fn start<B: Backend<Storage = C>>(shared: Shared<B>) -> GroupCommitter<C> {
-        let queue = Rc::new(Queue {
-            jobs: RefCell::new(VecDeque::new()),
-            work: Notify::new(),
-            stopping: Cell::new(false),
-            running: Cell::new(true),
-            stopped: Notify::new(),
-        });
+    pub(crate) fn start<B: Backend>(shared: Shared<B>) -> GroupCommitter {
+        let queue = Rc::new(JobQueue::new(1));
         tokio::task::spawn_local(run(shared, queue.clone()));
-        GroupCommitter {
-            queue,
-            _conn: std::marker::PhantomData,
-        }
+        GroupCommitter { queue }
     }
 
     /// Runs the writes of one client connection's batch; returns their
     /// answers once committed.
-    pub async fn run(&self, tasks: Vec<WriteTask>) -> Vec<ResponseWriter> {
+    pub(crate) async fn run(&self, tasks: Vec<WriteTask>) -> Vec<ResponseWriter> {
         let n = tasks.len();
-        if self.queue.stopping.get() {
-            return failed(n, ERR_UNAVAILABLE);
-        }
         let (reply, rx) = oneshot::channel();
-        self.queue.jobs.borrow_mut().push_back(WriteJob {
-            answered: vec![false; n],
+        let job = WriteJob {
+            answers: (0..n).map(|_| None).collect(),
             tasks,
             busy_since: None,
             reply,
-        });
-        self.queue.work.notify_one();
-        rx.await.unwrap_or_else(|_| failed(n, ERR_UNAVAILABLE))
+        };
+        if self.queue.push(job).is_err() {
+            return unavailable(n);
+        }
+        rx.await.unwrap_or_else(|_| unavailable(n))
     }
 
     /// Commits what is queued, then stops.
-    pub async fn shut_down(&self) {
-        self.queue.stopping.set(true);
-        while self.queue.running.get() {
-            let stopped = self.queue.stopped.notified();
-            if !self.queue.running.get() {
-                break;
-            }
-            self.queue.work.notify_one();
-            stopped.await;
-        }
+    pub(crate) async fn shut_down(&self) {
+        self.queue.shut_down().await;
     }
 }
 
-fn failed(n: usize, code: u32) -> Vec<ResponseWriter> {
-    (0..n)
-        .map(|_| {
-            let mut w = ResponseWriter::new();
-            w.error(ErrorKind::Storage(code));
-            w
-        })
-        .collect()
-}
-
-async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>) {
+async fn run<B: Backend>(shared: Shared<B>, queue: Rc<JobQueue<WriteJob>>) {
     let mut storage: Option<B::Storage> = None;
     // Jobs taken but not fully answered (some writes wait on a locked file).
     let mut active: Vec<WriteJob> = Vec::new();
     let mut pause = 0usize;
     let mut sync_thread: Option<SyncThread> = None;
     loop {
-        let work = queue.work.notified();
         take_jobs(&queue, &mut active);
         if active.is_empty() {
-            if queue.stopping.get() {
+            if queue.stopping() {
                 break;
             }
-            work.await;
+            queue.idle(0, None).await;
             continue;
         }
         if storage.is_none() {
@@ -147,7 +110,10 @@ async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>) {
                 Err(e) => {
                     tracing::warn!(error = %e, target = %shared.backend.describe_target(), "cannot connect to storage");
                     for job in active.drain(..) {
-                        let _ = job.reply.send(failed(job.tasks.len(), e.client_code()));
+                        let answers = (0..job.tasks.len())
+                            .map(|_| error_answer(e.client_code()))
+                            .collect();
+                        let _ = job.reply.send(answers);
                     }
                     continue;
                 }
@@ -182,10 +148,7 @@ async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>) {
             // new writes come), then try again.
             let wait = Duration::from_millis(BUSY_PAUSES_MS[pause.min(BUSY_PAUSES_MS.len() - 1)]);
             pause += 1;
-            tokio::select! {
-                _ = work => {}
-                _ = tokio::time::sleep(wait) => {}
-            }
+            queue.idle(0, Some(Instant::now() + wait)).await;
         } else {
             pause = 0;
         }
@@ -194,8 +157,7 @@ async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>) {
         // Every answer it holds goes out before the loop ends.
         let _ = tokio::task::spawn_blocking(move || t.finish()).await;
     }
-    queue.running.set(false);
-    queue.stopped.notify_waiters();
+    queue.task_done();
 }
 
 /// The committer's thread for the sync steps of large groups: runs them in
@@ -268,25 +230,26 @@ fn run_sync(step: SyncStep) {
 /// Sends each finished job its answers.
 fn answer(jobs: Vec<WriteJob>) {
     for job in jobs {
-        let _ = job
-            .reply
-            .send(job.tasks.into_iter().map(|t| t.out).collect());
+        let answers = job
+            .answers
+            .into_iter()
+            .map(Option::unwrap_or_default)
+            .collect();
+        let _ = job.reply.send(answers);
     }
 }
 
-/// Moves queued jobs into `active`, up to `MAX_GROUP_WRITES` writes.
-fn take_jobs(queue: &Queue, active: &mut Vec<WriteJob>) {
-    let mut jobs = queue.jobs.borrow_mut();
+/// Moves queued jobs into `active`, up to `MAX_GROUP_WRITES` writes (a
+/// job is never split).
+fn take_jobs(queue: &JobQueue<WriteJob>, active: &mut Vec<WriteJob>) {
     let mut n: usize = active.iter().map(|j| j.tasks.len()).sum();
-    while let Some(job) = jobs.front() {
-        if n > 0 && n + job.tasks.len() > MAX_GROUP_WRITES {
-            break;
+    active.extend(queue.take(|job| {
+        let fits = n == 0 || n + job.tasks.len() <= MAX_GROUP_WRITES;
+        if fits {
+            n += job.tasks.len();
         }
-        n += job.tasks.len();
-        if let Some(job) = jobs.pop_front() {
-            active.push(job);
-        }
-    }
+        fits
+    }));
 }
 
 /// Runs every unanswered write of `active` in one transaction and commits.
@@ -300,28 +263,19 @@ async fn commit_group<B: Backend>(
     active: &mut [WriteJob],
 ) -> (bool, usize, Durability) {
     let started = Instant::now();
-    for job in active.iter_mut() {
-        for task in &mut job.tasks {
-            task.max_answer = shared.max_response_bytes;
-        }
-    }
     let mut attempt = 0;
     let (locked, ran) = loop {
         attempt += 1;
         if let Err(e) = storage.begin().await {
             tracing::warn!(error = %e, "begin failed");
             for job in active.iter_mut() {
-                for (t, done) in job.tasks.iter_mut().zip(job.answered.iter_mut()) {
-                    if !*done {
-                        t.out.clear();
-                        t.out.error(ErrorKind::Storage(e.client_code()));
-                        *done = true;
-                    }
+                for answer in job.answers.iter_mut().filter(|a| a.is_none()) {
+                    *answer = Some(error_answer(e.client_code()));
                 }
             }
             return (false, 0, Durability::Done);
         }
-        let (locked, ran, conflict) = run_group(storage, active).await;
+        let (locked, ran, conflict) = run_group(storage, active, shared.max_response_bytes).await;
         if conflict && attempt < CONFLICT_ATTEMPTS {
             tracing::debug!(
                 attempt,
@@ -329,7 +283,7 @@ async fn commit_group<B: Backend>(
             );
             storage.rollback().await;
             for &(j, i) in &ran {
-                active[j].answered[i] = false;
+                active[j].answers[i] = None;
             }
             // A short, varying pause: the other transaction gets ahead.
             let pause = 1 + (started.elapsed().subsec_nanos() % 4) as u64 * attempt as u64;
@@ -346,10 +300,8 @@ async fn commit_group<B: Backend>(
         storage.rollback().await;
         let code = failure.error.client_code();
         for &(j, i) in &ran {
-            let task = &mut active[j].tasks[i];
-            if failure.lost(&task.index.table.db) {
-                task.out.clear();
-                task.out.error(ErrorKind::Storage(code));
+            if failure.lost(&active[j].tasks[i].index.table.db) {
+                active[j].answers[i] = Some(error_answer(code));
             }
         }
     }
@@ -357,12 +309,8 @@ async fn commit_group<B: Backend>(
     // Writes that waited too long on a locked file give up.
     for job in active.iter_mut() {
         if job.busy_since.is_some_and(|t| t.elapsed() >= BUSY_BUDGET) {
-            for (t, done) in job.tasks.iter_mut().zip(job.answered.iter_mut()) {
-                if !*done {
-                    t.out.clear();
-                    t.out.error(ErrorKind::Storage(ERR_BUSY));
-                    *done = true;
-                }
+            for answer in job.answers.iter_mut().filter(|a| a.is_none()) {
+                *answer = Some(error_answer(ERR_BUSY));
             }
         }
     }
@@ -375,55 +323,37 @@ async fn commit_group<B: Backend>(
 async fn run_group<C: StorageConn>(
     storage: &mut C,
     active: &mut [WriteJob],
+    max_answer: usize,
 ) -> (HashSet<String>, Vec<(usize, usize)>, bool) {
-    // Files found locked in this group: their later writes wait too, so
-    // each file's writes keep their order.
+    let mut slots: Vec<(usize, usize)> = Vec::new();
+    let mut tasks: Vec<&WriteTask> = Vec::new();
+    for (j, job) in active.iter().enumerate() {
+        for (i, (t, answer)) in job.tasks.iter().zip(&job.answers).enumerate() {
+            if answer.is_none() {
+                slots.push((j, i));
+                tasks.push(t);
+            }
+        }
+    }
+    let outcomes = exec::run_writes(storage, &tasks, max_answer).await;
+    drop(tasks);
     let mut locked: HashSet<String> = HashSet::new();
     let mut ran: Vec<(usize, usize)> = Vec::new();
     let mut conflict = false;
-    if storage.batches_writes() {
-        let mut slots: Vec<(usize, usize)> = Vec::new();
-        let mut tasks: Vec<&mut WriteTask> = Vec::new();
-        for (j, job) in active.iter_mut().enumerate() {
-            for (i, (t, done)) in job.tasks.iter_mut().zip(&job.answered).enumerate() {
-                if !*done {
-                    slots.push((j, i));
-                    tasks.push(t);
-                }
+    for ((j, i), outcome) in slots.into_iter().zip(outcomes) {
+        match outcome {
+            WriteOutcome::Answered(out) => {
+                active[j].answers[i] = Some(out);
+                ran.push((j, i));
             }
-        }
-        let outcomes = exec::run_batched(storage, &mut tasks).await;
-        drop(tasks);
-        for (&(j, i), outcome) in slots.iter().zip(outcomes) {
-            match outcome {
-                WriteOutcome::Answered | WriteOutcome::Conflict => {
-                    conflict |= outcome == WriteOutcome::Conflict;
-                    active[j].answered[i] = true;
-                    ran.push((j, i));
-                }
-                WriteOutcome::Busy => {
-                    locked.insert(active[j].tasks[i].index.table.db.clone());
-                    active[j].busy_since.get_or_insert_with(Instant::now);
-                }
+            WriteOutcome::Conflict(out) => {
+                conflict = true;
+                active[j].answers[i] = Some(out);
+                ran.push((j, i));
             }
-        }
-        return (locked, ran, conflict);
-    }
-    for (j, job) in active.iter_mut().enumerate() {
-        for (i, task) in job.tasks.iter_mut().enumerate() {
-            if job.answered[i] || locked.contains(&task.index.table.db) {
-                continue;
-            }
-            match exec::run_write(storage, task).await {
-                outcome @ (WriteOutcome::Answered | WriteOutcome::Conflict) => {
-                    conflict |= outcome == WriteOutcome::Conflict;
-                    job.answered[i] = true;
-                    ran.push((j, i));
-                }
-                WriteOutcome::Busy => {
-                    locked.insert(task.index.table.db.clone());
-                    job.busy_since.get_or_insert_with(Instant::now);
-                }
+            WriteOutcome::Busy => {
+                locked.insert(active[j].tasks[i].index.table.db.clone());
+                active[j].busy_since.get_or_insert_with(Instant::now);
             }
         }
     }
@@ -435,11 +365,184 @@ fn take_finished(active: &mut Vec<WriteJob>) -> Vec<WriteJob> {
     let mut finished = Vec::new();
     let mut i = 0;
     while i < active.len() {
-        if active[i].answered.iter().all(|&a| a) {
+        if active[i].answers.iter().all(Option::is_some) {
             finished.push(active.remove(i));
         } else {
             i += 1;
         }
     }
     finished
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::memory::{Fault, MemoryStore};
+    use crate::backend::WriteBatching;
+    use crate::exec::testing::{open, store, write_task};
+    use crate::exec::Catalog;
+    use crate::metrics::Metrics;
+
+    fn shared(store: MemoryStore) -> Shared<MemoryStore> {
+        Shared {
+            backend: Arc::new(store),
+            catalog: Arc::new(Catalog::default()),
+            metrics: Metrics::new().expect("metrics"),
+            max_response_bytes: 1 << 20,
+        }
+    }
+
+    fn local<F: std::future::Future>(f: F) -> F::Output {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        tokio::task::LocalSet::new().block_on(&rt, f)
+    }
+
+    fn text(answers: &[ResponseWriter]) -> Vec<String> {
+        answers
+            .iter()
+            .map(|a| String::from_utf8_lossy(a.as_bytes()).into_owned())
+            .collect()
+    }
+
+    /// Column `n` of row `id` as stored.
+    fn n_of(store: &MemoryStore, id: &str) -> String {
+        let rows = store.rows("db", "t");
+        let row = rows
+            .iter()
+            .find(|r| r[0].as_deref() == Some(id.as_bytes()))
+            .expect("row");
+        String::from_utf8_lossy(row[2].as_deref().unwrap_or_default()).into_owned()
+    }
+
+    /// Clients that each send `lines` on index 1 (PRIMARY: n) at once;
+    /// their answers.
+    async fn clients(
+        committer: &Rc<GroupCommitter>,
+        index: &Arc<crate::backend::OpenedIndex>,
+        jobs: Vec<Vec<String>>,
+    ) -> Vec<Vec<String>> {
+        let handles: Vec<_> = jobs
+            .into_iter()
+            .map(|lines| {
+                let (committer, index) = (committer.clone(), index.clone());
+                tokio::task::spawn_local(async move {
+                    let tasks = lines.iter().map(|l| write_task(&index, l)).collect();
+                    text(&committer.run(tasks).await)
+                })
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for h in handles {
+            answers.push(h.await.expect("client"));
+        }
+        answers
+    }
+
+    #[test]
+    fn writes_queued_together_share_one_commit_and_keep_their_order() {
+        let (store, table) = store(WriteBatching::OneAtATime);
+        let index = open(&table, 1, 0, &[2], &[]);
+        local(async {
+            let committer = Rc::new(GroupCommitter::start(shared(store.clone())));
+            let jobs = (1..=4)
+                .map(|c| {
+                    vec![
+                        format!("1\t=\t1\t{c}\t1\t0\t+?\t10"),
+                        format!("1\t=\t1\t{c}\t1\t0\t+?\t1"),
+                    ]
+                })
+                .collect();
+            let answers = clients(&committer, &index, jobs).await;
+            for (c, a) in (1..=4).zip(&answers) {
+                let n0 = c % 3;
+                assert_eq!(
+                    a,
+                    &[format!("0\t1\t{n0}\n"), format!("0\t1\t{}\n", n0 + 10)],
+                    "client {c}"
+                );
+                assert_eq!(n_of(&store, &c.to_string()), (n0 + 11).to_string());
+            }
+            let commits = store.log().iter().filter(|l| *l == "commit").count();
+            assert_eq!(commits, 1, "{:?}", store.log());
+            committer.shut_down().await;
+        });
+    }
+
+    #[test]
+    fn a_deadlocked_group_runs_again_and_applies_each_write_once() {
+        let (store, table) = store(WriteBatching::OneAtATime);
+        let index = open(&table, 1, 0, &[2], &[]);
+        // Calls: 1 begin, 2-3 read and write of the first +, 4 the second
+        // +'s read: the deadlock rolls the group back.
+        store.fail_at(4, Fault::Deadlock);
+        local(async {
+            let committer = Rc::new(GroupCommitter::start(shared(store.clone())));
+            let jobs = vec![
+                vec!["1\t=\t1\t5\t1\t0\t+\t1".to_string()],
+                vec!["1\t=\t1\t5\t1\t0\t+\t1".to_string()],
+            ];
+            let answers = clients(&committer, &index, jobs).await;
+            assert_eq!(answers, [["0\t1\t1\n"], ["0\t1\t1\n"]]);
+            // 5 % 3 = 2, plus two increments: each applied once.
+            assert_eq!(n_of(&store, "5"), "4");
+            let log = store.log();
+            assert_eq!(
+                log.iter().filter(|l| *l == "rollback").count(),
+                1,
+                "{log:?}"
+            );
+            assert_eq!(log.iter().filter(|l| *l == "commit").count(), 1, "{log:?}");
+            committer.shut_down().await;
+        });
+    }
+
+    #[test]
+    fn a_locked_file_is_tried_again_in_order() {
+        let (store, table) = store(WriteBatching::OneAtATime);
+        let index = open(&table, 1, 0, &[2], &[]);
+        // Calls: 1 begin, 2 the first write's read: busy (nothing done).
+        store.fail_at(2, Fault::Busy);
+        local(async {
+            let committer = Rc::new(GroupCommitter::start(shared(store.clone())));
+            let jobs = vec![vec![
+                "1\t=\t1\t2\t1\t0\tU?\t7".to_string(),
+                "1\t=\t1\t2\t1\t0\tU?\t8".to_string(),
+            ]];
+            let answers = clients(&committer, &index, jobs).await;
+            // The second write waited behind the first: it saw its change.
+            assert_eq!(answers, [["0\t1\t2\n", "0\t1\t7\n"]]);
+            assert_eq!(n_of(&store, "2"), "8");
+            committer.shut_down().await;
+        });
+    }
+
+    #[test]
+    fn a_lost_link_answers_the_group_unavailable_and_keeps_nothing() {
+        let (store, table) = store(WriteBatching::Batched);
+        let index = open(&table, 1, 0, &[2], &[]);
+        // Calls: 1 begin, 2 the grouped read, 3 the grouped write: lost.
+        store.fail_at(3, Fault::LostLink);
+        local(async {
+            let committer = Rc::new(GroupCommitter::start(shared(store.clone())));
+            let jobs = vec![vec![
+                "1\t=\t1\t1\t1\t0\t+\t5".to_string(),
+                "1\t=\t1\t2\t1\t0\t+\t5".to_string(),
+            ]];
+            let answers = clients(&committer, &index, jobs).await;
+            assert_eq!(answers, [["1\t1\t2013\n", "1\t1\t2013\n"]]);
+            assert_eq!(
+                (n_of(&store, "1"), n_of(&store, "2")),
+                ("1".into(), "2".into())
+            );
+            committer.shut_down().await;
+            // After shutdown, writes are refused at once.
+            let refused = committer
+                .run(vec![write_task(&index, "1\t=\t1\t1\t1\t0\t+\t5")])
+                .await;
+            assert_eq!(text(&refused), ["1\t1\t2013\n"]);
+        });
+    }
 }

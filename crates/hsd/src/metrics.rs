@@ -80,7 +80,7 @@ impl Metrics {
 
 /// Serves `GET /metrics` (any path, really) until the task is dropped.
 pub async fn serve_admin(listener: TcpListener, metrics: Arc<Metrics>) {
-    let mut backoff = crate::server::AcceptBackoff::default();
+    let mut backoff = crate::accept_backoff::AcceptBackoff::default();
     loop {
         let mut sock = match listener.accept().await {
             Ok((sock, _)) => sock,

@@ -1,25 +1,20 @@
 //! The read batcher of an event loop whose storage is across a network:
-//! `links` tasks, each owning one storage connection. A free one takes
-//! every job the loop's client connections queued meanwhile (up to a
-//! bound) and runs their finds as one batch, so lookups from many clients
-//! become few statements. Nobody waits for company: a lone job runs at once.
-//!
-//! New work wakes the runner that went idle last: under light load one
-//! link (and one server thread) does everything while it is warm, instead
-//! of the links taking turns.
+//! `links` runner tasks, each owning one storage connection. A free runner
+//! takes every job the loop's client connections queued meanwhile (up to a
+//! bound, see `job_queue`) and runs their finds as one batch, so lookups
+//! from many clients become few statements. A lone job runs at once.
 
-use crate::backend::{Backend, OpenedIndex, StorageConn, ERR_UNAVAILABLE};
-use crate::dispatch::Shared;
+use crate::backend::{Backend, OpenedIndex, StorageConn};
 use crate::exec::{self, ReadTask};
+use crate::job_queue::{unavailable, JobQueue};
+use crate::shared::Shared;
 use hs_proto::{ErrorKind, OpenIndexRequest, ResponseWriter};
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::oneshot;
 
 /// Most finds one batch takes: bounds a batch's latency and memory, and
-/// lets other links start on the rest.
+/// lets other runners start on the rest.
 const MAX_BATCH_FINDS: usize = 512;
 
 enum Job {
@@ -33,143 +28,56 @@ enum Job {
     },
 }
 
-struct Queue {
-    jobs: RefCell<VecDeque<Job>>,
-    /// One wake-up per runner.
-    wake: Vec<Notify>,
-    /// Idle runners, the one that went idle last on top.
-    idle: RefCell<Vec<usize>>,
-    stopping: Cell<bool>,
-    /// Runners still running; shutdown waits for zero.
-    running: Cell<usize>,
-    stopped: Notify,
+pub(crate) struct ReadBatcher {
+    queue: Rc<JobQueue<Job>>,
 }
 
-pub struct ReadBatcher<C> {
-    queue: Rc<Queue>,
-    _conn: std::marker::PhantomData<C>,
-}
-
-impl<C: StorageConn + 'static> ReadBatcher<C> {
+impl ReadBatcher {
     /// Starts `links` runner tasks on the current `LocalSet`.
-    pub fn start<B: Backend<Storage = C>>(shared: Shared<B>, links: usize) -> ReadBatcher<C> {
+    pub(crate) fn start<B: Backend>(shared: Shared<B>, links: usize) -> ReadBatcher {
         let links = links.max(1);
-        let queue = Rc::new(Queue {
-            jobs: RefCell::new(VecDeque::new()),
-            wake: (0..links).map(|_| Notify::new()).collect(),
-            idle: RefCell::new(Vec::new()),
-            stopping: Cell::new(false),
-            running: Cell::new(links),
-            stopped: Notify::new(),
-        });
+        let queue = Rc::new(JobQueue::new(links));
         for me in 0..links {
             tokio::task::spawn_local(run(shared.clone(), queue.clone(), me));
         }
-        ReadBatcher {
-            queue,
-            _conn: std::marker::PhantomData,
-        }
+        ReadBatcher { queue }
     }
 
     /// Runs the finds; returns their answers in order.
-    pub async fn reads(&self, tasks: Vec<ReadTask>) -> Vec<ResponseWriter> {
+    pub(crate) async fn reads(&self, tasks: Vec<ReadTask>) -> Vec<ResponseWriter> {
         let n = tasks.len();
-        if self.queue.stopping.get() {
+        let (reply, rx) = oneshot::channel();
+        if self.queue.push(Job::Finds { tasks, reply }).is_err() {
             return unavailable(n);
         }
-        let (reply, rx) = oneshot::channel();
-        self.queue
-            .jobs
-            .borrow_mut()
-            .push_back(Job::Finds { tasks, reply });
-        self.queue.wake_one();
         rx.await.unwrap_or_else(|_| unavailable(n))
     }
 
-    pub async fn open(&self, req: OpenIndexRequest) -> Result<Arc<OpenedIndex>, ErrorKind> {
-        if self.queue.stopping.get() {
+    pub(crate) async fn open(&self, req: OpenIndexRequest) -> Result<Arc<OpenedIndex>, ErrorKind> {
+        let (reply, rx) = oneshot::channel();
+        if self.queue.push(Job::Open { req, reply }).is_err() {
             return Err(ErrorKind::OpenTable);
         }
-        let (reply, rx) = oneshot::channel();
-        self.queue
-            .jobs
-            .borrow_mut()
-            .push_back(Job::Open { req, reply });
-        self.queue.wake_one();
         rx.await.unwrap_or(Err(ErrorKind::OpenTable))
     }
 
     /// Runs what is queued, then stops the runners.
-    pub async fn shut_down(&self) {
-        self.queue.stopping.set(true);
-        while self.queue.running.get() > 0 {
-            let stopped = self.queue.stopped.notified();
-            if self.queue.running.get() == 0 {
-                break;
-            }
-            for w in &self.queue.wake {
-                w.notify_one();
-            }
-            stopped.await;
-        }
+    pub(crate) async fn shut_down(&self) {
+        self.queue.shut_down().await;
     }
-}
-
-impl Queue {
-    /// Wakes the runner that went idle last, if any is idle (busy ones
-    /// look at the queue when they finish).
-    fn wake_one(&self) {
-        if let Some(r) = self.idle.borrow_mut().pop() {
-            self.wake[r].notify_one();
-        }
-    }
-}
-
-fn fail_all(tasks: &mut [ReadTask]) {
-    for t in tasks {
-        t.out.clear();
-        t.out.error(ErrorKind::Storage(ERR_UNAVAILABLE));
-    }
-}
-
-/// Answers for finds that could not run (shutting down).
-pub fn unavailable(n: usize) -> Vec<ResponseWriter> {
-    (0..n)
-        .map(|_| {
-            let mut w = ResponseWriter::new();
-            w.error(ErrorKind::Storage(ERR_UNAVAILABLE));
-            w
-        })
-        .collect()
 }
 
 /// Runner `me`: its own storage connection, made on first use.
-async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>, me: usize) {
+async fn run<B: Backend>(shared: Shared<B>, queue: Rc<JobQueue<Job>>, me: usize) {
     let mut storage: Option<B::Storage> = None;
     loop {
-        let (opens, finds) = take_batch(&queue);
-        if opens.is_empty() && finds.is_empty() {
-            if queue.stopping.get() {
+        let jobs = take_batch(&queue);
+        if jobs.is_empty() {
+            if queue.stopping() {
                 break;
             }
-            let work = queue.wake[me].notified();
-            queue.idle.borrow_mut().push(me);
             let deadline = storage.as_ref().and_then(StorageConn::idle_deadline);
-            let woken = match deadline {
-                Some(at) => {
-                    tokio::select! {
-                        _ = work => true,
-                        _ = tokio::time::sleep_until(at.into()) => false,
-                    }
-                }
-                None => {
-                    work.await;
-                    true
-                }
-            };
-            if !woken {
-                // Not picked: leave the idle stack while housekeeping.
-                queue.idle.borrow_mut().retain(|&r| r != me);
+            if !queue.idle(me, deadline).await {
                 if let Some(c) = storage.as_mut() {
                     c.release_idle().await;
                 }
@@ -184,74 +92,204 @@ async fn run<B: Backend>(shared: Shared<B>, queue: Rc<Queue>, me: usize) {
                 }
             }
         }
-        for (req, reply) in opens {
-            let result = match storage.as_mut() {
-                Some(c) => exec::open_index(c, &shared.catalog, &req).await,
-                None => Err(ErrorKind::OpenTable),
-            };
-            let _ = reply.send(result);
-        }
-        if finds.is_empty() {
-            continue;
-        }
-        let counts: Vec<usize> = finds.iter().map(|(t, _)| t.len()).collect();
-        let mut all: Vec<ReadTask> = Vec::with_capacity(counts.iter().sum());
-        let mut replies = Vec::with_capacity(finds.len());
-        for (batch, (tasks, reply)) in finds.into_iter().enumerate() {
-            // Each client's batch has its own answer bytes limit.
-            all.extend(tasks.into_iter().map(|mut t| {
-                t.batch = batch;
-                t
-            }));
-            replies.push(reply);
-        }
-        match storage.as_mut() {
-            Some(c) => exec::run_reads(c, &mut all, shared.max_response_bytes).await,
-            None => fail_all(&mut all),
-        }
-        let mut rest = all.into_iter().map(|t| t.out);
-        for (n, reply) in counts.into_iter().zip(replies) {
-            let _ = reply.send(rest.by_ref().take(n).collect());
-        }
+        run_jobs(&shared, storage.as_mut(), jobs).await;
     }
     if let Some(c) = storage.as_mut() {
         c.release_idle().await;
     }
-    queue.running.set(queue.running.get() - 1);
-    queue.stopped.notify_waiters();
+    queue.task_done();
 }
 
-type Finds = Vec<(Vec<ReadTask>, oneshot::Sender<Vec<ResponseWriter>>)>;
-type Opens = Vec<(
-    OpenIndexRequest,
-    oneshot::Sender<Result<Arc<OpenedIndex>, ErrorKind>>,
-)>;
-
 /// Takes queued jobs, up to `MAX_BATCH_FINDS` finds (a job is never split).
-fn take_batch(queue: &Queue) -> (Opens, Finds) {
-    let mut jobs = queue.jobs.borrow_mut();
-    let mut opens = Vec::new();
-    let mut finds = Vec::new();
-    let mut n = 0;
-    while let Some(job) = jobs.front() {
-        if let Job::Finds { tasks, .. } = job {
-            if n > 0 && n + tasks.len() > MAX_BATCH_FINDS {
-                break;
+fn take_batch(queue: &JobQueue<Job>) -> Vec<Job> {
+    let mut finds = 0;
+    queue.take(|job| match job {
+        Job::Open { .. } => true,
+        Job::Finds { tasks, .. } => {
+            let fits = finds == 0 || finds + tasks.len() <= MAX_BATCH_FINDS;
+            if fits {
+                finds += tasks.len();
+            }
+            fits
+        }
+    })
+}
+
+/// Runs the opens, then every find of the batch together; each job gets
+/// its own answers. Each client's finds keep their own answer bytes limit.
+async fn run_jobs<B: Backend>(
+    shared: &Shared<B>,
+    mut storage: Option<&mut B::Storage>,
+    jobs: Vec<Job>,
+) {
+    let mut all: Vec<ReadTask> = Vec::new();
+    let mut replies: Vec<(usize, oneshot::Sender<Vec<ResponseWriter>>)> = Vec::new();
+    for job in jobs {
+        match job {
+            Job::Open { req, reply } => {
+                let result = match storage.as_deref_mut() {
+                    Some(c) => exec::open_index(c, &shared.catalog, &req).await,
+                    None => Err(ErrorKind::OpenTable),
+                };
+                let _ = reply.send(result);
+            }
+            Job::Finds { tasks, reply } => {
+                let batch = replies.len();
+                replies.push((tasks.len(), reply));
+                all.extend(tasks.into_iter().map(|mut t| {
+                    t.batch = batch;
+                    t
+                }));
             }
         }
-        match jobs.pop_front() {
-            Some(Job::Open { req, reply }) => opens.push((req, reply)),
-            Some(Job::Finds { tasks, reply }) => {
-                n += tasks.len();
-                finds.push((tasks, reply));
+    }
+    if replies.is_empty() {
+        return;
+    }
+    match storage {
+        Some(c) => exec::run_reads(c, &mut all, shared.max_response_bytes).await,
+        None => {
+            let answers = unavailable(all.len());
+            for (t, answer) in all.iter_mut().zip(answers) {
+                t.out = answer;
             }
-            None => break,
         }
     }
-    // Leave the rest to a free runner.
-    if !jobs.is_empty() {
-        drop(jobs);
-        queue.wake_one();
+    let mut answers = all.into_iter().map(|t| t.out);
+    for (n, reply) in replies {
+        let _ = reply.send(answers.by_ref().take(n).collect());
     }
-    (opens, finds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::memory::MemoryStore;
+    use crate::backend::WriteBatching;
+    use crate::exec::testing::{open, read_task, store};
+    use crate::exec::Catalog;
+    use crate::metrics::Metrics;
+
+    fn shared(store: MemoryStore) -> Shared<MemoryStore> {
+        Shared {
+            backend: Arc::new(store),
+            catalog: Arc::new(Catalog::default()),
+            metrics: Metrics::new().expect("metrics"),
+            max_response_bytes: 1 << 20,
+        }
+    }
+
+    fn local<F: std::future::Future>(f: F) -> F::Output {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        tokio::task::LocalSet::new().block_on(&rt, f)
+    }
+
+    fn text(answers: &[ResponseWriter]) -> Vec<String> {
+        answers
+            .iter()
+            .map(|a| String::from_utf8_lossy(a.as_bytes()).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn each_client_gets_its_own_answers_in_order() {
+        let (store, table) = store(WriteBatching::Batched);
+        let index = open(&table, 1, 0, &[3], &[]);
+        local(async {
+            let batcher = Rc::new(ReadBatcher::start(shared(store.clone()), 1));
+            // Eight clients, each a batch of three lookups, all queued at once.
+            let clients: Vec<_> = (0..8)
+                .map(|c| {
+                    let (batcher, index) = (batcher.clone(), index.clone());
+                    tokio::task::spawn_local(async move {
+                        let keys = [1 + c % 8, 1 + (c + 3) % 8, 1 + (c + 5) % 8];
+                        let tasks = keys
+                            .iter()
+                            .map(|k| read_task(&index, &format!("1\t=\t1\t{k}")))
+                            .collect();
+                        (keys, batcher.reads(tasks).await)
+                    })
+                })
+                .collect();
+            for client in clients {
+                let (keys, answers) = client.await.expect("client");
+                let want: Vec<String> = keys.iter().map(|k| format!("0\t1\ts{k}\n")).collect();
+                assert_eq!(text(&answers), want);
+            }
+            // All eight queued before the runner (woken by the first) had
+            // its turn on the loop: one batch, one call.
+            let scans: Vec<String> = store
+                .log()
+                .into_iter()
+                .filter(|l| l.starts_with("scan"))
+                .collect();
+            assert_eq!(scans, ["scan x24"]);
+            batcher.shut_down().await;
+        });
+    }
+
+    #[test]
+    fn a_batch_takes_at_most_its_bound_and_never_splits_a_job() {
+        let (store, table) = store(WriteBatching::Batched);
+        let index = open(&table, 1, 0, &[3], &[]);
+        local(async {
+            let batcher = Rc::new(ReadBatcher::start(shared(store.clone()), 1));
+            // 5 jobs of 200 finds each, all queued at once: 400, 400, 200.
+            let jobs: Vec<_> = (0..5)
+                .map(|_| {
+                    let (batcher, index) = (batcher.clone(), index.clone());
+                    tokio::task::spawn_local(async move {
+                        let tasks = (0..200)
+                            .map(|i| read_task(&index, &format!("1\t=\t1\t{}", 1 + i % 8)))
+                            .collect();
+                        batcher.reads(tasks).await
+                    })
+                })
+                .collect();
+            for job in jobs {
+                let answers = job.await.expect("job");
+                assert_eq!(answers.len(), 200);
+                assert_eq!(text(&answers[..1]), ["0\t1\ts1\n"]);
+            }
+            let scans: Vec<String> = store
+                .log()
+                .into_iter()
+                .filter(|l| l.starts_with("scan"))
+                .collect();
+            assert_eq!(scans, ["scan x400", "scan x400", "scan x200"]);
+            batcher.shut_down().await;
+        });
+    }
+
+    #[test]
+    fn after_shutdown_finds_answer_unavailable() {
+        let (store, table) = store(WriteBatching::Batched);
+        let index = open(&table, 1, 0, &[3], &[]);
+        local(async {
+            let batcher = ReadBatcher::start(shared(store), 2);
+            let answers = batcher.reads(vec![read_task(&index, "1\t=\t1\t2")]).await;
+            assert_eq!(text(&answers), ["0\t1\ts2\n"]);
+            batcher.shut_down().await;
+            let answers = batcher.reads(vec![read_task(&index, "1\t=\t1\t2")]).await;
+            assert_eq!(text(&answers), ["1\t1\t2013\n"]);
+        });
+    }
+
+    #[test]
+    fn a_lost_link_fails_only_its_batch() {
+        let (store, table) = store(WriteBatching::Batched);
+        let index = open(&table, 1, 0, &[3], &[]);
+        local(async {
+            let batcher = ReadBatcher::start(shared(store.clone()), 1);
+            store.fail_at(1, crate::backend::memory::Fault::LostLink);
+            let answers = batcher.reads(vec![read_task(&index, "1\t=\t1\t2")]).await;
+            assert_eq!(text(&answers), ["1\t1\t2013\n"]);
+            let answers = batcher.reads(vec![read_task(&index, "1\t=\t1\t3")]).await;
+            assert_eq!(text(&answers), ["0\t1\ts3\n"]);
+            batcher.shut_down().await;
+        });
+    }
 }

@@ -3,21 +3,22 @@
 //! order on a signal. Runs on the main thread, which only accepts (see the
 //! thread map in `dispatch`).
 
+use crate::accept_backoff::AcceptBackoff;
 use crate::admission::Admission;
 use crate::backend::mysql::{MysqlBackend, MysqlSettings};
 use crate::backend::sqlite::{SqliteBackend, Synchronous};
 use crate::backend::Backend;
 use crate::config::{Config, Durability};
-use crate::connection::{ConnectionLimits, MemoryBudget};
-use crate::dispatch::{PortKind, Shared};
-use crate::event_loop::{EventLoop, Incoming, PortSettings};
+use crate::event_loop::{EventLoop, Incoming};
 use crate::exec::Catalog;
+use crate::limits::{ConnectionLimits, MemoryBudget};
 use crate::metrics::{self, Metrics};
+use crate::port::{Port, PortKind};
 use crate::secrets::Secret;
+use crate::shared::Shared;
 use crate::shutdown::{self, Shutdown};
 use anyhow::Context;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::net::TcpListener;
 
 /// MySQL connections each event loop reads through, unless --mysql-pool
@@ -140,19 +141,19 @@ async fn serve<B: Backend>(config: Config, backend: B) -> anyhow::Result<()> {
             "hsd-write",
         ),
     ] {
-        let settings = PortSettings {
+        let port = Port::new(
             kind,
-            secret,
-            limits: limits.clone(),
-            tls: tls.clone(),
-            drain: config.drain_timeout,
-        };
+            secret.as_deref(),
+            limits.clone(),
+            tls.clone(),
+            config.drain_timeout,
+        );
         let mut event_loops = Vec::new();
         for i in 0..loops.max(1) {
             event_loops.push(
                 EventLoop::spawn(
                     format!("{name}-{i}"),
-                    settings.clone(),
+                    port.clone(),
                     shared.clone(),
                     shutdown.clone(),
                 )
@@ -271,26 +272,5 @@ async fn accept_loop(
         {
             tracing::debug!(%peer, "event loop gone; dropping connection");
         }
-    }
-}
-
-/// What an accept loop does when accept fails (out of file descriptors and
-/// the like): the pending connection stays pending, so retrying at once
-/// would spin. Waits a little, and warns at most every ten seconds.
-#[derive(Default)]
-pub struct AcceptBackoff {
-    last_warning: Option<std::time::Instant>,
-}
-
-impl AcceptBackoff {
-    pub async fn failed(&mut self, error: &std::io::Error, listener: &str) {
-        let due = self
-            .last_warning
-            .is_none_or(|t| t.elapsed() >= Duration::from_secs(10));
-        if due {
-            tracing::warn!(%error, listener, "accept failed; retrying every 100 ms");
-            self.last_warning = Some(std::time::Instant::now());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

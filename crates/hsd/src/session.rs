@@ -6,42 +6,17 @@
 //! business (`dispatch`).
 
 use crate::backend::{Backend, OpenedIndex};
-use crate::dispatch::{Dispatcher, PortKind};
-use crate::exec::write::WriteOp;
-use crate::exec::{ReadTask, WriteTask};
-use crate::metrics::Metrics;
+use crate::dispatch::Dispatcher;
+use crate::exec::{ReadTask, WriteOp, WriteTask};
+use crate::port::{Port, PortKind};
 use hs_proto::{
     parse_request, AuthRequest, ErrorKind, ExecRequest, IndexOperation, OpenIndexRequest, Request,
     ResponseWriter, MAX_INDEX_ID,
 };
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
-use subtle::ConstantTimeEq;
-
-/// What every connection of one port shares.
-pub struct PortContext {
-    pub kind: PortKind,
-    pub secret: Option<Vec<u8>>,
-    pub metrics: Arc<Metrics>,
-    /// SHA-256 of the secret (of the empty secret on a port without one),
-    /// computed once: an `A` then costs the same whatever the secret.
-    secret_digest: [u8; 32],
-}
-
-impl PortContext {
-    pub fn new(kind: PortKind, secret: Option<Vec<u8>>, metrics: Arc<Metrics>) -> PortContext {
-        let secret_digest = Sha256::digest(secret.as_deref().unwrap_or_default()).into();
-        PortContext {
-            kind,
-            secret,
-            metrics,
-            secret_digest,
-        }
-    }
-}
 
 /// Opened indexes by id: a vector for the small ids clients use, a bounded
 /// map beyond, so a hostile id cannot make us allocate.
@@ -91,21 +66,30 @@ impl IndexTable {
     }
 }
 
-/// Requests read but not run yet: all finds or all writes.
-enum Pending {
-    None,
+/// Requests read but not run yet, which travel to storage together: all
+/// finds or all writes.
+enum Batch {
     Reads(Vec<ReadTask>),
     Writes(Vec<WriteTask>),
 }
 
+impl Batch {
+    fn len(&self) -> usize {
+        match self {
+            Batch::Reads(t) => t.len(),
+            Batch::Writes(t) => t.len(),
+        }
+    }
+}
+
 pub struct Session<B: Backend> {
-    port: Rc<PortContext>,
+    port: Rc<Port>,
     dispatcher: Rc<Dispatcher<B>>,
     /// Set by a successful `A`, cleared by a failed one; only consulted when
     /// the port has a secret.
     authorized: bool,
     indexes: IndexTable,
-    pending: Pending,
+    pending: Option<Batch>,
     pending_since: Option<Instant>,
     /// Rows the pending batch may answer with (sum of its limits).
     pending_rows: u64,
@@ -131,13 +115,13 @@ const MAX_PENDING_ROWS: u64 = 4096;
 const MAX_PENDING_REQUESTS: usize = 128;
 
 impl<B: Backend> Session<B> {
-    pub fn new(port: Rc<PortContext>, dispatcher: Rc<Dispatcher<B>>) -> Self {
+    pub fn new(port: Rc<Port>, dispatcher: Rc<Dispatcher<B>>) -> Self {
         Session {
             port,
             dispatcher,
             authorized: false,
             indexes: IndexTable::default(),
-            pending: Pending::None,
+            pending: None,
             pending_since: None,
             pending_rows: 0,
             auth_failures: 0,
@@ -178,15 +162,15 @@ impl<B: Backend> Session<B> {
     /// Whether requests other than `A` may run: always on a port without a
     /// secret, after a successful `A` on one with.
     fn may_run(&self) -> bool {
-        self.port.secret.is_none() || self.authorized
+        !self.port.has_secret() || self.authorized
     }
 
     fn answer_error(&self, command: &str, kind: ErrorKind, out: &mut Vec<u8>) {
         let mut w = ResponseWriter::new();
         w.error(kind);
         out.extend_from_slice(w.as_bytes());
-        self.port
-            .metrics
+        self.dispatcher
+            .metrics()
             .requests
             .with_label_values(&[command, kind.label()])
             .inc();
@@ -200,19 +184,15 @@ impl<B: Backend> Session<B> {
         if req.auth_type != b"1" {
             return self.answer_error("auth", ErrorKind::AuthType, out);
         }
-        // Digests of equal length, compared in constant time: how long the
-        // comparison takes tells nothing about the secret, not even its
-        // length.
-        let given = Sha256::digest(&req.secret);
-        let ok = bool::from(self.port.secret_digest.ct_eq(given.as_slice()));
+        let ok = self.port.secret_matches(&req.secret);
         self.authorized = ok;
-        if !ok && self.port.secret.is_some() {
+        if !ok && self.port.has_secret() {
             self.auth_failures += 1;
         }
         if ok {
             out.extend_from_slice(b"0\t1\n");
-            self.port
-                .metrics
+            self.dispatcher
+                .metrics()
                 .requests
                 .with_label_values(&["auth", "ok"])
                 .inc();
@@ -234,8 +214,8 @@ impl<B: Backend> Session<B> {
         match result.and_then(|index| self.indexes.set(id, index)) {
             Ok(()) => {
                 out.extend_from_slice(b"0\t1\n");
-                self.port
-                    .metrics
+                self.dispatcher
+                    .metrics()
                     .requests
                     .with_label_values(&["open_index", "ok"])
                     .inc();
@@ -293,52 +273,51 @@ impl<B: Backend> Session<B> {
             self.flush(out).await;
             return self.answer_error("exec", kind, out);
         }
-        let write = match op {
-            IndexOperation::Find(find) if find.modify.is_none() => {
-                if matches!(self.pending, Pending::Writes(_)) {
-                    self.flush(out).await;
-                }
-                self.pending_since.get_or_insert_with(Instant::now);
-                self.pending_rows += u64::from(find.effective_limit());
-                let task = ReadTask::new(index, find);
-                let count = match &mut self.pending {
-                    Pending::Reads(tasks) => {
-                        tasks.push(task);
-                        tasks.len()
-                    }
-                    _ => {
-                        self.pending = Pending::Reads(vec![task]);
-                        1
-                    }
-                };
-                if self.pending_rows >= MAX_PENDING_ROWS || count >= MAX_PENDING_REQUESTS {
-                    self.flush(out).await;
-                }
-                return;
-            }
-            IndexOperation::Find(find) => WriteOp::Modify(find),
-            IndexOperation::Insert(ins) => WriteOp::Insert(ins),
+        let (rows, request) = match op {
+            IndexOperation::Find(find) if find.modify.is_none() => (
+                find.effective_limit(),
+                Batch::Reads(vec![ReadTask::new(index, find)]),
+            ),
+            IndexOperation::Find(find) => (
+                find.effective_limit(),
+                Batch::Writes(vec![WriteTask {
+                    index,
+                    op: WriteOp::Modify(find),
+                }]),
+            ),
+            IndexOperation::Insert(ins) => (
+                1,
+                Batch::Writes(vec![WriteTask {
+                    index,
+                    op: WriteOp::Insert(ins),
+                }]),
+            ),
             IndexOperation::Sql => return,
         };
-        if matches!(self.pending, Pending::Reads(_)) {
+        self.queue(request, rows, out).await;
+    }
+
+    /// Adds a request to the pending batch (running the batch first when
+    /// it is of the other kind), and runs the batch once it is big enough.
+    async fn queue(&mut self, request: Batch, rows: u32, out: &mut Vec<u8>) {
+        let apart = match (&mut self.pending, request) {
+            (Some(Batch::Reads(tasks)), Batch::Reads(mut more)) => {
+                tasks.append(&mut more);
+                None
+            }
+            (Some(Batch::Writes(tasks)), Batch::Writes(mut more)) => {
+                tasks.append(&mut more);
+                None
+            }
+            (_, request) => Some(request),
+        };
+        if let Some(request) = apart {
             self.flush(out).await;
+            self.pending = Some(request);
         }
         self.pending_since.get_or_insert_with(Instant::now);
-        self.pending_rows += match &write {
-            WriteOp::Modify(find) => u64::from(find.effective_limit()),
-            WriteOp::Insert(_) => 1,
-        };
-        let task = WriteTask::new(index, write);
-        let count = match &mut self.pending {
-            Pending::Writes(tasks) => {
-                tasks.push(task);
-                tasks.len()
-            }
-            _ => {
-                self.pending = Pending::Writes(vec![task]);
-                1
-            }
-        };
+        self.pending_rows += u64::from(rows);
+        let count = self.pending.as_ref().map_or(0, Batch::len);
         if self.pending_rows >= MAX_PENDING_ROWS || count >= MAX_PENDING_REQUESTS {
             self.flush(out).await;
         }
@@ -348,13 +327,13 @@ impl<B: Backend> Session<B> {
     pub async fn flush(&mut self, out: &mut Vec<u8>) {
         let started = self.pending_since.take();
         self.pending_rows = 0;
-        match std::mem::replace(&mut self.pending, Pending::None) {
-            Pending::None => {}
-            Pending::Reads(tasks) => {
+        match self.pending.take() {
+            None => {}
+            Some(Batch::Reads(tasks)) => {
                 let answers = self.dispatcher.reads(tasks).await;
                 self.collect(true, &answers, out, started);
             }
-            Pending::Writes(tasks) => {
+            Some(Batch::Writes(tasks)) => {
                 let n = tasks.len();
                 match self.dispatcher.writes(tasks).await {
                     Some(answers) => self.collect(false, &answers, out, started),
@@ -375,22 +354,40 @@ impl<B: Backend> Session<B> {
         started: Option<Instant>,
     ) {
         let elapsed = started.map(|s| s.elapsed().as_secs_f64());
-        let m = &self.port.metrics;
+        let m = self.dispatcher.metrics();
         let (ok, err) = if find {
             (&m.find_ok, &m.find_error)
         } else {
             (&m.write_ok, &m.write_error)
         };
         for r in answers {
-            if r.as_bytes().first() == Some(&b'0') {
-                ok.inc();
-            } else {
+            if r.is_error() {
                 err.inc();
+            } else {
+                ok.inc();
             }
             if let Some(e) = elapsed {
                 m.latency.observe(e);
             }
             out.extend_from_slice(r.as_bytes());
         }
+    }
+}
+
+impl<B: Backend> crate::connection::LineHandler for Session<B> {
+    async fn handle_line(&mut self, line: &[u8], out: &mut Vec<u8>) {
+        Session::handle_line(self, line, out).await;
+    }
+
+    async fn flush(&mut self, out: &mut Vec<u8>) {
+        Session::flush(self, out).await;
+    }
+
+    fn is_authenticated(&self) -> bool {
+        Session::is_authenticated(self)
+    }
+
+    fn must_close(&self) -> bool {
+        Session::must_close(self)
     }
 }

@@ -17,11 +17,14 @@ use crate::store::Store;
 use hs_proto::{parse_request, Request};
 use hsd::admission::Admission;
 use hsd::backend::sqlite::{SqliteBackend, Synchronous};
-use hsd::connection::{self, Close, ConnectionLimits, MemoryBudget};
-use hsd::dispatch::{Dispatcher, PortKind, Shared};
+use hsd::connection::{self, Close};
+use hsd::dispatch::Dispatcher;
 use hsd::exec::Catalog;
+use hsd::limits::{ConnectionLimits, MemoryBudget};
 use hsd::metrics::Metrics;
-use hsd::session::{PortContext, Session};
+use hsd::port::{Port, PortKind};
+use hsd::session::Session;
+use hsd::shared::Shared;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -30,9 +33,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const SECRET: &[u8] = b"s3cret";
 const SMALL_LINE_LIMIT: usize = 1024;
 
-/// One port's context and its event loop's dispatcher.
-struct Port {
-    context: Rc<PortContext>,
+/// One port and its event loop's dispatcher.
+struct Endpoint {
+    port: Rc<Port>,
+    /// Whether the port has a secret.
+    secret: bool,
     dispatcher: Rc<Dispatcher<SqliteBackend>>,
 }
 
@@ -41,7 +46,7 @@ struct World {
     runtime: tokio::runtime::Runtime,
     local: tokio::task::LocalSet,
     /// Indexed by the input's low two bits.
-    ports: Vec<Port>,
+    ports: Vec<Endpoint>,
     store: RefCell<Store>,
     _dir: tempfile::TempDir,
 }
@@ -72,12 +77,16 @@ impl World {
                     } else {
                         PortKind::Read
                     };
-                    Port {
-                        context: Rc::new(PortContext::new(
+                    let secret = flags & 2 != 0;
+                    Endpoint {
+                        port: Rc::new(Port::new(
                             kind,
-                            (flags & 2 != 0).then(|| SECRET.to_vec()),
-                            shared.metrics.clone(),
+                            secret.then_some(SECRET),
+                            limits(1 << 20),
+                            None,
+                            std::time::Duration::from_secs(1),
                         )),
+                        secret,
                         dispatcher: match kind {
                             PortKind::Read => read.clone(),
                             PortKind::Write => write.clone(),
@@ -120,9 +129,8 @@ pub fn run(data: &[u8]) {
 
         let wrote = w.store.borrow().data_version() != version_before;
         if wrote {
-            let ctx = &port.context;
             let may_write =
-                ctx.kind == PortKind::Write && (ctx.secret.is_none() || sends_secret(input));
+                port.port.kind == PortKind::Write && (!port.secret || sends_secret(input));
             assert!(may_write, "data changed through a port that may not write");
             w.store.borrow_mut().reset();
         }
@@ -131,25 +139,17 @@ pub fn run(data: &[u8]) {
 
 /// Runs hsd's connection loop on `input` as one client; returns everything
 /// hsd sent back and why the connection ended.
-async fn one_connection(port: &Port, input: &[u8], max_line: usize) -> (Vec<u8>, Close) {
+async fn one_connection(port: &Endpoint, input: &[u8], max_line: usize) -> (Vec<u8>, Close) {
     let (client, server) = tokio::io::duplex(16 * 1024);
     let (mut rd, mut wr) = tokio::io::split(client);
     // The trigger must outlive the connection: dropping it means shutdown.
     let (trigger, shutdown) = hsd::shutdown::channel();
-    let limits = ConnectionLimits {
-        max_line,
-        idle_timeout: None,
-        line_timeout: None,
-        auth_timeout: None,
-        input_budget: Arc::new(MemoryBudget::new(64 << 20)),
-        output_budget: Arc::new(MemoryBudget::new(64 << 20)),
-    };
-    let session = Session::new(port.context.clone(), port.dispatcher.clone());
+    let session = Session::new(port.port.clone(), port.dispatcher.clone());
     let place = Admission::new(1)
-        .welcome(port.context.kind)
+        .welcome(port.port.kind)
         .await
         .expect("an empty admission has room");
-    let serve = connection::serve(server, session, limits, place, shutdown);
+    let serve = connection::serve(server, session, limits(max_line), place, shutdown);
     let send = async {
         let _ = wr.write_all(input).await;
         let _ = wr.shutdown().await;
@@ -162,6 +162,17 @@ async fn one_connection(port: &Port, input: &[u8], max_line: usize) -> (Vec<u8>,
     let ((), out, close) = tokio::join!(send, receive, serve);
     drop(trigger);
     (out, close)
+}
+
+fn limits(max_line: usize) -> ConnectionLimits {
+    ConnectionLimits {
+        max_line,
+        idle_timeout: None,
+        line_timeout: None,
+        auth_timeout: None,
+        input_budget: Arc::new(MemoryBudget::new(64 << 20)),
+        output_budget: Arc::new(MemoryBudget::new(64 << 20)),
+    }
 }
 
 fn check_responses(input: &[u8], out: &[u8], close: Close, max_line: usize) {

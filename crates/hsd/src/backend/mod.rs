@@ -5,6 +5,8 @@
 //! comparison (keys, filters, collations, NULL order) is expressed in SQL and
 //! done by the database, never in Rust. Backends know nothing about sockets.
 
+#[cfg(test)]
+pub(crate) mod memory;
 pub mod mysql;
 pub mod scan_sql;
 pub mod sqlite;
@@ -76,7 +78,7 @@ impl StorageError {
 
 /// A table's columns and indexes, with the SQL fragments the backend needs to
 /// address them. Built once per table by `StorageConn::describe` and shared.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableMeta {
     pub db: String,
     pub name: String,
@@ -92,7 +94,7 @@ pub struct TableMeta {
     pub has_autoincrement: bool,
 }
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ColumnMeta {
     pub name: String,
     /// The column quoted as an identifier.
@@ -172,7 +174,7 @@ pub enum ColumnKind {
     },
 }
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexMeta {
     /// `PRIMARY` for the primary key.
     pub name: String,
@@ -242,40 +244,54 @@ pub struct RowInsert<'a> {
     pub explicit_id: bool,
 }
 
-/// One change to a row found before (by its locator), for
-/// `StorageConn::write_rows`.
+/// One change of one row, for `StorageConn::write_rows`.
 #[derive(Debug, Clone, Copy)]
-pub enum RowWrite<'a> {
-    Update {
-        table: &'a TableMeta,
-        locator: &'a [Value],
-        columns: &'a [usize],
-        values: &'a [WriteValue<'a>],
-    },
-    Delete {
-        table: &'a TableMeta,
-        locator: &'a [Value],
+pub struct RowWrite<'a> {
+    pub table: &'a TableMeta,
+    pub target: RowTarget<'a>,
+    pub change: Change<'a>,
+}
+
+/// Which row a `RowWrite` changes.
+#[derive(Debug, Clone, Copy)]
+pub enum RowTarget<'a> {
+    /// The row read before, named by its locator values.
+    Locator(&'a [Value]),
+    /// The one row that the whole key of a unique index finds (one value
+    /// per key column, none NULL, each in the form the column stores it:
+    /// `values::is_stored_form`), found and changed by one statement
+    /// without reading it first. Planned only for a connection whose
+    /// `write_batching` is `Batched`.
+    Key {
+        index: &'a OpenedIndex,
+        keys: &'a [Option<&'a [u8]>],
     },
 }
 
-/// A change of the one row that the whole key of a unique index finds, for
-/// `StorageConn::write_by_keys`: made without reading the row first.
 #[derive(Debug, Clone, Copy)]
-pub struct KeyedWrite<'a> {
-    pub index: &'a OpenedIndex,
-    /// One value per key column, none NULL.
-    pub keys: &'a [Option<&'a [u8]>],
-    pub change: KeyedChange<'a>,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub enum KeyedChange<'a> {
-    /// Set these table columns (at least one) to these values.
+pub enum Change<'a> {
+    /// Set these table columns to these values (none: the row is found
+    /// and counted, nothing is written).
     Update {
         columns: &'a [usize],
         values: &'a [WriteValue<'a>],
     },
     Delete,
+}
+
+/// How a storage connection takes a group's writes. The executor plans
+/// each write once either way (`exec::plan`); this only decides how many
+/// go to the connection at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteBatching {
+    /// One write at a time: a statement is a function call (the embedded
+    /// store).
+    OneAtATime,
+    /// Every statement is a round trip: runs of alike writes go together
+    /// (rows read by one `scan_many`, inserted by one `insert_rows`,
+    /// changed by one `write_rows`), and a `U`/`D` by the whole key of a
+    /// unique index is made by key (`RowTarget::Key`) without a read.
+    Batched,
 }
 
 /// An index opened with `P`: which table, index, returned and filter columns.
@@ -423,83 +439,19 @@ pub trait StorageConn {
         visit: &mut RowVisitor<'_>,
     ) -> Result<(), StorageError>;
 
-    /// Inserts one row; returns the auto-increment id when the table has one.
-    async fn insert(
-        &mut self,
-        table: &TableMeta,
-        columns: &[usize],
-        values: &[Option<&[u8]>],
-    ) -> Result<Option<u64>, StorageError>;
+    /// How this connection takes a group's writes.
+    fn write_batching(&self) -> WriteBatching;
 
-    /// Sets `columns` to `values` on the row with this locator.
-    async fn update(
-        &mut self,
-        table: &TableMeta,
-        locator: &[Value],
-        columns: &[usize],
-        values: &[WriteValue<'_>],
-    ) -> Result<(), StorageError>;
-
-    async fn delete(&mut self, table: &TableMeta, locator: &[Value]) -> Result<(), StorageError>;
-
-    /// Whether a write group should hand this connection its writes in
-    /// batches (`insert_rows`, `write_rows`, the rows of several single-row
-    /// modifies read by one `scan_many`): worth it where every statement is
-    /// a round trip to a server.
-    fn batches_writes(&self) -> bool {
-        false
-    }
-
-    /// Inserts rows in order; one result per row, as `insert` gives it.
-    /// A backend may send them as few statements.
+    /// Inserts rows in order; one result per row: the auto-increment id
+    /// when the table has one. A backend may send them as few statements.
     async fn insert_rows(
         &mut self,
         rows: &[RowInsert<'_>],
-    ) -> Vec<Result<Option<u64>, StorageError>> {
-        let mut results = Vec::with_capacity(rows.len());
-        for r in rows {
-            results.push(self.insert(r.table, r.columns, r.values).await);
-        }
-        results
-    }
+    ) -> Vec<Result<Option<u64>, StorageError>>;
 
-    /// Applies changes to distinct rows in order; one result per change. A
-    /// backend may send them as few statements.
-    async fn write_rows(&mut self, writes: &[RowWrite<'_>]) -> Vec<Result<(), StorageError>> {
-        let mut results = Vec::with_capacity(writes.len());
-        for w in writes {
-            results.push(match *w {
-                RowWrite::Update {
-                    table,
-                    locator,
-                    columns,
-                    values,
-                } => self.update(table, locator, columns, values).await,
-                RowWrite::Delete { table, locator } => self.delete(table, locator).await,
-            });
-        }
-        results
-    }
-
-    /// Whether `write_by_keys` can make this change as the read-then-write
-    /// path would: the key compares in SQL exactly as a lookup finds it.
-    fn can_write_by_key(&self, _write: &KeyedWrite<'_>) -> bool {
-        false
-    }
-
-    /// Makes each change with one statement, in order; one result per
-    /// change: how many rows it found (0 or 1). Only for changes
-    /// `can_write_by_key` accepted.
-    async fn write_by_keys(&mut self, writes: &[KeyedWrite<'_>]) -> Vec<Result<u64, StorageError>> {
-        writes
-            .iter()
-            .map(|_| {
-                Err(StorageError::Unavailable(
-                    "this backend reads rows before changing them".into(),
-                ))
-            })
-            .collect()
-    }
+    /// Applies changes in order; one result per change: how many rows its
+    /// target found (0 or 1). A backend may send them as few statements.
+    async fn write_rows(&mut self, writes: &[RowWrite<'_>]) -> Vec<Result<u64, StorageError>>;
 
     /// Starts the transaction a group of writes shares.
     async fn begin(&mut self) -> Result<(), StorageError>;

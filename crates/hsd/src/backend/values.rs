@@ -587,9 +587,60 @@ pub fn modify_amount(s: &[u8]) -> i64 {
     n
 }
 
+/// Whether `key` is written exactly as a column of `kind` stores it (an
+/// integer without sign or zero padding, text and bytes within the
+/// column's length), so that comparing it with the column in SQL finds
+/// what storing it first (as the plugin and `HANDLER` do) finds. Only such
+/// keys may be grouped or written by key.
+pub fn is_stored_form(kind: &super::ColumnKind, key: &[u8]) -> bool {
+    match kind {
+        super::ColumnKind::Integer { min, max } => {
+            let digits = key.strip_prefix(b"-").unwrap_or(key);
+            if digits.is_empty()
+                || digits.len() > 20
+                || !digits.iter().all(u8::is_ascii_digit)
+                || (digits.len() > 1 && digits[0] == b'0')
+                || key == b"-0"
+            {
+                return false;
+            }
+            std::str::from_utf8(key)
+                .ok()
+                .and_then(|s| s.parse::<i128>().ok())
+                .is_some_and(|n| n >= *min && n <= *max)
+        }
+        super::ColumnKind::Text { charset, max_chars } => {
+            let chars = if charset.starts_with("utf8") {
+                match std::str::from_utf8(key) {
+                    Ok(s) => s.chars().count() as u64,
+                    Err(_) => return false,
+                }
+            } else if charset == "latin1" || charset == "ascii" {
+                key.len() as u64
+            } else {
+                return false;
+            };
+            chars <= *max_chars
+        }
+        super::ColumnKind::Bytes { max_len, fixed } => {
+            let n = key.len() as u64;
+            if *fixed {
+                n == *max_len
+            } else {
+                n <= *max_len
+            }
+        }
+        super::ColumnKind::Temporal { .. }
+        | super::ColumnKind::Year
+        | super::ColumnKind::Enum { .. }
+        | super::ColumnKind::Other { .. } => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::ColumnKind;
 
     const I64: (i128, i128) = (i64::MIN as i128, i64::MAX as i128);
 
@@ -801,5 +852,37 @@ mod tests {
         assert_eq!(modify_amount(b"x"), 0);
         assert_eq!(modify_amount(b"12.9"), 12);
         assert_eq!(modify_amount(b"9223372036854775808"), i64::MIN);
+    }
+    #[test]
+    fn keys_in_stored_form() {
+        let int = ColumnKind::Integer {
+            min: -128,
+            max: 127,
+        };
+        for ok in ["0", "127", "-128", "5"] {
+            assert!(is_stored_form(&int, ok.as_bytes()), "{ok}");
+        }
+        for no in ["", "-", "-0", "007", "128", "-129", "1a", " 1", "+1", "1.0"] {
+            assert!(!is_stored_form(&int, no.as_bytes()), "{no}");
+        }
+        let text = ColumnKind::Text {
+            charset: "utf8mb4".into(),
+            max_chars: 3,
+        };
+        assert!(is_stored_form(&text, "aé€".as_bytes()));
+        assert!(!is_stored_form(&text, b"abcd"));
+        assert!(!is_stored_form(&text, b"\xff"));
+        let bin = ColumnKind::Bytes {
+            max_len: 4,
+            fixed: true,
+        };
+        assert!(is_stored_form(&bin, b"abcd") && !is_stored_form(&bin, b"abc"));
+        assert!(!is_stored_form(
+            &ColumnKind::Other {
+                cast: None,
+                unsigned: false
+            },
+            b"2020-01-01"
+        ));
     }
 }

@@ -2,20 +2,25 @@
 //!
 //! `open` resolves a `P` against a table's metadata; `find` runs find
 //! requests, grouping every scan of a batch into one `scan_many` call so a
-//! backend can answer many lookups with one statement; `write` runs inserts and
-//! find-and-modify inside the transaction its caller opened. It is generic
+//! backend can answer many lookups with one statement; `write` runs a
+//! group's inserts and find-and-modify inside the transaction its caller
+//! opened, each planned once (`plan`), alone or batched (`write_batch`),
+//! with the row-level meaning of a modify in `modify`. It is generic
 //! over the storage connection and runs on the event loop that owns it:
 //! on the embedded store it never suspends, on MySQL it awaits the server.
 
 pub mod find;
+mod modify;
 pub mod open;
+mod plan;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod write;
-pub mod write_batch;
+mod write_batch;
 
 pub use find::{run_reads, ReadTask};
 pub use open::{open_index, Catalog};
-pub use write::{run_write, WriteOutcome, WriteTask};
-pub use write_batch::run_batched;
+pub use write::{run_writes, WriteOp, WriteOutcome, WriteTask};
 
 use crate::backend::{FilterMode, FilterVerdict, OpenedIndex, ResolvedFilter, Scan, StorageError};
 use hs_proto::{ErrorKind, FilterKind, FindRequest};

@@ -1,312 +1,222 @@
-//! A write group on a backend where every statement is a round trip
-//! (`StorageConn::batches_writes`, MySQL): consecutive inserts go to the
-//! backend as one `insert_rows`, consecutive single-row modifies read and
-//! lock their rows with one `scan_many` and change them with one
-//! `write_rows`. Each write means exactly what `write.rs` makes of it alone;
-//! only the number of round trips changes. Anything else runs alone through
-//! `run_write`, in order.
+//! A group's planned writes on a connection that batches them
+//! (`WriteBatching::Batched`, MySQL): runs of alike writes go to storage
+//! together, and each means exactly what it means alone (`write::run_one`);
+//! only the number of round trips changes.
 //!
-//! Before both, a `U` or `D` without `?` or filters by the whole key of a
-//! unique index (the commonest write after inserts) needs no read at all on
-//! a backend that can find the row itself (`StorageConn::can_write_by_key`):
-//! alone or with one more, each becomes one statement, and the row count it
-//! reports is the answer (more of them go the read-and-merge way, which is
-//! fewer statements).
-//!
-//! Modifies are batched only while running them together cannot differ from
-//! running them one after another: their rows were read before any of them
-//! changed, so a batch ends before a modify that found a row an earlier one
-//! of the batch found, and after a modify that changed a column some later
-//! modify of the batch looks its row up by.
+//! - A `U` or `D` without `?` or filters by the whole key of a unique index
+//!   (the commonest write after inserts) needs no read: alone or with one
+//!   more, each is one statement by key, and the rows it found are the
+//!   answer. Longer runs go the read-and-change way below, which is fewer
+//!   statements.
+//! - Consecutive inserts: one `insert_rows`.
+//! - Consecutive modifies that read one row at most: their rows are read
+//!   and locked by one `scan_many` and changed by one `write_rows`. This
+//!   is only done while running them together cannot differ from running
+//!   them one after another: their rows were read before any of them
+//!   changed, so a batch ends before a modify that found a row an earlier
+//!   one of the batch found, and after a modify that changed a column some
+//!   later modify of the batch looks its row up by.
+//! - Anything else runs alone, in order.
 
-use super::write::{
-    answer_bytes, answer_insert, plan_insert, row_change, settle, update_values, Before, InsertRow,
-    RowChange, WriteFailure, WriteOp, WriteOutcome, WriteTask,
-};
-use super::{prepare_find, RowCounter, RowDecision};
+use super::modify::{row_change, Before, ModifyAnswer, RowChange};
+use super::plan::{ModifyPlan, WritePlan};
+use super::write::{answer_insert, run_one, settle, WriteFailure, WriteOutcome};
+use super::{RowCounter, RowDecision};
 use crate::backend::{
-    FilterVerdict, KeyedChange, KeyedWrite, RowInsert, RowView, RowWrite, Scan, ScanStep,
-    StorageConn,
+    FilterMode, FilterVerdict, RowInsert, RowTarget, RowView, RowWrite, Scan, ScanStep,
+    StorageConn, StorageError,
 };
-use hs_proto::{FindOp, FindRequest, ModifyOp, Value};
+use hs_proto::{ResponseWriter, Value};
 use std::collections::HashSet;
 
-/// The longest run of keyed writes sent as one statement each: a longer run
-/// costs fewer statements as one locking read and one merged UPDATE
+/// The longest run of writes by key sent as one statement each: a longer
+/// run costs fewer statements as one locking read and one merged UPDATE
 /// (measured: 64 single UPDATEs per group ran at a third of the merged
 /// pair's rate).
-const KEYED_RUN_MAX: usize = 2;
+const BY_KEY_RUN_MAX: usize = 2;
 
-/// Runs `tasks` in order; one outcome per task.
-pub async fn run_batched<C: StorageConn>(
+/// Runs `plans` in order; one outcome per plan.
+pub(super) async fn run_batched<C: StorageConn>(
     storage: &mut C,
-    tasks: &mut [&mut WriteTask],
+    plans: &[WritePlan<'_>],
+    max_answer: usize,
 ) -> Vec<WriteOutcome> {
-    let mut outcomes = Vec::with_capacity(tasks.len());
+    let mut outcomes = Vec::with_capacity(plans.len());
     let mut i = 0;
-    while i < tasks.len() {
-        let end = run_of(tasks, i, |t| keyed_write(&*storage, t));
-        if end > i && end - i <= KEYED_RUN_MAX {
-            outcomes.extend(keyed_batch(storage, &mut tasks[i..end]).await);
+    while i < plans.len() {
+        let end = run_of(plans, i, |m| m.by_key.is_some());
+        if end > i && end - i <= BY_KEY_RUN_MAX {
+            outcomes.extend(by_key_batch(storage, &plans[i..end]).await);
             i = end;
             continue;
         }
-        let end = run_of(tasks, i, |t| matches!(t.op, WriteOp::Insert(_)));
+        let end = run_of_inserts(plans, i);
         if end > i + 1 {
-            outcomes.extend(insert_batch(storage, &mut tasks[i..end]).await);
+            outcomes.extend(insert_batch(storage, &plans[i..end]).await);
             i = end;
             continue;
         }
-        let end = run_of(tasks, i, |t| single_row_modify(t).is_some());
+        let end = run_of(plans, i, |m| m.one_row);
         if end > i + 1 {
-            let (done, mut results) = modify_batch(storage, &mut tasks[i..end]).await;
+            let (done, mut results) = one_row_batch(storage, &plans[i..end], max_answer).await;
             outcomes.append(&mut results);
             i += done;
             continue;
         }
-        outcomes.push(super::run_write(storage, tasks[i]).await);
+        outcomes.push(run_one(storage, &plans[i], max_answer).await);
         i += 1;
     }
     outcomes
 }
 
-/// The end of the run of tasks from `start` that `fits`.
-fn run_of(tasks: &[&mut WriteTask], start: usize, fits: impl Fn(&WriteTask) -> bool) -> usize {
+/// The end of the run of modifies from `start` that `fits`.
+fn run_of(plans: &[WritePlan<'_>], start: usize, fits: impl Fn(&ModifyPlan<'_>) -> bool) -> usize {
     let mut end = start;
-    while end < tasks.len() && fits(tasks[end]) {
+    while end < plans.len() && matches!(&plans[end], WritePlan::Modify(m) if fits(m)) {
         end += 1;
     }
     end
 }
 
-async fn insert_batch<C: StorageConn>(
-    storage: &mut C,
-    tasks: &mut [&mut WriteTask],
-) -> Vec<WriteOutcome> {
-    let planned: Vec<InsertRow<'_>> = tasks
-        .iter()
-        .filter_map(|t| match &t.op {
-            WriteOp::Insert(req) => Some(plan_insert(&t.index, req)),
-            WriteOp::Modify(_) => None,
-        })
-        .collect();
-    if planned.len() != tasks.len() {
-        // Not a run of inserts after all: one at a time.
-        drop(planned);
-        let mut outcomes = Vec::with_capacity(tasks.len());
-        for t in tasks.iter_mut() {
-            outcomes.push(super::run_write(storage, t).await);
-        }
-        return outcomes;
+fn run_of_inserts(plans: &[WritePlan<'_>], start: usize) -> usize {
+    let mut end = start;
+    while end < plans.len() && matches!(plans[end], WritePlan::Insert(_)) {
+        end += 1;
     }
-    let rows: Vec<RowInsert<'_>> = tasks
-        .iter()
-        .zip(&planned)
-        .map(|(t, p)| RowInsert {
-            table: &t.index.table,
-            columns: &p.columns,
-            values: &p.values,
-            explicit_id: p.explicit_id,
-        })
-        .collect();
-    let results = storage.insert_rows(&rows).await;
-    let mut answers = Vec::with_capacity(tasks.len());
-    for (p, result) in planned.iter().zip(results) {
-        let mut out = hs_proto::ResponseWriter::new();
-        let result = result.map(|id| answer_insert(p, id, &mut out));
-        answers.push((out, result));
-    }
-    drop(rows);
-    drop(planned);
-    tasks
-        .iter_mut()
-        .zip(answers)
-        .map(|(t, (out, result))| {
-            t.out = out;
-            settle(t, result.map_err(WriteFailure::from))
-        })
-        .collect()
+    end
 }
 
-/// A `U`/`D` (no `?`, filter or IN) by `=` on the whole key of a unique
-/// index, with offset 0, that `conn` can make without reading the row.
-fn keyed_write<C: StorageConn>(storage: &C, task: &WriteTask) -> bool {
-    let Some(req) = single_row_modify(task) else {
-        return false;
-    };
-    let Some(spec) = req.modify.as_ref() else {
-        return false;
-    };
-    let plain = !spec.returning
-        && req.filters.is_empty()
-        && req.offset == 0
-        && matches!(spec.op, Some(ModifyOp::Update | ModifyOp::Delete));
-    if !plain {
-        return false;
-    }
-    let Ok(prepared) = prepare_find(&task.index, req) else {
-        return false;
-    };
-    let (columns, values) = update_values(&task.index, spec);
-    let change = match spec.op {
-        Some(ModifyOp::Update) if !columns.is_empty() => KeyedChange::Update {
-            columns: &columns,
-            values: &values,
-        },
-        Some(ModifyOp::Delete) => KeyedChange::Delete,
-        _ => return false,
-    };
-    storage.can_write_by_key(&KeyedWrite {
-        index: &task.index,
-        keys: &prepared.keys,
-        change,
+/// The modify plans of a run (`run_of` made sure they all are).
+fn modifies<'p, 't>(plans: &'p [WritePlan<'t>]) -> impl Iterator<Item = &'p ModifyPlan<'t>> {
+    plans.iter().filter_map(|p| match p {
+        WritePlan::Modify(m) => Some(m),
+        _ => None,
     })
 }
 
-/// Runs a run of keyed writes (see `keyed_write`): one statement each,
-/// sent together; each answered with the rows its statement found.
-async fn keyed_batch<C: StorageConn>(
+async fn insert_batch<C: StorageConn>(
     storage: &mut C,
-    tasks: &mut [&mut WriteTask],
+    plans: &[WritePlan<'_>],
 ) -> Vec<WriteOutcome> {
-    let mut planned = Vec::with_capacity(tasks.len());
-    for t in tasks.iter() {
-        let WriteOp::Modify(req) = &t.op else {
-            planned.push(None);
-            continue;
-        };
-        let (Some(spec), Ok(prepared)) = (req.modify.as_ref(), prepare_find(&t.index, req)) else {
-            planned.push(None);
-            continue;
-        };
-        let (columns, values) = update_values(&t.index, spec);
-        planned.push(Some((spec.op, prepared.keys, columns, values)));
-    }
-    if planned.iter().any(Option::is_none) {
-        // Not a run of keyed writes after all: one at a time.
-        drop(planned);
-        let mut outcomes = Vec::with_capacity(tasks.len());
-        for t in tasks.iter_mut() {
-            outcomes.push(super::run_write(storage, t).await);
-        }
-        return outcomes;
-    }
-    let writes: Vec<KeyedWrite<'_>> = tasks
+    let planned: Vec<_> = plans
         .iter()
-        .zip(planned.iter().flatten())
-        .map(|(t, (op, keys, columns, values))| KeyedWrite {
-            index: &t.index,
-            keys,
-            change: match op {
-                Some(ModifyOp::Update) => KeyedChange::Update { columns, values },
-                _ => KeyedChange::Delete,
-            },
+        .filter_map(|p| match p {
+            WritePlan::Insert(row) => Some(row),
+            _ => None,
         })
         .collect();
-    let results = storage.write_by_keys(&writes).await;
-    drop(writes);
-    drop(planned);
-    tasks
-        .iter_mut()
+    let rows: Vec<RowInsert<'_>> = planned.iter().map(|r| r.as_insert()).collect();
+    let results = storage.insert_rows(&rows).await;
+    planned
+        .iter()
         .zip(results)
-        .map(|(t, result)| {
-            t.out.clear();
-            let result = result.map(|found| t.out.ok_number(found));
-            settle(t, result.map_err(WriteFailure::from))
-        })
+        .map(|(row, result)| settle(result.map(|id| answer_insert(row, id)).map_err(Into::into)))
         .collect()
 }
 
-/// A modify that reads one row at most, by `=` on the whole key of a unique
-/// index: what `write.rs` calls `single`. Returns its request.
-fn single_row_modify(task: &WriteTask) -> Option<&FindRequest> {
-    let WriteOp::Modify(req) = &task.op else {
-        return None;
-    };
-    let spec = req.modify.as_ref()?;
-    spec.op?;
-    let meta = task.index.index_meta();
-    let single = req.active_in().is_none()
-        && req.op == FindOp::Eq
-        && meta.unique
-        && !task.index.table.locator_sql.is_empty();
-    if !single {
-        return None;
-    }
-    let prepared = prepare_find(&task.index, req).ok()?;
-    (prepared.keys.len() == meta.key_sql.len() && prepared.keys.iter().all(Option::is_some))
-        .then_some(req)
+/// Writes by key (see the module comment): one statement each, sent
+/// together; each answered with the rows its statement found.
+async fn by_key_batch<C: StorageConn>(
+    storage: &mut C,
+    plans: &[WritePlan<'_>],
+) -> Vec<WriteOutcome> {
+    let writes: Vec<RowWrite<'_>> = modifies(plans)
+        .filter_map(|m| {
+            let change = m.by_key.as_ref()?;
+            Some(RowWrite {
+                table: &m.index.table,
+                target: RowTarget::Key {
+                    index: m.index,
+                    keys: &m.find.keys,
+                },
+                change: change.as_change(),
+            })
+        })
+        .collect();
+    let results = storage.write_rows(&writes).await;
+    results
+        .into_iter()
+        .map(|result| {
+            settle(
+                result
+                    .map(|found| {
+                        let mut out = ResponseWriter::new();
+                        out.ok_number(found);
+                        out
+                    })
+                    .map_err(Into::into),
+            )
+        })
+        .collect()
 }
 
 /// What a modify of the batch read.
 struct ReadRow {
-    state: FilterVerdict,
+    verdict: FilterVerdict,
     locator: Vec<Value>,
     before: Before,
 }
 
-/// Runs a batch of single-row modifies: returns how many of them it ran
-/// (a batch may end early, see the module comment) and their outcomes.
-async fn modify_batch<C: StorageConn>(
+/// Runs a batch of modifies that read one row at most: returns how many of
+/// them it ran (a batch may end early, see the module comment) and their
+/// outcomes.
+async fn one_row_batch<C: StorageConn>(
     storage: &mut C,
-    tasks: &mut [&mut WriteTask],
+    plans: &[WritePlan<'_>],
+    max_answer: usize,
 ) -> (usize, Vec<WriteOutcome>) {
-    // Read (and lock) every task's row at once.
+    let batch: Vec<&ModifyPlan<'_>> = modifies(plans).collect();
+    // Read (and lock) every row at once, whatever its filters say (the
+    // verdict comes with it): a row the filters would drop now may be one
+    // an earlier modify of the batch changes, which the same-row rule below
+    // must see. (At most one row has the key, so this reads no other.)
+    let scans: Vec<Scan<'_>> = batch
+        .iter()
+        .filter_map(|m| m.find.scans(true).into_iter().next())
+        .map(|base| Scan {
+            fetch: 1,
+            filter_mode: if base.filters.is_empty() {
+                FilterMode::None
+            } else {
+                FilterMode::StateColumn {
+                    exclude_skipped: false,
+                }
+            },
+            ..base
+        })
+        .collect();
     let mut rows: Vec<Option<ReadRow>> = Vec::new();
-    let read = {
-        let prepared: Vec<_> = tasks
-            .iter()
-            .filter_map(|t| prepare_find(&t.index, single_row_modify(t)?).ok())
-            .collect();
-        let scans: Vec<Scan<'_>> = prepared
-            .iter()
-            .filter_map(|p| p.scans(true).into_iter().next())
-            .map(|base| Scan { fetch: 1, ..base })
-            .collect();
-        if scans.len() != tasks.len() {
-            // Not a run of single-row modifies after all.
-            drop(scans);
-            drop(prepared);
-            let outcome = super::run_write(storage, tasks[0]).await;
-            return (1, vec![outcome]);
-        }
-        rows.resize_with(tasks.len(), || None);
+    rows.resize_with(batch.len(), || None);
+    let read = if scans.len() == batch.len() {
         let mut visit = |i: usize, row: &dyn RowView| {
-            let locator_len = tasks[i].index.table.locator_sql.len();
             let mut locator = row.locator();
-            locator.truncate(locator_len);
+            locator.truncate(batch[i].index.table.locator_sql.len());
             rows[i] = Some(ReadRow {
-                state: row.filter_state(),
+                verdict: row.filter_state(),
                 locator,
-                before: Before::of(&tasks[i].index, row),
+                before: Before::of(batch[i].index, row),
             });
             ScanStep::Stop
         };
         storage.scan_many(&scans, &mut visit).await
+    } else {
+        Err(StorageError::Unavailable(
+            "a modify without its scan".into(),
+        ))
     };
     if read.is_err() {
-        // Which task's read failed is unknown: run the first alone, which
-        // tells, and leave the rest to the next batch.
-        let outcome = super::run_write(storage, tasks[0]).await;
-        return (1, vec![outcome]);
+        // Which read failed is unknown: run the first alone, which tells,
+        // and leave the rest to the next batch.
+        return (1, vec![run_one(storage, &plans[0], max_answer).await]);
     }
 
-    // Decide each task's change, in order, as `write.rs` would.
+    // Decide each change, in order, as `write::walk` would.
     let mut seen: HashSet<(&str, &str, &[Value])> = HashSet::new();
-    let mut answers: Vec<hs_proto::ResponseWriter> = Vec::new();
+    let mut answers: Vec<ResponseWriter> = Vec::new();
     let mut changes: Vec<(usize, RowChange<'_>)> = Vec::new();
-    let mut done = 0;
-    for (i, task) in tasks.iter().enumerate() {
-        let WriteOp::Modify(req) = &task.op else {
-            break;
-        };
-        let Some(spec) = req.modify.as_ref() else {
-            break;
-        };
-        let Some(op) = spec.op else {
-            break;
-        };
-        let table = &task.index.table;
+    let mut refused: Vec<Option<WriteFailure>> = Vec::new();
+    for (i, m) in batch.iter().enumerate() {
+        let table = &m.index.table;
         let row = rows[i].as_ref();
         if let Some(r) = row {
             if !seen.insert((&table.db, &table.name, &r.locator)) {
@@ -315,109 +225,249 @@ async fn modify_batch<C: StorageConn>(
                 break;
             }
         }
-        let mut counter = RowCounter::new(req);
-        let mut out = hs_proto::ResponseWriter::new();
-        let mut modified = 0u64;
-        let mut returned: &[Value] = &[];
-        let mut written: Vec<usize> = Vec::new();
+        let mut counter = RowCounter::new(m.req);
+        let mut answer = ModifyAnswer::new(m.index, m.spec, max_answer);
+        let mut written: &[usize] = &[];
+        let mut failure = None;
         if let Some(r) = row.filter(|_| !counter.done) {
-            if counter.decide(r.state) == RowDecision::Take {
-                if spec.returning && answer_bytes(&r.before.text) > task.max_answer {
+            if counter.decide(r.verdict) == RowDecision::Take {
+                match answer.took(&r.before) {
                     // Answered with the error; the row stays as it was.
-                    out.error(hs_proto::ErrorKind::Storage(
-                        super::find::ERR_ANSWER_TOO_LARGE,
-                    ));
-                    answers.push(out);
-                    done = i + 1;
-                    continue;
-                }
-                if spec.returning {
-                    returned = &r.before.text;
-                }
-                let change = row_change(&task.index, op, spec, &r.before);
-                match &change {
-                    RowChange::Update(cols, _) => {
-                        written.clone_from(cols);
-                        modified = 1;
+                    Err(kind) => failure = Some(WriteFailure::Answer(kind)),
+                    Ok(()) => {
+                        if let Some(change) = row_change(m.index, m.op, m.spec, &r.before) {
+                            answer.changed();
+                            changes.push((i, change));
+                        }
                     }
-                    RowChange::Delete => modified = 1,
-                    RowChange::Unchanged => {}
-                }
-                if !matches!(change, RowChange::Unchanged) {
-                    changes.push((i, change));
                 }
             }
         }
-        if spec.returning {
-            out.begin_ok(task.index.columns.len());
-            for v in returned {
-                out.value(v.as_deref());
+        if let Some((j, RowChange::Update(cols, _))) = changes.last() {
+            if *j == i {
+                written = cols;
             }
-            out.end();
-        } else {
-            out.ok_number(modified);
         }
-        answers.push(out);
-        done = i + 1;
-        if changes_a_later_key(tasks, i, &written) {
+        let cut = changes_a_later_key(&batch, i, written);
+        answers.push(answer.finish());
+        refused.push(failure);
+        if cut {
             break;
         }
     }
+    let done = answers.len();
 
     // Apply the changes, in order.
     let writes: Vec<RowWrite<'_>> = changes
         .iter()
-        .map(|(i, change)| {
-            let table = &tasks[*i].index.table;
-            let locator = rows[*i].as_ref().map_or(&[][..], |r| r.locator.as_slice());
-            match change {
-                RowChange::Update(columns, values) => RowWrite::Update {
-                    table,
-                    locator,
-                    columns,
-                    values: values.as_slice(),
-                },
-                _ => RowWrite::Delete { table, locator },
-            }
+        .map(|(i, change)| RowWrite {
+            table: &batch[*i].index.table,
+            target: RowTarget::Locator(rows[*i].as_ref().map_or(&[][..], |r| &r.locator)),
+            change: change.as_change(),
         })
         .collect();
     let results = storage.write_rows(&writes).await;
-    let mut failures: Vec<Option<WriteFailure>> = (0..done).map(|_| None).collect();
     for ((i, _), result) in changes.iter().zip(results) {
         if let Err(e) = result {
-            failures[*i] = Some(WriteFailure::from(e));
+            refused[*i] = Some(WriteFailure::from(e));
         }
     }
-    drop(writes);
-    drop(changes);
-    let outcomes = tasks[..done]
-        .iter_mut()
-        .zip(answers)
-        .zip(failures)
-        .map(|((t, out), failure)| {
-            t.out = out;
-            settle(t, failure.map_or(Ok(()), Err))
-        })
+    let outcomes = answers
+        .into_iter()
+        .zip(refused)
+        .map(|(answer, failure)| settle(failure.map_or(Ok(answer), Err)))
         .collect();
     (done, outcomes)
 }
 
-/// Whether task `i`'s change of `written` columns touches a column that a
-/// later task of the batch, on the same table, finds its row by.
-fn changes_a_later_key(tasks: &[&mut WriteTask], i: usize, written: &[usize]) -> bool {
+/// Whether modify `i`'s change of `written` columns touches a column that a
+/// later modify of the batch, on the same table, finds its row by.
+fn changes_a_later_key(batch: &[&ModifyPlan<'_>], i: usize, written: &[usize]) -> bool {
     if written.is_empty() {
         return false;
     }
-    let table = &tasks[i].index.table;
-    tasks[i + 1..]
+    let table = &batch[i].index.table;
+    batch[i + 1..]
         .iter()
-        .filter(|t| t.index.table.db == table.db && t.index.table.name == table.name)
-        .any(|t| {
-            t.index
+        .filter(|m| m.index.table.db == table.db && m.index.table.name == table.name)
+        .any(|m| {
+            m.index
                 .index_meta()
                 .key_columns
                 .iter()
                 .flatten()
                 .any(|c| written.contains(c))
         })
+}
+
+#[cfg(test)]
+mod tests {
+    //! Batched writes answer and change rows exactly as the same writes run
+    //! one at a time: random groups over one table, run on two copies of
+    //! the in-memory store, one taking writes one at a time, one batching.
+
+    use crate::backend::memory::MemoryStore;
+    use crate::backend::{Backend, OpenedIndex, StorageConn, WriteBatching};
+    use crate::exec::testing::{open, store, write_task};
+    use crate::exec::write::{run_writes, WriteOutcome, WriteTask};
+    use proptest::prelude::*;
+    use std::sync::Arc;
+
+    /// Indexes opened on `t`: (index, columns), filter column `n`.
+    const OPENINGS: [(usize, &[usize]); 6] = [
+        (0, &[0, 1, 2, 3]), // PRIMARY: id u n s (keys can move)
+        (1, &[2, 3]),       // u_idx: n s
+        (2, &[1, 2]),       // n_idx: u n
+        (0, &[2]),          // PRIMARY: n (for + and -)
+        (1, &[1, 2]),       // u_idx: u n (its own key can move)
+        (0, &[2, 2]),       // PRIMARY: n opened twice
+    ];
+
+    fn openings(table: &Arc<crate::backend::TableMeta>) -> Vec<Arc<OpenedIndex>> {
+        OPENINGS
+            .iter()
+            .enumerate()
+            .map(|(id, (index, cols))| open(table, id as u64 + 1, *index, cols, &[2]))
+            .collect()
+    }
+
+    /// A value token: a small number, or NULL now and then.
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            8 => (0i64..11).prop_map(|n| n.to_string()),
+            1 => Just("\0".to_string()),
+        ]
+    }
+
+    /// One request: (opening, line without its index id).
+    fn request() -> impl Strategy<Value = (usize, String)> {
+        let insert = (value(), value(), value(), value())
+            .prop_map(|(a, b, c, d)| (0usize, format!("+\t4\t{a}\t{b}\t{c}\t{d}")));
+        let modify = (
+            0usize..OPENINGS.len(),
+            prop_oneof![6 => Just("="), 1 => Just(">="), 1 => Just("<="), 1 => Just(">"), 1 => Just("<")],
+            value(),
+            1u32..4,
+            prop_oneof![4 => Just(0u32), 1 => Just(1u32)],
+            prop_oneof![Just("U"), Just("D"), Just("+"), Just("-"), Just("U?"), Just("D?"), Just("+?"), Just("-?")],
+            proptest::collection::vec(value(), 4),
+            prop_oneof![4 => Just(String::new()), 1 => (0i64..3).prop_map(|n| format!("\tF\t>=\t0\t{n}")), 1 => (0i64..3).prop_map(|n| format!("\tW\t<=\t0\t{n}"))],
+        )
+            .prop_map(|(o, op, key, limit, offset, mop, vals, filter)| {
+                let ncols = OPENINGS[o].1.len();
+                let vals: Vec<String> = vals
+                    .into_iter()
+                    .take(ncols)
+                    .map(|v| if mop.starts_with('+') || mop.starts_with('-') { v.replace('\0', "1") } else { v })
+                    .collect();
+                (
+                    o,
+                    format!("{op}\t1\t{key}\t{limit}\t{offset}{filter}\t{mop}\t{}", vals.join("\t")),
+                )
+            });
+        prop_oneof![1 => insert, 3 => modify]
+    }
+
+    /// Runs the group on a fresh store: the answers and the rows left.
+    fn run(batching: WriteBatching, group: &[(usize, String)]) -> (Vec<String>, Vec<String>) {
+        let (store, table) = store(batching);
+        let indexes = openings(&table);
+        let tasks: Vec<WriteTask> = group
+            .iter()
+            .map(|(o, line)| write_task(&indexes[*o], &format!("{}\t{line}", o + 1)))
+            .collect();
+        let refs: Vec<&WriteTask> = tasks.iter().collect();
+        let outcomes = block_on(async {
+            let mut c = store.connect().await.expect("connect");
+            c.begin().await.expect("begin");
+            let outcomes = run_writes(&mut c, &refs, 1 << 20).await;
+            let committed = c.commit().await;
+            assert!(committed.failure.is_none());
+            outcomes
+        });
+        let answers = outcomes
+            .into_iter()
+            .map(|o| match o {
+                WriteOutcome::Answered(w) => String::from_utf8_lossy(w.as_bytes()).into_owned(),
+                other => panic!("unexpected outcome {other:?}"),
+            })
+            .collect();
+        (answers, rows(&store))
+    }
+
+    fn rows(store: &MemoryStore) -> Vec<String> {
+        store
+            .rows("db", "t")
+            .iter()
+            .map(|r| format!("{r:?}"))
+            .collect()
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime")
+            .block_on(f)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
+
+        #[test]
+        fn batched_writes_answer_and_change_rows_as_one_at_a_time(
+            group in proptest::collection::vec(request(), 1..24)
+        ) {
+            let alone = run(WriteBatching::OneAtATime, &group);
+            let batched = run(WriteBatching::Batched, &group);
+            prop_assert_eq!(alone, batched, "group: {:?}", group);
+        }
+    }
+
+    #[test]
+    fn a_later_modify_of_a_row_sees_the_change_before_it() {
+        // The second modify's filter reads the column the first one changed.
+        let group = [
+            (3usize, "=\t1\t6\t1\t0\t+\t2".to_string()),
+            (
+                0usize,
+                "=\t1\t6\t1\t0\tF\t>=\t0\t1\tU\t0\t0\t0\t0".to_string(),
+            ),
+        ];
+        assert_eq!(
+            run(WriteBatching::OneAtATime, &group),
+            run(WriteBatching::Batched, &group)
+        );
+    }
+
+    #[test]
+    fn batching_sends_fewer_calls() {
+        // Eight lookups-and-changes by primary key and eight inserts.
+        let mut group: Vec<(usize, String)> = (1..=8)
+            .map(|k| (3usize, format!("=\t1\t{k}\t1\t0\t+\t1")))
+            .collect();
+        group.extend((20..28).map(|k| (0usize, format!("+\t4\t{k}\t\0\t1\tx"))));
+        let calls = |batching| {
+            let (store, table) = store(batching);
+            let indexes = openings(&table);
+            let tasks: Vec<WriteTask> = group
+                .iter()
+                .map(|(o, line)| write_task(&indexes[*o], &format!("{}\t{line}", o + 1)))
+                .collect();
+            let refs: Vec<&WriteTask> = tasks.iter().collect();
+            block_on(async {
+                let mut c = store.connect().await.expect("connect");
+                c.begin().await.expect("begin");
+                run_writes(&mut c, &refs, 1 << 20).await;
+                c.commit().await;
+            });
+            (store.calls(), rows(&store))
+        };
+        let (alone, rows_alone) = calls(WriteBatching::OneAtATime);
+        let (batched, rows_batched) = calls(WriteBatching::Batched);
+        assert_eq!(rows_alone, rows_batched);
+        // Alone: a read and a write per modify, a call per insert.
+        assert_eq!(alone, 1 + 8 * 2 + 8 + 1);
+        // Batched: one read, one write, one insert call.
+        assert_eq!(batched, 1 + 3 + 1);
+    }
 }

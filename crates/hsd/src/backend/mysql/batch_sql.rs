@@ -1,9 +1,9 @@
 //! The statements of a group's batched writes: multi-row INSERTs and
 //! merged UPDATEs, and the rules for which writes may share one.
 
-use super::literal::WriteLiterals;
+use super::literal::{push_key, WriteLiterals, TEXT_KIND};
 use crate::backend::write_sql::{self, WriteParam, WriteSink};
-use crate::backend::{ColumnKind, RowInsert, RowWrite, TableMeta, WriteValue};
+use crate::backend::{Change, ColumnKind, RowInsert, RowTarget, RowWrite, TableMeta, WriteValue};
 
 /// How much statement text one round trip of writes carries, at most
 /// (well inside the server's default max_allowed_packet of 16 MiB).
@@ -92,26 +92,65 @@ pub(super) fn push_write_run(writes: &[RowWrite<'_>], start: usize, sql: &mut Ve
     start + rows
 }
 
-/// One write's statement; nothing for an update of no column.
+/// One write's statement; nothing for an update of no column of a row
+/// named by its locator (it was read: found, and nothing to write).
 pub(super) fn push_write(w: &RowWrite<'_>, sql: &mut Vec<u8>) {
-    match *w {
-        RowWrite::Update {
-            table,
-            locator,
-            columns,
-            values,
-        } => {
+    let table = w.table;
+    match (w.target, w.change) {
+        (RowTarget::Locator(locator), Change::Update { columns, values }) => {
             if !columns.is_empty() {
                 let mut sink = WriteLiterals { values, locator };
                 write_sql::update(table, columns, &mut sink, sql);
             }
         }
-        RowWrite::Delete { table, locator } => {
+        (RowTarget::Locator(locator), Change::Delete) => {
             let mut sink = WriteLiterals {
                 values: &[],
                 locator,
             };
             write_sql::delete(table, &mut sink, sql);
+        }
+        (RowTarget::Key { index, keys }, change) => {
+            let meta = index.index_meta();
+            match change {
+                Change::Update { columns, values } if !columns.is_empty() => {
+                    let mut sink = WriteLiterals {
+                        values,
+                        locator: &[],
+                    };
+                    write_sql::update_set(table, columns, &mut sink, sql);
+                }
+                Change::Update { .. } => {
+                    // Nothing to write, but the row found is still counted.
+                    sql.extend_from_slice(b"UPDATE ");
+                    sql.extend_from_slice(table.table_sql.as_bytes());
+                    sql.extend_from_slice(b" SET ");
+                    let first = meta.key_sql.first().map_or("1", String::as_str);
+                    sql.extend_from_slice(first.as_bytes());
+                    sql.extend_from_slice(b" = ");
+                    sql.extend_from_slice(first.as_bytes());
+                }
+                Change::Delete => {
+                    sql.extend_from_slice(b"DELETE FROM ");
+                    sql.extend_from_slice(table.table_sql.as_bytes());
+                }
+            }
+            sql.extend_from_slice(b" WHERE ");
+            for (n, ((col, c), k)) in meta
+                .key_sql
+                .iter()
+                .zip(&meta.key_columns)
+                .zip(keys)
+                .enumerate()
+            {
+                if n > 0 {
+                    sql.extend_from_slice(b" AND ");
+                }
+                sql.extend_from_slice(col.as_bytes());
+                sql.extend_from_slice(b" = ");
+                let kind = c.map_or(&TEXT_KIND, |c| &table.columns[c].kind);
+                push_key(sql, kind, *k);
+            }
         }
     }
 }
@@ -119,45 +158,43 @@ pub(super) fn push_write(w: &RowWrite<'_>, sql: &mut Vec<u8>) {
 /// Roughly how much statement text a write takes.
 fn write_size(w: &RowWrite<'_>) -> usize {
     let bytes = |v: &Option<&[u8]>| v.map_or(4, |b| 2 * b.len() + 4);
-    match w {
-        RowWrite::Update {
-            locator, values, ..
-        } => {
-            locator.iter().map(|l| bytes(&l.as_deref())).sum::<usize>()
-                + values
-                    .iter()
-                    .map(|v| match v {
-                        WriteValue::Int(_) => 20,
-                        WriteValue::Bytes(b) => bytes(b),
-                    })
-                    .sum::<usize>()
-                + 32
-        }
-        RowWrite::Delete { .. } => 64,
-    }
+    let target = match w.target {
+        RowTarget::Locator(locator) => locator.iter().map(|l| bytes(&l.as_deref())).sum(),
+        RowTarget::Key { keys, .. } => keys.iter().map(bytes).sum::<usize>(),
+    };
+    let change = match w.change {
+        Change::Update { values, .. } => values
+            .iter()
+            .map(|v| match v {
+                WriteValue::Int(_) => 20,
+                WriteValue::Bytes(b) => bytes(b),
+            })
+            .sum::<usize>(),
+        Change::Delete => 0,
+    };
+    target + change + 64
 }
 
-/// Whether update `b` can share update `a`'s statement: same table and
-/// columns, values of the same kinds, and no written column in a unique
-/// key.
+/// Whether update `b` can share update `a`'s statement: rows named by
+/// their locators, same table and columns, values of the same kinds, and
+/// no written column in a unique key.
 fn mergeable(a: &RowWrite<'_>, b: &RowWrite<'_>) -> bool {
     let (
-        RowWrite::Update {
-            table: ta,
+        RowTarget::Locator(_),
+        Change::Update {
             columns: ca,
             values: va,
-            ..
         },
-        RowWrite::Update {
-            table: tb,
+        RowTarget::Locator(_),
+        Change::Update {
             columns: cb,
             values: vb,
-            ..
         },
-    ) = (a, b)
+    ) = (a.target, a.change, b.target, b.change)
     else {
         return false;
     };
+    let (ta, tb) = (a.table, b.table);
     !ca.is_empty()
         && ta.table_sql == tb.table_sql
         && ca.len() == cb.len()
@@ -252,13 +289,14 @@ fn writes_a_unique_key(table: &TableMeta, columns: &[usize]) -> bool {
 /// <row 1> OR ...`, a row named by its locator (with a one-column locator,
 /// `CASE l WHEN x1 THEN v1 ...` and `l IN (x1, ...)`).
 fn push_update_many(writes: &[RowWrite<'_>], sql: &mut Vec<u8>) {
-    let RowWrite::Update { table, columns, .. } = writes[0] else {
+    let (Some(first), Change::Update { columns, .. }) = (writes.first(), writes[0].change) else {
         return;
     };
+    let table = first.table;
     let single = table.locator_sql.len() == 1;
     let row_test = |w: &RowWrite<'_>, sql: &mut Vec<u8>| {
-        let locator = match w {
-            RowWrite::Update { locator, .. } | RowWrite::Delete { locator, .. } => *locator,
+        let RowTarget::Locator(locator) = w.target else {
+            return;
         };
         for (n, l) in table.locator_sql.iter().enumerate() {
             if n > 0 {
@@ -286,9 +324,7 @@ fn push_update_many(writes: &[RowWrite<'_>], sql: &mut Vec<u8>) {
             sql.extend_from_slice(table.locator_sql[0].as_bytes());
         }
         for w in writes {
-            let RowWrite::Update {
-                locator, values, ..
-            } = *w
+            let (RowTarget::Locator(locator), Change::Update { values, .. }) = (w.target, w.change)
             else {
                 continue;
             };

@@ -8,14 +8,11 @@ use super::connector::Connector;
 use super::errors::{doomed, dooms_transaction, refused_error};
 use super::handler::Handles;
 use super::link::{Answer, Discard, Failure, Link};
-use super::literal::{self, WriteLiterals};
 use super::{meta, scan};
-use crate::backend::write_sql;
 use crate::backend::{
-    CommitFailure, Committed, KeyedChange, KeyedWrite, RowInsert, RowVisitor, RowWrite, Scan,
-    StorageConn, StorageError, TableMeta, WriteValue,
+    CommitFailure, Committed, RowInsert, RowTarget, RowVisitor, RowWrite, Scan, StorageConn,
+    StorageError, TableMeta, WriteBatching,
 };
-use hs_proto::Value as HsValue;
 use mysql_wire::OkPacket;
 use std::ops::Range;
 use std::sync::Arc;
@@ -175,16 +172,6 @@ impl MysqlConn {
         }
     }
 
-    /// Runs the write statement in `self.sql`; returns its OK packet's
-    /// insert id.
-    async fn write(&mut self) -> Result<u64, StorageError> {
-        let span = 0..self.sql.len();
-        match self.run_writes(&[span]).await.pop() {
-            Some(result) => result.map(|ok| ok.last_insert_id),
-            None => Err(StorageError::Unavailable("no answer".into())),
-        }
-    }
-
     /// Closes every HANDLER handle (so a waiting DDL can go on).
     async fn release_handles(&mut self) {
         let Some(link) = self.link.as_mut() else {
@@ -285,52 +272,9 @@ impl StorageConn for MysqlConn {
         }
     }
 
-    async fn insert(
-        &mut self,
-        table: &TableMeta,
-        columns: &[usize],
-        values: &[Option<&[u8]>],
-    ) -> Result<Option<u64>, StorageError> {
-        self.sql.clear();
-        let values: Vec<WriteValue<'_>> = values.iter().map(|v| WriteValue::Bytes(*v)).collect();
-        let mut sink = WriteLiterals {
-            values: &values,
-            locator: &[],
-        };
-        write_sql::insert(table, columns, &mut sink, &mut self.sql);
-        let id = self.write().await?;
-        Ok(table.has_autoincrement.then_some(id))
-    }
-
-    async fn update(
-        &mut self,
-        table: &TableMeta,
-        locator: &[HsValue],
-        columns: &[usize],
-        values: &[WriteValue<'_>],
-    ) -> Result<(), StorageError> {
-        if columns.is_empty() {
-            return Ok(());
-        }
-        self.sql.clear();
-        let mut sink = WriteLiterals { values, locator };
-        write_sql::update(table, columns, &mut sink, &mut self.sql);
-        self.write().await.map(|_| ())
-    }
-
-    async fn delete(&mut self, table: &TableMeta, locator: &[HsValue]) -> Result<(), StorageError> {
-        self.sql.clear();
-        let mut sink = WriteLiterals {
-            values: &[],
-            locator,
-        };
-        write_sql::delete(table, &mut sink, &mut self.sql);
-        self.write().await.map(|_| ())
-    }
-
     /// Every statement is a round trip: write groups come in batches.
-    fn batches_writes(&self) -> bool {
-        true
+    fn write_batching(&self) -> WriteBatching {
+        WriteBatching::Batched
     }
 
     /// Consecutive rows for the same table and columns that generate no id
@@ -403,8 +347,11 @@ impl StorageConn for MysqlConn {
     /// Like a multi-row INSERT, a merged UPDATE ends its round trip, and when
     /// it fails its rows are sent again one by one before anything later.
     /// (With a unique column written, one statement could succeed where the
-    /// same changes one after another fail: a value two rows swap.)
-    async fn write_rows(&mut self, writes: &[RowWrite<'_>]) -> Vec<Result<(), StorageError>> {
+    /// same changes one after another fail: a value two rows swap.) A
+    /// write by key is a statement of its own, and counts the rows it found
+    /// (the link asks for found rows, not changed ones, as the original
+    /// counted); a row named by its locator was read, so it is found.
+    async fn write_rows(&mut self, writes: &[RowWrite<'_>]) -> Vec<Result<u64, StorageError>> {
         let mut results = Vec::with_capacity(writes.len());
         let mut next = 0;
         while next < writes.len() {
@@ -432,14 +379,15 @@ impl StorageConn for MysqlConn {
             let mut answers = self.run_writes(&sent).await.into_iter();
             for (run, span) in runs.into_iter().zip(spans) {
                 if span.is_empty() {
-                    results.push(Ok(()));
+                    results.push(Ok(1));
                     continue;
                 }
                 let answer = answers
                     .next()
                     .unwrap_or_else(|| Err(StorageError::Unavailable("no answer".into())));
                 match answer {
-                    Ok(_) => results.extend(run.map(|_| Ok(()))),
+                    Ok(ok) if run.len() == 1 => results.push(Ok(found(&writes[run.start], &ok))),
+                    Ok(_) => results.extend(run.map(|_| Ok(1))),
                     Err(e) if run.len() > 1 && !matches!(self.txn, Txn::Doomed(_)) => {
                         tracing::debug!(rows = run.len(), error = %e, "merged UPDATE failed; its rows go one by one");
                         self.sql.clear();
@@ -450,75 +398,15 @@ impl StorageConn for MysqlConn {
                             spans.push(from..self.sql.len());
                         }
                         let answers = self.run_writes(&spans).await;
-                        results.extend(answers.into_iter().map(|a| a.map(|_| ())));
+                        for (w, answer) in writes[run].iter().zip(answers) {
+                            results.push(answer.map(|ok| found(w, &ok)));
+                        }
                     }
                     Err(e) => results.extend(run.map(|_| Err(e.clone()))),
                 }
             }
         }
         results
-    }
-
-    /// Keys written exactly as the server stores them compare in SQL as the
-    /// locking read would find them (the same test grouped lookups use).
-    fn can_write_by_key(&self, write: &KeyedWrite<'_>) -> bool {
-        let meta = write.index.index_meta();
-        let table = &write.index.table;
-        meta.unique
-            && !meta.key_sql.is_empty()
-            && write.keys.len() == meta.key_sql.len()
-            && meta.key_prefix.iter().all(Option::is_none)
-            && write.keys.iter().zip(&meta.key_columns).all(|(k, c)| {
-                matches!((k, c), (Some(k), Some(c)) if literal::canonical(&table.columns[*c].kind, k))
-            })
-    }
-
-    /// `UPDATE t SET ... WHERE k = v ...` / `DELETE FROM t WHERE k = v ...`,
-    /// pipelined; the count is the rows the statement found (the link asks
-    /// for found rows, not changed ones, as the original counted).
-    async fn write_by_keys(&mut self, writes: &[KeyedWrite<'_>]) -> Vec<Result<u64, StorageError>> {
-        self.sql.clear();
-        let mut spans: Vec<Range<usize>> = Vec::with_capacity(writes.len());
-        for w in writes {
-            let from = self.sql.len();
-            let table = &w.index.table;
-            match w.change {
-                KeyedChange::Update { columns, values } => {
-                    let mut sink = WriteLiterals {
-                        values,
-                        locator: &[],
-                    };
-                    write_sql::update_set(table, columns, &mut sink, &mut self.sql);
-                }
-                KeyedChange::Delete => {
-                    self.sql.extend_from_slice(b"DELETE FROM ");
-                    self.sql.extend_from_slice(table.table_sql.as_bytes());
-                }
-            }
-            let meta = w.index.index_meta();
-            self.sql.extend_from_slice(b" WHERE ");
-            for (n, ((col, c), k)) in meta
-                .key_sql
-                .iter()
-                .zip(&meta.key_columns)
-                .zip(w.keys)
-                .enumerate()
-            {
-                if n > 0 {
-                    self.sql.extend_from_slice(b" AND ");
-                }
-                self.sql.extend_from_slice(col.as_bytes());
-                self.sql.extend_from_slice(b" = ");
-                let kind = c.map_or(&literal::TEXT_KIND, |c| &table.columns[c].kind);
-                literal::push_key(&mut self.sql, kind, *k);
-            }
-            spans.push(from..self.sql.len());
-        }
-        self.run_writes(&spans)
-            .await
-            .into_iter()
-            .map(|r| r.map(|ok| ok.affected_rows))
-            .collect()
     }
 
     async fn begin(&mut self) -> Result<(), StorageError> {
@@ -575,6 +463,15 @@ impl StorageConn for MysqlConn {
 
     async fn release_idle(&mut self) {
         self.release_handles().await;
+    }
+}
+
+/// The rows a write's statement found: its own count for a write by key;
+/// a row named by its locator was read before, so it is there.
+fn found(write: &RowWrite<'_>, ok: &OkPacket) -> u64 {
+    match write.target {
+        RowTarget::Key { .. } => ok.affected_rows,
+        RowTarget::Locator(_) => 1,
     }
 }
 

@@ -1,7 +1,7 @@
 //! Values as SQL literals: as bytes, in a column's character set, and as
 //! what storing them into a column of a kind makes of them.
 
-use crate::backend::values::{date_check, stored_enum, stored_year, DateCheck};
+use crate::backend::values::{date_check, is_stored_form, stored_enum, stored_year, DateCheck};
 use crate::backend::write_sql::{WriteParam, WriteSink};
 use crate::backend::{ColumnKind, WriteValue};
 use hs_proto::Value as HsValue;
@@ -99,7 +99,7 @@ pub(super) fn push_stored(sql: &mut Vec<u8>, kind: &ColumnKind, value: Option<&[
     };
     match kind {
         ColumnKind::Integer { min, max } => {
-            if canonical(kind, v) {
+            if is_stored_form(kind, v) {
                 sql.extend_from_slice(v);
                 return;
             }
@@ -108,7 +108,7 @@ pub(super) fn push_stored(sql: &mut Vec<u8>, kind: &ColumnKind, value: Option<&[
             sql.extend_from_slice(format!(" AS DECIMAL(65,0)), {min}), {max})").as_bytes());
         }
         ColumnKind::Text { charset, max_chars } => {
-            if canonical(kind, v) {
+            if is_stored_form(kind, v) {
                 push_text(sql, charset, v);
                 return;
             }
@@ -117,7 +117,7 @@ pub(super) fn push_stored(sql: &mut Vec<u8>, kind: &ColumnKind, value: Option<&[
             sql.extend_from_slice(format!(", {max_chars})").as_bytes());
         }
         ColumnKind::Bytes { max_len, fixed } => {
-            if canonical(kind, v) {
+            if is_stored_form(kind, v) {
                 push_binary(sql, Some(v));
             } else if *fixed {
                 sql.extend_from_slice(b"CAST(");
@@ -159,54 +159,6 @@ pub(super) fn push_stored(sql: &mut Vec<u8>, kind: &ColumnKind, value: Option<&[
     }
 }
 
-/// Whether `key` is written exactly as the server would store it in a
-/// column of `kind`, so that comparing it in SQL finds what storing it
-/// first (as the plugin and `HANDLER` do) finds.
-pub(super) fn canonical(kind: &ColumnKind, key: &[u8]) -> bool {
-    match kind {
-        ColumnKind::Integer { min, max } => {
-            let digits = key.strip_prefix(b"-").unwrap_or(key);
-            if digits.is_empty()
-                || digits.len() > 20
-                || !digits.iter().all(u8::is_ascii_digit)
-                || (digits.len() > 1 && digits[0] == b'0')
-                || key == b"-0"
-            {
-                return false;
-            }
-            std::str::from_utf8(key)
-                .ok()
-                .and_then(|s| s.parse::<i128>().ok())
-                .is_some_and(|n| n >= *min && n <= *max)
-        }
-        ColumnKind::Text { charset, max_chars } => {
-            let chars = if charset.starts_with("utf8") {
-                match std::str::from_utf8(key) {
-                    Ok(s) => s.chars().count() as u64,
-                    Err(_) => return false,
-                }
-            } else if charset == "latin1" || charset == "ascii" {
-                key.len() as u64
-            } else {
-                return false;
-            };
-            chars <= *max_chars
-        }
-        ColumnKind::Bytes { max_len, fixed } => {
-            let n = key.len() as u64;
-            if *fixed {
-                n == *max_len
-            } else {
-                n <= *max_len
-            }
-        }
-        ColumnKind::Temporal { .. }
-        | ColumnKind::Year
-        | ColumnKind::Enum { .. }
-        | ColumnKind::Other { .. } => false,
-    }
-}
-
 fn push_number_i64(sql: &mut Vec<u8>, n: i64) {
     sql.extend_from_slice(n.to_string().as_bytes());
 }
@@ -217,7 +169,7 @@ pub(super) static TEXT_KIND: ColumnKind = ColumnKind::Other {
     unsigned: false,
 };
 
-/// A canonical key value (see `canonical`) of a column of `kind` as a
+/// A key value in stored form (see `values::is_stored_form`) of a column of `kind` as a
 /// literal: integers as numbers, the rest by kind.
 pub(super) fn push_key(sql: &mut Vec<u8>, kind: &ColumnKind, v: Option<&[u8]>) {
     match (kind, v) {
@@ -253,33 +205,6 @@ impl WriteSink for WriteLiterals<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn canonical_keys() {
-        let int = ColumnKind::Integer {
-            min: -128,
-            max: 127,
-        };
-        for ok in ["0", "127", "-128", "5"] {
-            assert!(canonical(&int, ok.as_bytes()), "{ok}");
-        }
-        for no in ["", "-", "-0", "007", "128", "-129", "1a", " 1", "+1", "1.0"] {
-            assert!(!canonical(&int, no.as_bytes()), "{no}");
-        }
-        let text = ColumnKind::Text {
-            charset: "utf8mb4".into(),
-            max_chars: 3,
-        };
-        assert!(canonical(&text, "aé€".as_bytes()));
-        assert!(!canonical(&text, b"abcd"));
-        assert!(!canonical(&text, b"\xff"));
-        let bin = ColumnKind::Bytes {
-            max_len: 4,
-            fixed: true,
-        };
-        assert!(canonical(&bin, b"abcd") && !canonical(&bin, b"abc"));
-        assert!(!canonical(&TEXT_KIND, b"2020-01-01"));
-    }
 
     #[test]
     fn literals_follow_the_column() {

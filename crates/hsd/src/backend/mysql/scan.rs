@@ -4,7 +4,7 @@
 //!
 //! - Point lookups (`=` on every column of a unique index, no NULL key, no
 //!   filter) whose keys are written exactly as the server stores them
-//!   (`canonical`), two or more of one opened index: one `SELECT (CASE WHEN
+//!   (`values::is_stored_form`), two or more of one opened index: one `SELECT (CASE WHEN
 //!   k = v0 THEN 0 WHEN k = v1 THEN 1 ... END), cols ... WHERE k IN (...)`
 //!   per chunk of up to `POINTS_CHUNK` distinct keys. The server compares;
 //!   the CASE tells which lookup a row answers (for keys that compare byte
@@ -24,10 +24,11 @@
 use super::errors::refused_error;
 use super::handler::{push_index_name, Handles, Housekeeping};
 use super::link::{Answer, Failure, Link, ResultSink};
-use super::literal::{canonical, push_stored, TEXT_KIND};
+use super::literal::{push_stored, TEXT_KIND};
 use super::points::{points_lead, points_locator_len, run_points};
 use super::rows::{Columns, TextRowView};
 use crate::backend::scan_sql::{self, Dialect, Param, ScanLayout, ValueSink};
+use crate::backend::values::is_stored_form;
 use crate::backend::{ColumnKind, FilterMode, RowVisitor, Scan, ScanStep, TableMeta};
 use hs_proto::FindOp;
 use mysql_wire::literal::{push_binary, push_number};
@@ -118,7 +119,7 @@ fn is_point_lookup(scan: &Scan<'_>) -> bool {
             .keys
             .iter()
             .enumerate()
-            .all(|(i, k)| k.is_some_and(|k| canonical(key_kind(scan, i), k)))
+            .all(|(i, k)| k.is_some_and(|k| is_stored_form(key_kind(scan, i), k)))
 }
 
 /// Scans without filters: a `HANDLER ... WHERE` condition is fixed on the

@@ -28,10 +28,11 @@ use crate::backend::values::stored_integer;
 use crate::backend::write_sql::{self, WritePlaceholders};
 use crate::backend::ERR_DUPLICATE_KEY;
 use crate::backend::{
-    ColumnKind, CommitFailure, Committed, Durability, RowVisitor, Scan, ScanStep, StorageConn,
-    StorageError, TableMeta, WriteValue,
+    Change, ColumnKind, CommitFailure, Committed, Durability, FilterMode, RowInsert, RowTarget,
+    RowView, RowVisitor, RowWrite, Scan, ScanStep, StorageConn, StorageError, TableMeta,
+    WriteBatching, WriteValue,
 };
-use hs_proto::Value;
+use hs_proto::{FindOp, Value};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::Connection;
 use std::collections::HashMap;
@@ -381,6 +382,136 @@ fn stored<'a>(kind: &ColumnKind, v: WriteValue<'a>) -> ToSqlOutput<'a> {
     }
 }
 
+impl SqliteConn {
+    /// One change. A row named by its whole key (never planned for this
+    /// store, which takes writes one at a time) is found by the same scan a
+    /// lookup runs, then changed by its locator.
+    async fn write_row(&mut self, w: &RowWrite<'_>) -> Result<u64, StorageError> {
+        let locator: Vec<Value> = match w.target {
+            RowTarget::Locator(l) => l.to_vec(),
+            RowTarget::Key { index, keys } => {
+                let scan = Scan {
+                    index,
+                    op: FindOp::Eq,
+                    keys: keys.to_vec(),
+                    filters: &[],
+                    filter_mode: FilterMode::None,
+                    fetch: 1,
+                    with_locator: true,
+                    after: None,
+                };
+                let n = w.table.locator_sql.len();
+                let mut found: Option<Vec<Value>> = None;
+                let mut visit = |_: usize, row: &dyn RowView| {
+                    let mut l = row.locator();
+                    l.truncate(n);
+                    found = Some(l);
+                    ScanStep::Stop
+                };
+                self.run_scans(std::slice::from_ref(&scan), &mut visit)
+                    .await?;
+                match found {
+                    Some(l) => l,
+                    None => return Ok(0),
+                }
+            }
+        };
+        match w.change {
+            Change::Update { columns, values } => {
+                self.update_row(w.table, &locator, columns, values)?
+            }
+            Change::Delete => self.delete_row(w.table, &locator)?,
+        }
+        Ok(1)
+    }
+
+    fn insert_row(
+        &mut self,
+        table: &TableMeta,
+        columns: &[usize],
+        values: &[Option<&[u8]>],
+    ) -> Result<Option<u64>, StorageError> {
+        self.sql.clear();
+        if columns.is_empty() {
+            self.sql.extend_from_slice(b"INSERT INTO ");
+            self.sql.extend_from_slice(table.table_sql.as_bytes());
+            self.sql.extend_from_slice(b" DEFAULT VALUES");
+        } else {
+            write_sql::insert(table, columns, &mut WritePlaceholders, &mut self.sql);
+        }
+        let result = self.write_statement(&table.db, |stmt| {
+            for (i, (v, &c)) in values.iter().zip(columns).enumerate() {
+                stmt.raw_bind_parameter(
+                    i + 1,
+                    stored(&table.columns[c].kind, WriteValue::Bytes(*v)),
+                )
+                .map_err(refused)?;
+            }
+            Ok(())
+        });
+        let generated =
+            table.has_autoincrement && !columns.iter().any(|&c| table.columns[c].auto_increment);
+        match result {
+            Ok(id) => Ok(table.has_autoincrement.then_some(id)),
+            Err(e @ StorageError::Refused { code, .. })
+                if code == ERR_DUPLICATE_KEY && generated =>
+            {
+                // InnoDB takes the next id before it finds the duplicate,
+                // so the original's next insert gets the one after.
+                self.consume_next_id(table);
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn update_row(
+        &mut self,
+        table: &TableMeta,
+        locator: &[Value],
+        columns: &[usize],
+        values: &[WriteValue<'_>],
+    ) -> Result<(), StorageError> {
+        if columns.is_empty() {
+            return Ok(());
+        }
+        self.sql.clear();
+        write_sql::update(table, columns, &mut WritePlaceholders, &mut self.sql);
+        self.write_statement(&table.db, |stmt| {
+            for (i, (v, &c)) in values.iter().zip(columns).enumerate() {
+                stmt.raw_bind_parameter(i + 1, stored(&table.columns[c].kind, *v))
+                    .map_err(refused)?;
+            }
+            for (i, l) in locator.iter().enumerate() {
+                stmt.raw_bind_parameter(values.len() + i + 1, text(l.as_deref()))
+                    .map_err(refused)?;
+            }
+            Ok(())
+        })
+        .inspect(|_| {
+            if columns.iter().any(|&c| table.columns[c].auto_increment) {
+                // InnoDB's counter follows an id updated past it; so must
+                // the AUTOINCREMENT table's.
+                self.raise_sequence(table);
+            }
+        })
+        .map(|_| ())
+    }
+
+    fn delete_row(&mut self, table: &TableMeta, locator: &[Value]) -> Result<(), StorageError> {
+        self.sql.clear();
+        write_sql::delete(table, &mut WritePlaceholders, &mut self.sql);
+        self.write_statement(&table.db, |stmt| {
+            for (i, l) in locator.iter().enumerate() {
+                stmt.raw_bind_parameter(i + 1, text(l.as_deref()))
+                    .map_err(refused)?;
+            }
+            Ok(())
+        })
+        .map(|_| ())
+    }
+}
+
 impl StorageConn for SqliteConn {
     async fn describe(&mut self, db: &str, table: &str) -> Result<TableMeta, StorageError> {
         // Read the catalog as it is now, not as a lease saw it.
@@ -421,90 +552,26 @@ impl StorageConn for SqliteConn {
         result
     }
 
-    async fn insert(
-        &mut self,
-        table: &TableMeta,
-        columns: &[usize],
-        values: &[Option<&[u8]>],
-    ) -> Result<Option<u64>, StorageError> {
-        self.sql.clear();
-        if columns.is_empty() {
-            self.sql.extend_from_slice(b"INSERT INTO ");
-            self.sql.extend_from_slice(table.table_sql.as_bytes());
-            self.sql.extend_from_slice(b" DEFAULT VALUES");
-        } else {
-            write_sql::insert(table, columns, &mut WritePlaceholders, &mut self.sql);
-        }
-        let result = self.write_statement(&table.db, |stmt| {
-            for (i, (v, &c)) in values.iter().zip(columns).enumerate() {
-                stmt.raw_bind_parameter(
-                    i + 1,
-                    stored(&table.columns[c].kind, WriteValue::Bytes(*v)),
-                )
-                .map_err(refused)?;
-            }
-            Ok(())
-        });
-        let generated =
-            table.has_autoincrement && !columns.iter().any(|&c| table.columns[c].auto_increment);
-        match result {
-            Ok(id) => Ok(table.has_autoincrement.then_some(id)),
-            Err(e @ StorageError::Refused { code, .. })
-                if code == ERR_DUPLICATE_KEY && generated =>
-            {
-                // InnoDB takes the next id before it finds the duplicate,
-                // so the original's next insert gets the one after.
-                self.consume_next_id(table);
-                Err(e)
-            }
-            Err(e) => Err(e),
-        }
+    /// Each statement is a call into SQLite: nothing to gain by batching.
+    fn write_batching(&self) -> WriteBatching {
+        WriteBatching::OneAtATime
     }
 
-    async fn update(
+    async fn insert_rows(
         &mut self,
-        table: &TableMeta,
-        locator: &[Value],
-        columns: &[usize],
-        values: &[WriteValue<'_>],
-    ) -> Result<(), StorageError> {
-        if columns.is_empty() {
-            return Ok(());
-        }
-        self.sql.clear();
-        write_sql::update(table, columns, &mut WritePlaceholders, &mut self.sql);
-        self.write_statement(&table.db, |stmt| {
-            for (i, (v, &c)) in values.iter().zip(columns).enumerate() {
-                stmt.raw_bind_parameter(i + 1, stored(&table.columns[c].kind, *v))
-                    .map_err(refused)?;
-            }
-            for (i, l) in locator.iter().enumerate() {
-                stmt.raw_bind_parameter(values.len() + i + 1, text(l.as_deref()))
-                    .map_err(refused)?;
-            }
-            Ok(())
-        })
-        .inspect(|_| {
-            if columns.iter().any(|&c| table.columns[c].auto_increment) {
-                // InnoDB's counter follows an id updated past it; so must
-                // the AUTOINCREMENT table's.
-                self.raise_sequence(table);
-            }
-        })
-        .map(|_| ())
+        rows: &[RowInsert<'_>],
+    ) -> Vec<Result<Option<u64>, StorageError>> {
+        rows.iter()
+            .map(|r| self.insert_row(r.table, r.columns, r.values))
+            .collect()
     }
 
-    async fn delete(&mut self, table: &TableMeta, locator: &[Value]) -> Result<(), StorageError> {
-        self.sql.clear();
-        write_sql::delete(table, &mut WritePlaceholders, &mut self.sql);
-        self.write_statement(&table.db, |stmt| {
-            for (i, l) in locator.iter().enumerate() {
-                stmt.raw_bind_parameter(i + 1, text(l.as_deref()))
-                    .map_err(refused)?;
-            }
-            Ok(())
-        })
-        .map(|_| ())
+    async fn write_rows(&mut self, writes: &[RowWrite<'_>]) -> Vec<Result<u64, StorageError>> {
+        let mut results = Vec::with_capacity(writes.len());
+        for w in writes {
+            results.push(self.write_row(w).await);
+        }
+        results
     }
 
     async fn begin(&mut self) -> Result<(), StorageError> {

@@ -278,13 +278,12 @@ running_replicas() {
 }
 
 do_sync() {
-    local secs=${1:-60} p pos n got
+    local secs=${1:-60} p pos n
     p=$(current_primary)
     node_answers "$(node_dir "$p")" || die "the primary s$p does not answer"
     pos=$(node_query "$(node_dir "$p")" "SELECT @@gtid_binlog_pos")
     for n in $(running_replicas); do
-        got=$(node_query "$(node_dir "$n")" "SELECT MASTER_GTID_WAIT('$pos', $secs)")
-        [[ "$got" == 0 ]] || die "s$n did not reach the primary's position $pos within ${secs}s"
+        wait_covers "$n" "$pos" "$secs" || die "s$n did not reach the primary's position $pos within ${secs}s"
     done
 }
 
@@ -306,6 +305,34 @@ do_start_node() {
     say "s$n started on port $(node_port "$dir")"
 }
 
+# covers HAVE WANT: every domain-server-seq of WANT has a GTID of the same
+# domain with at least its sequence number in HAVE (as MASTER_GTID_WAIT
+# compares, but on any position).
+covers() {
+    local have=$1 want=$2 g d n h ok
+    for g in ${want//,/ }; do
+        d=${g%%-*} n=${g##*-} ok=0
+        for h in ${have//,/ }; do
+            [[ "${h%%-*}" == "$d" && "${h##*-}" -ge "$n" ]] && ok=1
+        done
+        [[ $ok -eq 1 ]] || return 1
+    done
+    return 0
+}
+
+# wait_covers N POS SECS: waits until server N's gtid_current_pos covers POS
+# (a former primary's own transactions are in its binlog position, not in
+# its slave position, which MASTER_GTID_WAIT would wait on).
+wait_covers() {
+    local n=$1 pos=$2 secs=$3 deadline
+    deadline=$(( SECONDS + secs ))
+    while (( SECONDS < deadline )); do
+        covers "$(node_query "$(node_dir "$n")" "SELECT @@gtid_current_pos")" "$pos" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
 do_promote() {
     local n=$1 old pos got m
     old=$(current_primary)
@@ -314,8 +341,7 @@ do_promote() {
         # new one has caught up with it.
         node_query "$(node_dir "$old")" "SET GLOBAL read_only = ON"
         pos=$(node_query "$(node_dir "$old")" "SELECT @@gtid_binlog_pos")
-        got=$(node_query "$(node_dir "$n")" "SELECT MASTER_GTID_WAIT('$pos', 30)")
-        [[ "$got" == 0 ]] || die "s$n did not catch up with s$old ($pos)"
+        wait_covers "$n" "$pos" 30 || die "s$n did not catch up with s$old ($pos)"
     fi
     node_query "$(node_dir "$n")" "STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = OFF" \
         || die "s$n: could not stop replicating"

@@ -135,6 +135,40 @@ pub struct ServeOptions {
     /// MySQL backend: seconds to wait for the server before answering an error [default: 3].
     #[arg(long, env = "HSD_MYSQL_TIMEOUT")]
     pub mysql_timeout: Option<u64>,
+    /// MySQL backend: a replica of --backend, or another node of its Galera
+    /// cluster (same URL form); repeatable. hsd learns from the servers
+    /// which one takes writes (read_only = OFF) and sends writes there.
+    #[arg(
+        long = "replica",
+        env = "HSD_REPLICAS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    #[serde(default)]
+    pub replica: Vec<String>,
+    /// With --replica: where the read port's finds run, `primary` or
+    /// `replicas` (those that have applied every write hsd acknowledged;
+    /// the write port's finds always run on the primary) [default: primary].
+    #[arg(long, env = "HSD_READ_FROM", value_enum)]
+    pub read_from: Option<ReadFrom>,
+    /// With --replica: seconds between two looks at every server's role and
+    /// replication position, 0.05 to 60 [default: 1].
+    #[arg(long, env = "HSD_TOPOLOGY_INTERVAL")]
+    pub topology_interval: Option<f64>,
+    /// With --read-from replicas: seconds a find waits for a replica to
+    /// apply hsd's writes before it runs on the primary, 0 to 60 [default: 1].
+    #[arg(long, env = "HSD_REPLICA_WAIT")]
+    pub replica_wait: Option<f64>,
+}
+
+/// `--read-from`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ReadFrom {
+    Primary,
+    Replicas,
 }
 
 /// `--threads`: network threads (and, on the embedded store, read workers).
@@ -178,6 +212,11 @@ pub struct Config {
     pub synchronous: Durability,
     pub mysql_pool: Option<usize>,
     pub mysql_timeout: Duration,
+    /// `--replica` URLs (empty: one server).
+    pub replicas: Vec<BackendUrl>,
+    pub read_from: ReadFrom,
+    pub topology_interval: Duration,
+    pub replica_wait: Duration,
     /// Certificate, key and the acceptor built from them when TLS is on.
     pub tls: Option<Tls>,
 }
@@ -252,9 +291,50 @@ impl ServeOptions {
                 .or(file.backend)
                 .unwrap_or_else(|| "sqlite".into()),
         );
-        if let Some(path) = self.backend_password_file.or(file.backend_password_file) {
-            backend = backend.with_password_file(&path)?;
+        let replica_urls = if self.replica.is_empty() {
+            file.replica
+        } else {
+            self.replica
+        };
+        let mut replicas: Vec<BackendUrl> = replica_urls
+            .into_iter()
+            .map(|u| u.trim().to_string())
+            .filter(|u| !u.is_empty())
+            .map(BackendUrl::new)
+            .collect();
+        let password_file = self.backend_password_file.or(file.backend_password_file);
+        if let Some(path) = &password_file {
+            backend = backend.with_password_file(path)?;
         }
+        for r in &mut replicas {
+            anyhow::ensure!(
+                r.starts_with("mysql://"),
+                "--replica takes mysql://user:password@host:port URLs, not {r:?}"
+            );
+            // The same account on every server: a replica URL without a
+            // password takes the --backend password file's.
+            if let Some(path) = &password_file {
+                if !r.has_password() {
+                    *r = r.clone().with_password_file(path)?;
+                }
+            }
+        }
+        anyhow::ensure!(
+            replicas.is_empty() || backend.starts_with("mysql://"),
+            "--replica needs a mysql:// --backend (the embedded store has no replicas)"
+        );
+        let topology_interval = seconds(
+            "--topology-interval",
+            self.topology_interval
+                .or(file.topology_interval)
+                .unwrap_or(1.0),
+            0.05..=60.0,
+        )?;
+        let replica_wait = seconds(
+            "--replica-wait",
+            self.replica_wait.or(file.replica_wait).unwrap_or(1.0),
+            0.0..=60.0,
+        )?;
         let threads = in_range(
             "--threads",
             self.threads
@@ -350,6 +430,13 @@ impl ServeOptions {
                 .or(file.synchronous)
                 .unwrap_or(Durability::Full),
             mysql_pool,
+            replicas,
+            read_from: self
+                .read_from
+                .or(file.read_from)
+                .unwrap_or(ReadFrom::Primary),
+            topology_interval,
+            replica_wait,
             mysql_timeout: Duration::from_secs(
                 self.mysql_timeout
                     .or(file.mysql_timeout)
@@ -362,6 +449,17 @@ impl ServeOptions {
         }
         Ok(config)
     }
+}
+
+/// A number of seconds in `range`.
+fn seconds(name: &str, value: f64, range: RangeInclusive<f64>) -> anyhow::Result<Duration> {
+    anyhow::ensure!(
+        range.contains(&value),
+        "{name} must be {} to {} seconds, not {value}",
+        range.start(),
+        range.end()
+    );
+    Ok(Duration::from_secs_f64(value))
 }
 
 fn in_range(name: &str, value: usize, range: RangeInclusive<usize>) -> anyhow::Result<usize> {

@@ -3,6 +3,10 @@
 //! takes every job the loop's client connections queued meanwhile (up to a
 //! bound, see `job_queue`) and runs their finds as one batch, so lookups
 //! from many clients become few statements. A lone job runs at once.
+//!
+//! With several servers (`--replica`), the read port has one batcher per
+//! server (`start_on`), and the dispatcher picks the batcher per client
+//! batch; a batcher's connections all go to its server.
 
 use crate::backend::{Backend, OpenedIndex, StorageConn};
 use crate::exec::{self, ReadTask};
@@ -24,7 +28,8 @@ enum Job {
     },
     Finds {
         tasks: Vec<ReadTask>,
-        reply: oneshot::Sender<Vec<ResponseWriter>>,
+        /// The tasks back, each with its answer in `out`.
+        reply: oneshot::Sender<Vec<ReadTask>>,
     },
 }
 
@@ -35,10 +40,20 @@ pub(crate) struct ReadBatcher {
 impl ReadBatcher {
     /// Starts `links` runner tasks on the current `LocalSet`.
     pub(crate) fn start<B: Backend>(shared: Shared<B>, links: usize) -> ReadBatcher {
+        ReadBatcher::start_on(shared, links, None)
+    }
+
+    /// Starts `links` runner tasks whose connections go to `server` of a
+    /// replicated set-up (`None`: `Backend::connect`'s).
+    pub(crate) fn start_on<B: Backend>(
+        shared: Shared<B>,
+        links: usize,
+        server: Option<usize>,
+    ) -> ReadBatcher {
         let links = links.max(1);
         let queue = Rc::new(JobQueue::new(links));
         for me in 0..links {
-            tokio::task::spawn_local(run(shared.clone(), queue.clone(), me));
+            tokio::task::spawn_local(run(shared.clone(), queue.clone(), me, server));
         }
         ReadBatcher { queue }
     }
@@ -46,11 +61,21 @@ impl ReadBatcher {
     /// Runs the finds; returns their answers in order.
     pub(crate) async fn reads(&self, tasks: Vec<ReadTask>) -> Vec<ResponseWriter> {
         let n = tasks.len();
+        match self.run(tasks).await {
+            Some(done) => done.into_iter().map(|t| t.out).collect(),
+            None => unavailable(n),
+        }
+    }
+
+    /// Runs the finds; returns them with their answers (in `out`), in
+    /// order, so that a caller may run some again elsewhere. `None` when
+    /// the batcher is stopping (nothing ran).
+    pub(crate) async fn run(&self, tasks: Vec<ReadTask>) -> Option<Vec<ReadTask>> {
         let (reply, rx) = oneshot::channel();
         if self.queue.push(Job::Finds { tasks, reply }).is_err() {
-            return unavailable(n);
+            return None;
         }
-        rx.await.unwrap_or_else(|_| unavailable(n))
+        rx.await.ok()
     }
 
     pub(crate) async fn open(&self, req: OpenIndexRequest) -> Result<Arc<OpenedIndex>, ErrorKind> {
@@ -68,7 +93,12 @@ impl ReadBatcher {
 }
 
 /// Runner `me`: its own storage connection, made on first use.
-async fn run<B: Backend>(shared: Shared<B>, queue: Rc<JobQueue<Job>>, me: usize) {
+async fn run<B: Backend>(
+    shared: Shared<B>,
+    queue: Rc<JobQueue<Job>>,
+    me: usize,
+    server: Option<usize>,
+) {
     let mut storage: Option<B::Storage> = None;
     loop {
         let jobs = take_batch(&queue);
@@ -85,7 +115,11 @@ async fn run<B: Backend>(shared: Shared<B>, queue: Rc<JobQueue<Job>>, me: usize)
             continue;
         }
         if storage.is_none() {
-            match shared.backend.connect().await {
+            let made = match server {
+                Some(i) => shared.backend.connect_to(i).await,
+                None => shared.backend.connect().await,
+            };
+            match made {
                 Ok(c) => storage = Some(c),
                 Err(e) => {
                     tracing::warn!(error = %e, target = %shared.backend.describe_target(), "cannot connect to storage");
@@ -123,7 +157,7 @@ async fn run_jobs<B: Backend>(
     jobs: Vec<Job>,
 ) {
     let mut all: Vec<ReadTask> = Vec::new();
-    let mut replies: Vec<(usize, oneshot::Sender<Vec<ResponseWriter>>)> = Vec::new();
+    let mut replies: Vec<(usize, oneshot::Sender<Vec<ReadTask>>)> = Vec::new();
     for job in jobs {
         match job {
             Job::Open { req, reply } => {
@@ -155,9 +189,9 @@ async fn run_jobs<B: Backend>(
             }
         }
     }
-    let mut answers = all.into_iter().map(|t| t.out);
+    let mut done = all.into_iter();
     for (n, reply) in replies {
-        let _ = reply.send(answers.by_ref().take(n).collect());
+        let _ = reply.send(done.by_ref().take(n).collect());
     }
 }
 

@@ -64,6 +64,11 @@ impl BackendUrl {
         BackendUrl(url)
     }
 
+    /// Whether the URL's user part carries a password.
+    pub fn has_password(&self) -> bool {
+        redact_url(&self.0) != self.0
+    }
+
     /// The URL with the password from `path` put in: the URL must name a user
     /// and have no password of its own.
     pub fn with_password_file(self, path: &Path) -> anyhow::Result<BackendUrl> {

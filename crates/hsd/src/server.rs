@@ -5,10 +5,11 @@
 
 use crate::accept_backoff::AcceptBackoff;
 use crate::admission::Admission;
+use crate::backend::mysql::topology;
 use crate::backend::mysql::{MysqlBackend, MysqlSettings};
 use crate::backend::sqlite::{SqliteBackend, Synchronous};
 use crate::backend::Backend;
-use crate::config::{Config, Durability};
+use crate::config::{Config, Durability, ReadFrom};
 use crate::event_loop::{EventLoop, Incoming};
 use crate::exec::Catalog;
 use crate::limits::{ConnectionLimits, MemoryBudget};
@@ -62,7 +63,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         };
         let backend = SqliteBackend::new(&config.data_dir, synchronous)
             .with_statement_timeout(config.statement_timeout);
-        return serve(config, backend).await;
+        return serve(config, backend, Metrics::new()?).await;
     }
     if config.backend.starts_with("mysql://") {
         if config.demo {
@@ -71,14 +72,33 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         let target = redact(&config.backend);
         let url = mysql_wire::MysqlUrl::parse(&config.backend)
             .map_err(|e| anyhow::anyhow!("invalid MySQL URL {target}: {e}"))?;
-        let backend = MysqlBackend::start(MysqlSettings {
-            url,
-            target,
-            timeout: config.mysql_timeout,
-            links_per_loop: config.mysql_pool.unwrap_or(DEFAULT_MYSQL_LINKS),
-        })
+        let mut replicas = Vec::with_capacity(config.replicas.len());
+        for r in &config.replicas {
+            let target = redact(r);
+            let url = mysql_wire::MysqlUrl::parse(r)
+                .map_err(|e| anyhow::anyhow!("invalid --replica URL {target}: {e}"))?;
+            replicas.push((url, target));
+        }
+        // The topology's metrics are registered as it starts.
+        let metrics = Metrics::new()?;
+        let backend = MysqlBackend::start(
+            MysqlSettings {
+                url,
+                target,
+                timeout: config.mysql_timeout,
+                links_per_loop: config.mysql_pool.unwrap_or(DEFAULT_MYSQL_LINKS),
+                replicas,
+                read_from: match config.read_from {
+                    ReadFrom::Primary => topology::ReadFrom::Primary,
+                    ReadFrom::Replicas => topology::ReadFrom::Replicas,
+                },
+                topology_interval: config.topology_interval,
+                replica_wait: config.replica_wait,
+            },
+            &metrics.registry,
+        )
         .await?;
-        return serve(config, backend).await;
+        return serve(config, backend, metrics).await;
     }
     anyhow::bail!(
         "unknown backend {:?}: use sqlite or mysql://user:password@host:port",
@@ -86,8 +106,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     )
 }
 
-async fn serve<B: Backend>(config: Config, backend: B) -> anyhow::Result<()> {
-    let metrics = Metrics::new()?;
+async fn serve<B: Backend>(
+    config: Config,
+    backend: B,
+    metrics: Arc<Metrics>,
+) -> anyhow::Result<()> {
     let shared = Shared {
         backend: Arc::new(backend),
         catalog: Arc::new(Catalog::default()),

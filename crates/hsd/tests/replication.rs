@@ -4,12 +4,14 @@
 
 mod cluster;
 
-use cluster::{eventually, Cluster, Kind, Restore};
+use cluster::{
+    block_on, client, eventually, get, insert, open, req, set, Cluster, Hsd, Kind, Restore,
+};
 use hsd::backend::mysql::topology::decide::Role;
 use hsd::backend::mysql::topology::gtid::Position;
 use hsd::backend::mysql::topology::{Commit, ReadFrom, ServerSpec, Topology, TopologySettings};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 async fn topology(c: &Cluster, read_from: ReadFrom, interval: Duration) -> Arc<Topology> {
     let servers = c
@@ -150,4 +152,506 @@ async fn topology_follows_the_servers_on(c: &Cluster) {
     );
     drop(r);
     t.shut_down();
+}
+
+/// Every read on the read port sees every write acknowledged on the write
+/// port before it was sent, while the reads run on the replicas: four
+/// clients each write a key and at once read it back, 60 times.
+#[test]
+fn reads_on_replicas_see_every_acknowledged_write() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_consistency");
+    c.sql(
+        0,
+        "INSERT INTO hsdtest.rr_consistency VALUES (1,0),(2,0),(3,0),(4,0)",
+    );
+    c.settle_data();
+    let hsd = Hsd::start(
+        &c,
+        &["--read-from", "replicas", "--topology-interval", "0.2"],
+    );
+    block_on(async {
+        let mut pairs = Vec::new();
+        for k in 1..=4i64 {
+            let (w, r) = (hsd.write.clone(), hsd.read.clone());
+            pairs.push(tokio::spawn(async move {
+                let mut writer = client(&w).await;
+                let mut reader = client(&r).await;
+                open(&mut writer, 1, "rr_consistency").await;
+                open(&mut reader, 1, "rr_consistency").await;
+                for i in 1..=60 {
+                    assert_eq!(set(&mut writer, 1, k, i).await, "0|1|1");
+                    assert_eq!(
+                        get(&mut reader, 1, k).await,
+                        format!("0|2|{k}|{i}"),
+                        "key {k} round {i}"
+                    );
+                }
+            }));
+        }
+        for p in pairs {
+            p.await.expect("client pair");
+        }
+    });
+    let on = |i: usize, m: &str| hsd.metric(m, &c.address(i), "");
+    let replica_reads = on(1, "hsd_server_reads_total") + on(2, "hsd_server_reads_total");
+    let fallbacks = on(0, "hsd_server_read_fallbacks_total");
+    let waits = on(1, "hsd_server_read_waits_total") + on(2, "hsd_server_read_waits_total");
+    eprintln!(
+        "240 read-after-write finds: {replica_reads} on replicas ({waits} after a wait), \
+         {} on the primary ({fallbacks} fallbacks)",
+        on(0, "hsd_server_reads_total")
+    );
+    assert!(
+        replica_reads >= 200.0,
+        "{replica_reads} of 240 finds on replicas"
+    );
+    // Every series is there for every server.
+    for i in 0..3 {
+        for m in [
+            "hsd_server_lag_seconds",
+            "hsd_server_lag_transactions",
+            "hsd_server_reads_total",
+            "hsd_server_read_waits_total",
+            "hsd_server_read_fallbacks_total",
+        ] {
+            assert!(
+                hsd.metrics()
+                    .contains(&format!("{m}{{server=\"{}\"}}", c.address(i))),
+                "{m} {i}"
+            );
+        }
+    }
+    assert_eq!(
+        hsd.metric("hsd_server_role", &c.address(0), "role=\"primary\""),
+        1.0
+    );
+    assert_eq!(
+        hsd.metric("hsd_server_role", &c.address(1), "role=\"replica\""),
+        1.0
+    );
+    // Caught up once the writes stop.
+    eventually(Duration::from_secs(3), "lag 0", || {
+        hsd.metric("hsd_server_lag_transactions", &c.address(2), "") == 0.0
+    });
+}
+
+/// A replica whose SQL thread stopped, or that lags, never serves a row
+/// older than an acknowledged write: the read waits up to --replica-wait,
+/// then runs on the primary.
+#[test]
+fn stopped_or_lagging_replicas_never_serve_stale_rows() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_stale");
+    c.sql(0, "INSERT INTO hsdtest.rr_stale VALUES (1,0)");
+    c.settle_data();
+    let hsd = Hsd::start(
+        &c,
+        &[
+            "--read-from",
+            "replicas",
+            "--topology-interval",
+            "0.2",
+            "--replica-wait",
+            "1",
+        ],
+    );
+    let mut restore = Restore::new(&c);
+    block_on(async {
+        let mut writer = client(&hsd.write).await;
+        let mut reader = client(&hsd.read).await;
+        open(&mut writer, 1, "rr_stale").await;
+        open(&mut reader, 1, "rr_stale").await;
+
+        // SQL threads stopped: the replicas are left out once polled; a
+        // read before that waits for them in vain, then the primary.
+        restore.then(&["start-sql", "2"]);
+        restore.then(&["start-sql", "3"]);
+        c.script(&["stop-sql", "2"]);
+        c.script(&["stop-sql", "3"]);
+        for i in 1..=5 {
+            assert_eq!(set(&mut writer, 1, 1, i).await, "0|1|1");
+            let t = Instant::now();
+            assert_eq!(get(&mut reader, 1, 1).await, format!("0|2|1|{i}"));
+            eprintln!("SQL threads stopped: read {i} took {:?}", t.elapsed());
+        }
+        c.script(&["start-sql", "2"]);
+        c.script(&["start-sql", "3"]);
+
+        // Three seconds behind: each read after a write waits --replica-wait
+        // (1 s), then runs on the primary.
+        restore.then(&["delay", "2", "0"]);
+        restore.then(&["delay", "3", "0"]);
+        c.script(&["delay", "2", "3"]);
+        c.script(&["delay", "3", "3"]);
+        // Polled as replicas again (their threads run; they are behind).
+        for i in [1, 2] {
+            let _ = eventually(Duration::from_secs(3), "replicas in use", || {
+                hsd.metric("hsd_server_role", &c.address(i), "role=\"replica\"") == 1.0
+            });
+        }
+        let before = hsd.metric("hsd_server_read_fallbacks_total", &c.address(0), "");
+        for i in 10..=12 {
+            assert_eq!(set(&mut writer, 1, 1, i).await, "0|1|1");
+            let t = Instant::now();
+            assert_eq!(get(&mut reader, 1, 1).await, format!("0|2|1|{i}"));
+            let took = t.elapsed();
+            eprintln!("3 s lag: read {i} took {took:?}");
+            assert!(
+                took >= Duration::from_millis(900) && took < Duration::from_millis(2500),
+                "{took:?}"
+            );
+        }
+        let after = hsd.metric("hsd_server_read_fallbacks_total", &c.address(0), "");
+        assert_eq!(after - before, 3.0);
+        c.script(&["delay", "2", "0"]);
+        c.script(&["delay", "3", "0"]);
+    });
+}
+
+/// The primary down: reads keep being served by the replicas; writes are
+/// answered with an error within --mysql-timeout, and work again once it
+/// is back.
+#[test]
+fn primary_down_reads_go_on_writes_fail_fast() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_primary_down");
+    c.sql(0, "INSERT INTO hsdtest.rr_primary_down VALUES (1,0),(2,0)");
+    c.settle_data();
+    let hsd = Hsd::start(
+        &c,
+        &[
+            "--read-from",
+            "replicas",
+            "--topology-interval",
+            "0.5",
+            "--mysql-timeout",
+            "2",
+        ],
+    );
+    let mut restore = Restore::new(&c);
+    block_on(async {
+        let mut writer = client(&hsd.write).await;
+        let mut reader = client(&hsd.read).await;
+        open(&mut writer, 1, "rr_primary_down").await;
+        open(&mut reader, 1, "rr_primary_down").await;
+        assert_eq!(set(&mut writer, 1, 1, 7).await, "0|1|1");
+        assert_eq!(get(&mut reader, 1, 1).await, "0|2|1|7");
+
+        restore.then(&["start-node", "1"]);
+        c.script(&["kill-node", "1"]);
+        let t = Instant::now();
+        let mut slowest = Duration::ZERO;
+        while t.elapsed() < Duration::from_secs(2) {
+            let r = Instant::now();
+            assert_eq!(get(&mut reader, 1, 1).await, "0|2|1|7");
+            slowest = slowest.max(r.elapsed());
+        }
+        eprintln!("primary killed: reads went on, the slowest took {slowest:?}");
+        // A new client opens and reads too (its P runs on a replica).
+        let mut fresh = client(&hsd.read).await;
+        open(&mut fresh, 1, "rr_primary_down").await;
+        assert_eq!(get(&mut fresh, 1, 2).await, "0|2|2|0");
+        for _ in 0..3 {
+            let t = Instant::now();
+            let answer = set(&mut writer, 1, 2, 9).await;
+            let took = t.elapsed();
+            eprintln!("primary down: a write answered {answer:?} after {took:?}");
+            assert!(answer.starts_with("1|1|"), "{answer}");
+            assert!(took < Duration::from_millis(2500), "{took:?}");
+        }
+        c.script(&["start-node", "1"]);
+        let back = Instant::now();
+        while set(&mut writer, 1, 2, 9).await != "0|1|1" {
+            assert!(
+                back.elapsed() < Duration::from_secs(10),
+                "writes never came back"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        eprintln!(
+            "primary back: writes worked again {:?} after it answered",
+            back.elapsed()
+        );
+        assert_eq!(get(&mut reader, 1, 2).await, "0|2|2|9");
+    });
+}
+
+/// A replica down: its reads move to the other one at once, and no client
+/// sees an error.
+#[test]
+fn replica_down_moves_its_reads_without_errors() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_replica_down");
+    c.sql(
+        0,
+        "INSERT INTO hsdtest.rr_replica_down VALUES (1,1),(2,2),(3,3),(4,4)",
+    );
+    c.settle_data();
+    let hsd = Hsd::start(&c, &["--read-from", "replicas", "--topology-interval", "1"]);
+    let mut restore = Restore::new(&c);
+    restore.then(&["start-node", "2"]);
+    let s2 = c.address(1);
+    block_on(async {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut readers = Vec::new();
+        for k in 1..=4i64 {
+            let (addr, stop) = (hsd.read.clone(), stop.clone());
+            readers.push(tokio::spawn(async move {
+                let mut r = client(&addr).await;
+                open(&mut r, 1, "rr_replica_down").await;
+                let (mut n, mut slowest) = (0u64, Duration::ZERO);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let t = Instant::now();
+                    assert_eq!(get(&mut r, 1, k).await, format!("0|2|{k}|{k}"));
+                    slowest = slowest.max(t.elapsed());
+                    n += 1;
+                }
+                (n, slowest)
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let before = hsd.metric("hsd_server_reads_total", &s2, "");
+        assert!(before > 0.0, "s2 served no reads before it went down");
+        c.script(&["kill-node", "2"]);
+        let down = Instant::now();
+        // Reads on s2 stop growing once it is left out.
+        let mut last = hsd.metric("hsd_server_reads_total", &s2, "");
+        let mut moved = None;
+        while down.elapsed() < Duration::from_secs(3) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let now = hsd.metric("hsd_server_reads_total", &s2, "");
+            if now == last && moved.is_none() {
+                moved = Some(down.elapsed());
+            }
+            last = now;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut slowest = Duration::ZERO;
+        let mut total = 0;
+        for r in readers {
+            let (n, s) = r.await.expect("reader");
+            total += n;
+            slowest = slowest.max(s);
+        }
+        let moved = moved.expect("reads kept going to the dead replica");
+        eprintln!(
+            "replica killed: {total} reads, no error; its reads moved within {moved:?}; \
+             the slowest read took {slowest:?}"
+        );
+        assert!(moved < Duration::from_secs(1), "{moved:?}");
+        assert!(slowest < Duration::from_secs(1), "{slowest:?}");
+        assert_eq!(hsd.metric("hsd_server_role", &s2, "role=\"unusable\""), 1.0);
+    });
+    c.script(&["start-node", "2"]);
+    eventually(Duration::from_secs(10), "s2 a replica again", || {
+        hsd.metric("hsd_server_role", &s2, "role=\"replica\"") == 1.0
+    });
+}
+
+/// A replica promoted (the primary gone, its read_only turned off): writes
+/// go to it within two topology intervals, no restart; and back again.
+#[test]
+fn promoted_replica_takes_the_writes() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_promote");
+    c.sql(0, "INSERT INTO hsdtest.rr_promote VALUES (1,0)");
+    c.settle_data();
+    let interval = Duration::from_millis(500);
+    let hsd = Hsd::start(
+        &c,
+        &[
+            "--read-from",
+            "replicas",
+            "--topology-interval",
+            "0.5",
+            "--mysql-timeout",
+            "2",
+        ],
+    );
+    let mut restore = Restore::new(&c);
+    restore.then(&["start-node", "1"]);
+    restore.then(&["promote", "1"]);
+    block_on(async {
+        let mut writer = client(&hsd.write).await;
+        let mut reader = client(&hsd.read).await;
+        open(&mut writer, 1, "rr_promote").await;
+        open(&mut reader, 1, "rr_promote").await;
+        assert_eq!(set(&mut writer, 1, 1, 1).await, "0|1|1");
+
+        c.script(&["stop-node", "1"]);
+        c.script(&["promote", "2"]);
+        let promoted = Instant::now();
+        let mut i = 100;
+        let took = loop {
+            i += 1;
+            if set(&mut writer, 1, 1, i).await == "0|1|1" {
+                break promoted.elapsed();
+            }
+            assert!(
+                promoted.elapsed() < 4 * interval + Duration::from_secs(2),
+                "writes never moved"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        eprintln!("s2 promoted: writes went to it after {took:?} (interval {interval:?})");
+        assert!(took < 2 * interval + Duration::from_millis(500), "{took:?}");
+        assert_eq!(
+            c.value(1, "SELECT v FROM hsdtest.rr_promote WHERE id = 1")
+                .as_deref(),
+            Some(&*i.to_string())
+        );
+        assert_eq!(get(&mut reader, 1, 1).await, format!("0|2|1|{i}"));
+        assert!(
+            hsd.log().contains("takes the writes"),
+            "no log line for the new primary"
+        );
+
+        // The old primary comes back as a replica of s2, then takes over
+        // again (a switchover).
+        c.script(&["start-node", "1"]);
+        c.script(&["promote", "1"]);
+        let promoted = Instant::now();
+        let took = loop {
+            i += 1;
+            if set(&mut writer, 1, 1, i).await == "0|1|1" {
+                break promoted.elapsed();
+            }
+            assert!(
+                promoted.elapsed() < 4 * interval + Duration::from_secs(2),
+                "writes never moved back"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        eprintln!("switchover back to s1: writes followed after {took:?}");
+        assert_eq!(
+            c.value(0, "SELECT v FROM hsdtest.rr_promote WHERE id = 1")
+                .as_deref(),
+            Some(&*i.to_string())
+        );
+        assert_eq!(get(&mut reader, 1, 1).await, format!("0|2|1|{i}"));
+    });
+}
+
+/// Two writable servers at once: writes are refused, with a clear log
+/// line, until one is read-only again.
+#[test]
+fn two_writable_servers_refuse_writes() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_two_writable");
+    c.sql(0, "INSERT INTO hsdtest.rr_two_writable VALUES (1,0)");
+    c.settle_data();
+    let hsd = Hsd::start(&c, &["--topology-interval", "0.5"]);
+    let mut restore = Restore::new(&c);
+    restore.then(&["read-only", "2", "on"]);
+    block_on(async {
+        let mut writer = client(&hsd.write).await;
+        open(&mut writer, 1, "rr_two_writable").await;
+        assert_eq!(set(&mut writer, 1, 1, 1).await, "0|1|1");
+        c.script(&["read-only", "2", "off"]);
+        let t = Instant::now();
+        let refused = loop {
+            let a = set(&mut writer, 1, 1, 2).await;
+            if a != "0|1|1" {
+                break a;
+            }
+            assert!(t.elapsed() < Duration::from_secs(3), "writes never refused");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        eprintln!(
+            "two writable servers: writes refused after {:?} ({refused})",
+            t.elapsed()
+        );
+        assert_eq!(refused, "1|1|2013");
+        let log = hsd.log();
+        assert!(
+            log.contains(&format!(
+                "{} and {} are all writable",
+                c.address(0),
+                c.address(1)
+            )),
+            "{log}"
+        );
+        // Still refused a while later (not a blip).
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert_eq!(set(&mut writer, 1, 1, 3).await, "1|1|2013");
+        c.script(&["read-only", "2", "on"]);
+        let t = Instant::now();
+        loop {
+            if set(&mut writer, 1, 1, 4).await == "0|1|1" {
+                break;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(3),
+                "writes never came back"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        eprintln!("read-only again: writes back after {:?}", t.elapsed());
+    });
+}
+
+/// MDEV-33967: with MariaDB 10.11, the original plugin's writes on a
+/// primary are not written to the binary log, so replicas never see them;
+/// hsd writes through SQL, and its writes replicate.
+#[test]
+fn hsd_writes_replicate_the_plugins_do_not() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let plugin_wr =
+        std::env::var("HSD_REPL_HS_PORT_WR").expect("HSD_REPL_HS_PORT_WR (replication.sh env)");
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_plugin");
+    let hsd = Hsd::start(&c, &[]);
+    block_on(async {
+        let mut plugin = client(&format!("127.0.0.1:{plugin_wr}")).await;
+        open(&mut plugin, 1, "rr_plugin").await;
+        assert_eq!(insert(&mut plugin, 1, 1, 10).await, "0|1");
+        let mut ours = client(&hsd.write).await;
+        open(&mut ours, 1, "rr_plugin").await;
+        assert_eq!(insert(&mut ours, 1, 2, 20).await, "0|1");
+        let _ = req(&mut plugin, "1|=|1|1").await;
+    });
+    c.settle_data();
+    let rows = |i: usize| {
+        c.sql(i, "SELECT id, v FROM hsdtest.rr_plugin ORDER BY id")
+            .into_iter()
+            .map(|r| {
+                r.into_iter()
+                    .map(|v| v.unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join("=")
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(rows(0), ["1=10", "2=20"], "the primary has both rows");
+    for i in [1, 2] {
+        assert_eq!(rows(i), ["2=20"], "replica {i}: hsd's row only");
+    }
 }

@@ -224,3 +224,178 @@ pub fn eventually(limit: Duration, what: &str, mut check: impl FnMut() -> bool) 
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A running `hsd serve` in front of a cluster, on free loopback ports,
+/// with its log kept for assertions (and echoed to the test's stderr).
+pub struct Hsd {
+    child: std::process::Child,
+    pub read: String,
+    pub write: String,
+    pub admin: String,
+    log: std::sync::Arc<Mutex<String>>,
+}
+
+impl Hsd {
+    /// `hsd serve` with `--backend`/`--replica` for `cluster`, then `args`.
+    pub fn start(cluster: &Cluster, args: &[&str]) -> Hsd {
+        use std::io::{BufRead, BufReader};
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hsd"))
+            .arg("serve")
+            .args(["--address", "127.0.0.1", "--port", "0", "--port-wr", "0"])
+            .args(["--admin-address", "127.0.0.1:0"])
+            .args(cluster.hsd_args())
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn hsd");
+        let log = std::sync::Arc::new(Mutex::new(String::new()));
+        let stderr = child.stderr.take().expect("stderr");
+        let keep = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                eprintln!("[hsd] {line}");
+                let mut l = keep.lock().unwrap_or_else(|p| p.into_inner());
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let line = lines
+            .next()
+            .expect("hsd printed nothing (did it fail to start?)")
+            .expect("read hsd stdout");
+        let field = |name: &str| {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(&format!("{name}=")))
+                .map(str::to_string)
+                .unwrap_or_else(|| panic!("no {name} in {line:?}"))
+        };
+        let (read, write, admin) = (field("read"), field("write"), field("admin"));
+        std::thread::spawn(move || for _ in lines {});
+        Hsd {
+            child,
+            read,
+            write,
+            admin,
+            log,
+        }
+    }
+
+    /// What hsd logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The Prometheus text of the admin endpoint.
+    pub fn metrics(&self) -> String {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&self.admin).expect("admin endpoint");
+        s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n")
+            .expect("write");
+        let mut text = String::new();
+        let _ = s.read_to_string(&mut text);
+        text
+    }
+
+    /// A metric's value for `server` (`host:port`), with `extra` labels
+    /// (e.g. `role="primary"`); 0 when absent.
+    pub fn metric(&self, name: &str, server: &str, extra: &str) -> f64 {
+        let text = self.metrics();
+        let server_label = format!("server=\"{server}\"");
+        text.lines()
+            .filter(|l| l.starts_with(&format!("{name}{{")))
+            .filter(|l| l.contains(&server_label) && l.contains(extra))
+            .find_map(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(0.0)
+    }
+}
+
+impl Drop for Hsd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `f` on a 2-thread runtime (tests are plain #[test]s: they hold the
+/// suite's lock, which must not live across an await of an async test).
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(f)
+}
+
+pub async fn client(addr: &str) -> hs_client::Client {
+    hs_client::Client::connect(addr)
+        .await
+        .unwrap_or_else(|e| panic!("connect {addr}: {e}"))
+}
+
+/// Sends a request written with `|` for TAB; the answer's tokens joined
+/// by `|` (NULL as `~`), or the client error.
+pub async fn req(c: &mut hs_client::Client, line: &str) -> String {
+    let raw = line.replace('|', "\t");
+    match c.request(raw.as_bytes()).await {
+        Ok(r) => {
+            let mut parts = vec![r.code.to_string(), r.ncols.to_string()];
+            for v in &r.values {
+                parts.push(match v {
+                    None => "~".into(),
+                    Some(b) => String::from_utf8_lossy(b).into_owned(),
+                });
+            }
+            parts.join("|")
+        }
+        Err(e) => format!("client error: {e}"),
+    }
+}
+
+impl Cluster {
+    /// A fresh table `hsdtest.<name>` (id INT PRIMARY KEY, v INT), made on
+    /// server 0 and present everywhere when this returns.
+    pub fn fresh_table(&self, name: &str) {
+        self.sql(
+            0,
+            &format!(
+                "CREATE DATABASE IF NOT EXISTS hsdtest; DROP TABLE IF EXISTS hsdtest.{name}; \
+                 CREATE TABLE hsdtest.{name} (id INT PRIMARY KEY, v INT) ENGINE=InnoDB"
+            ),
+        );
+        self.settle_data();
+    }
+
+    /// Waits until every replica has applied what server 0 wrote (Galera:
+    /// nothing to wait for once the nodes are Synced).
+    pub fn settle_data(&self) {
+        if self.kind == Kind::Replication {
+            self.script(&["sync", "30"]);
+        }
+    }
+}
+
+/// The kv tables of the suites (`fresh_table`): open, set, get, insert on
+/// index `id`.
+pub async fn open(c: &mut hs_client::Client, id: u32, table: &str) {
+    let r = req(c, &format!("P|{id}|hsdtest|{table}|PRIMARY|id,v")).await;
+    assert_eq!(r, "0|1", "opening {table}");
+}
+
+/// Sets row `k`'s value; the answer (`0|1|1` when the row was there).
+pub async fn set(c: &mut hs_client::Client, id: u32, k: i64, v: i64) -> String {
+    req(c, &format!("{id}|=|1|{k}|1|0|U|{k}|{v}")).await
+}
+
+/// Row `k` as `0|2|k|v` (or the error).
+pub async fn get(c: &mut hs_client::Client, id: u32, k: i64) -> String {
+    req(c, &format!("{id}|=|1|{k}")).await
+}
+
+pub async fn insert(c: &mut hs_client::Client, id: u32, k: i64, v: i64) -> String {
+    req(c, &format!("{id}|+|2|{k}|{v}")).await
+}

@@ -8,6 +8,7 @@ use super::connector::Connector;
 use super::errors::{doomed, dooms_transaction, refused_error};
 use super::handler::Handles;
 use super::link::{Answer, Discard, Failure, Link};
+use super::topology::{Commit, Topology};
 use super::{meta, scan};
 use crate::backend::{
     CommitFailure, Committed, RowInsert, RowTarget, RowVisitor, RowWrite, Scan, StorageConn,
@@ -31,8 +32,28 @@ enum Txn {
     Doomed(StorageError),
 }
 
+/// Which server a connection talks to when there are several (`topology`).
+pub(super) enum Placement {
+    /// The one server there is (no --replica).
+    Single,
+    /// Whichever server takes writes now: the write port's connections (its
+    /// writes, and its finds, which always run on the primary). It moves
+    /// only between write groups, never inside one.
+    Writer {
+        topology: Arc<Topology>,
+        /// Per server, its connector.
+        servers: Arc<[Arc<Connector>]>,
+        /// The server `connector` is for.
+        at: usize,
+    },
+    /// One server, chosen for it by the read port's routing. `causal`: a
+    /// Galera node read with `wsrep_sync_wait`, by SELECT only.
+    Fixed { causal: bool },
+}
+
 pub struct MysqlConn {
     connector: Arc<Connector>,
+    placement: Placement,
     link: Option<Link>,
     handles: Handles,
     txn: Txn,
@@ -41,14 +62,73 @@ pub struct MysqlConn {
 }
 
 impl MysqlConn {
-    pub(super) fn new(connector: Arc<Connector>) -> MysqlConn {
+    pub(super) fn new(connector: Arc<Connector>, placement: Placement) -> MysqlConn {
         MysqlConn {
             connector,
+            placement,
             link: None,
             handles: Handles::default(),
             txn: Txn::Off,
             sql: Vec::with_capacity(256),
         }
+    }
+
+    /// A connection that follows the writer moves to the server that takes
+    /// writes now (`for_write`: a group begins; none, or a conflict, fails
+    /// it) or, for a find outside a group, to the primary as last known.
+    /// Inside a group it stays where the group began.
+    async fn follow_writer(&mut self, for_write: bool) -> Result<(), StorageError> {
+        let Placement::Writer {
+            topology,
+            servers,
+            at,
+        } = &mut self.placement
+        else {
+            return Ok(());
+        };
+        if !for_write && !matches!(self.txn, Txn::Off) {
+            return Ok(());
+        }
+        let want = if for_write {
+            topology.writer()?
+        } else {
+            topology.read_primary()
+        };
+        if want != *at {
+            let Some(connector) = servers.get(want) else {
+                return Err(StorageError::Unavailable(format!("no server {want}")));
+            };
+            tracing::info!(from = %self.connector.target, to = %connector.target, "writes move to the new primary");
+            self.connector = connector.clone();
+            *at = want;
+            self.handles.clear();
+            if let Some(old) = self.link.take() {
+                old.quit().await;
+            }
+        }
+        Ok(())
+    }
+
+    /// After a COMMIT (or an autocommitted write) on a connection that
+    /// follows the writer: records the GTID the server reported, before the
+    /// writes are answered (reads on replicas wait for it).
+    fn note_commit(&mut self) {
+        let Placement::Writer { topology, at, .. } = &self.placement else {
+            return;
+        };
+        let Some(link) = self.link.as_mut() else {
+            return;
+        };
+        if !link.tracks_gtids() {
+            topology.note_commit(*at, Commit::Untracked);
+        } else if let Some(gtid) = link.take_reported_gtid() {
+            topology.note_commit(*at, Commit::Gtid(&gtid));
+        }
+    }
+
+    /// HANDLER reads are allowed (not on a Galera node read causally).
+    fn handler_reads(&self) -> bool {
+        !matches!(self.placement, Placement::Fixed { causal: true })
     }
 
     /// A live connection, made on demand.
@@ -157,6 +237,10 @@ impl MysqlConn {
                     }
                 }
             }
+            if matches!(self.txn, Txn::Off) {
+                // Autocommitted: each statement was its own commit.
+                self.note_commit();
+            }
             let Err(f) = outcome else {
                 return results;
             };
@@ -216,6 +300,7 @@ async fn live_link<'a>(
 
 impl StorageConn for MysqlConn {
     async fn describe(&mut self, db: &str, table: &str) -> Result<TableMeta, StorageError> {
+        self.follow_writer(false).await?;
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -243,6 +328,8 @@ impl StorageConn for MysqlConn {
         if let Txn::Doomed(e) = &self.txn {
             return Err(doomed(e));
         }
+        self.follow_writer(false).await?;
+        let handler_reads = self.handler_reads();
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -250,7 +337,15 @@ impl StorageConn for MysqlConn {
             let result = async {
                 self.ensure_session().await?;
                 let link = live_link(&mut self.link, &mut self.handles, &self.connector).await?;
-                scan::scan_many(link, &mut self.handles, scans, visit, &mut progressed).await
+                scan::scan_many(
+                    link,
+                    &mut self.handles,
+                    scans,
+                    visit,
+                    &mut progressed,
+                    handler_reads,
+                )
+                .await
             }
             .await;
             let answered =
@@ -414,6 +509,7 @@ impl StorageConn for MysqlConn {
             // A group was left open (should not happen): end it first.
             self.rollback().await;
         }
+        self.follow_writer(true).await?;
         self.txn = Txn::Wanted;
         Ok(())
     }
@@ -431,7 +527,10 @@ impl StorageConn for MysqlConn {
                 };
                 link.queue(|sql| sql.extend_from_slice(b"COMMIT"));
                 match link.answer(&mut Discard).await {
-                    Ok(Answer::Done(_)) => Committed::done(),
+                    Ok(Answer::Done(_)) => {
+                        self.note_commit();
+                        Committed::done()
+                    }
                     Ok(Answer::Refused(e)) => {
                         Committed::failed(CommitFailure::all(refused_error(&e)))
                     }

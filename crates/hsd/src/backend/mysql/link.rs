@@ -13,6 +13,7 @@ use crate::backend::StorageError;
 use mysql_wire::auth::{AuthStep, Authenticator};
 use mysql_wire::packet::Frame;
 use mysql_wire::result::RowPacket;
+use mysql_wire::session_state;
 use mysql_wire::{
     Capabilities, ColumnDef, ErrPacket, Greeting, HandshakeResponse, MysqlUrl, OkPacket,
     PacketReader, PacketWriter, Response, TextRow,
@@ -74,6 +75,20 @@ pub struct LinkSettings {
     /// --mysql-timeout: connect, every read and write, lock waits,
     /// statement time.
     pub timeout: Duration,
+    /// What a connection to one of several servers needs (see `Replicated`).
+    pub replicated: Replicated,
+}
+
+/// Session duties of a connection to a replicated set-up (`topology`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Replicated {
+    /// Learn the GTID of each commit from the server's answer (session
+    /// tracking), so that reads on replicas can wait for it.
+    pub track_gtids: bool,
+    /// Every read waits until the node has applied what the Galera cluster
+    /// committed before it (`wsrep_sync_wait = 1`); the caller reads by
+    /// SELECT only, since HANDLER reads do not wait.
+    pub causal_reads: bool,
 }
 
 /// What a statement answered.
@@ -117,6 +132,11 @@ pub struct Link {
     quiet: usize,
     /// The session's autocommit, as hsd last set it.
     pub autocommit: bool,
+    /// The server reports each commit's GTID (`Replicated::track_gtids`,
+    /// and the server agreed).
+    tracks_gtids: bool,
+    /// The GTID the last OK packet that had one reported.
+    reported_gtid: Option<Vec<u8>>,
 }
 
 impl Link {
@@ -146,13 +166,17 @@ impl Link {
             row: TextRow::default(),
             quiet: 0,
             autocommit: true,
+            tracks_gtids: false,
+            reported_gtid: None,
         };
-        link.login(&settings.url).await?;
+        let mariadb = link.login(&settings.url, settings.replicated).await?;
         link.set_up_session(t).await?;
+        link.set_up_replicated(settings.replicated, mariadb).await?;
         Ok(link)
     }
 
-    async fn login(&mut self, url: &MysqlUrl) -> Result<(), Failure> {
+    /// Logs in; whether the server is MariaDB.
+    async fn login(&mut self, url: &MysqlUrl, replicated: Replicated) -> Result<bool, Failure> {
         let (_, greeting) = self.packet().await?;
         let greeting = Greeting::parse(&greeting).map_err(Failure::refused)?;
         if !greeting.capabilities.has(Capabilities::PROTOCOL_41) {
@@ -178,6 +202,14 @@ impl Link {
             | Capabilities::DEPRECATE_EOF;
         let mut caps =
             wanted & (greeting.capabilities.0 | Capabilities::FOUND_ROWS | Capabilities::LONG_FLAG);
+        if replicated.track_gtids
+            && greeting
+                .capabilities
+                .has(session_state::CLIENT_SESSION_TRACK)
+        {
+            caps |= session_state::CLIENT_SESSION_TRACK;
+            self.tracks_gtids = true;
+        }
         if url.database.is_some() {
             caps |= Capabilities::CONNECT_WITH_DB;
         }
@@ -197,7 +229,7 @@ impl Link {
         loop {
             let (seq, p) = self.packet().await?;
             match auth.on_packet(&p) {
-                Ok(AuthStep::Done) => return Ok(()),
+                Ok(AuthStep::Done) => return Ok(greeting.is_mariadb()),
                 Ok(AuthStep::Wait) => {}
                 Ok(AuthStep::Send(data)) => {
                     self.wbuf.clear();
@@ -257,6 +289,45 @@ impl Link {
             }
         }
         Ok(())
+    }
+
+    /// The session duties of a replicated set-up. A server that cannot
+    /// report GTIDs leaves `tracks_gtids` off (the topology then treats
+    /// each commit as unknown); a Galera node that refuses causal reads is
+    /// not used.
+    async fn set_up_replicated(&mut self, r: Replicated, mariadb: bool) -> Result<(), Failure> {
+        if self.tracks_gtids {
+            let sql: &[u8] = if mariadb {
+                b"SET SESSION session_track_system_variables = 'last_gtid'"
+            } else {
+                b"SET SESSION session_track_gtids = OWN_GTID"
+            };
+            self.queue(|q| q.extend_from_slice(sql));
+            if let Answer::Refused(e) = self.answer(&mut Discard).await? {
+                tracing::warn!(error = %e, "the server cannot report the GTID of commits");
+                self.tracks_gtids = false;
+            }
+            self.reported_gtid = None;
+        }
+        if r.causal_reads {
+            self.queue(|q| q.extend_from_slice(b"SET SESSION wsrep_sync_wait = 1"));
+            if let Answer::Refused(e) = self.answer(&mut Discard).await? {
+                return Err(Failure::refused(format!(
+                    "SET SESSION wsrep_sync_wait = 1 (causal reads on a Galera node): {e}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the server reports the GTID of each commit.
+    pub fn tracks_gtids(&self) -> bool {
+        self.tracks_gtids
+    }
+
+    /// The GTID the server reported since the last call, if any.
+    pub fn take_reported_gtid(&mut self) -> Option<Vec<u8>> {
+        self.reported_gtid.take()
     }
 
     /// Queues one statement; `build` appends its text. It leaves with the
@@ -330,7 +401,14 @@ impl Link {
             let (range, owned) = self.frame().await?;
             let first = payload(&self.rbuf, &range, owned.as_deref());
             match Response::parse(first).map_err(Failure::protocol)? {
-                Response::Ok(ok) => return Ok(Answer::Done(ok)),
+                Response::Ok(ok) => {
+                    if self.tracks_gtids {
+                        if let Some(g) = session_state::reported_gtid(first) {
+                            self.reported_gtid = Some(g.to_vec());
+                        }
+                    }
+                    return Ok(Answer::Done(ok));
+                }
                 Response::Err(e) => return Ok(Answer::Refused(e)),
                 Response::ResultSet(n) => usize::try_from(n).map_err(Failure::protocol)?,
             }

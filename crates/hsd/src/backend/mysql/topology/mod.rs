@@ -246,6 +246,21 @@ impl Topology {
         self.settings.read_from
     }
 
+    /// Where reads go that must run on the primary: the writer, or the
+    /// last one while no server may take writes.
+    pub fn read_primary(&self) -> usize {
+        lock(&self.state).read_primary()
+    }
+
+    /// Whether the server is a Galera node (as last polled).
+    pub fn is_galera(&self, server: usize) -> bool {
+        lock(&self.state)
+            .health
+            .get(server)
+            .and_then(Health::observation)
+            .is_some_and(|o| o.galera.is_some())
+    }
+
     /// The position of every write hsd acknowledged so far.
     pub fn frontier(&self) -> Arc<Position> {
         lock(&self.state).frontier.clone()

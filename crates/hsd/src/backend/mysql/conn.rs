@@ -9,6 +9,10 @@ use super::errors::{doomed, dooms_transaction, refused_error};
 use super::handler::Handles;
 use super::link::{Answer, Discard, Failure, Link};
 use super::topology::{Commit, Topology};
+use crate::backend::ERR_LOCK_WAIT_TIMEOUT;
+
+/// MariaDB: the statement ran past max_statement_time.
+const ER_STATEMENT_TIMEOUT: u32 = 1969;
 use super::{meta, scan};
 use crate::backend::{
     CommitFailure, Committed, RowInsert, RowTarget, RowVisitor, RowWrite, Scan, StorageConn,
@@ -123,6 +127,20 @@ impl MysqlConn {
             topology.note_commit(*at, Commit::Untracked);
         } else if let Some(gtid) = link.take_reported_gtid() {
             topology.note_commit(*at, Commit::Gtid(&gtid));
+        }
+    }
+
+    /// On a Galera node read causally, a read that timed out waited for a
+    /// cluster the node cannot reach (its causal wait does not end until
+    /// the node leaves the primary component): the node is unusable, not
+    /// the read wrong, and the read may run elsewhere.
+    fn causal_read_error(&self, e: StorageError) -> StorageError {
+        let timed_out = matches!(&e, StorageError::Refused { code, .. }
+            if *code == ERR_LOCK_WAIT_TIMEOUT || *code == ER_STATEMENT_TIMEOUT);
+        if timed_out && matches!(self.placement, Placement::Fixed { causal: true }) {
+            StorageError::Unavailable(format!("causal read on a Galera node: {e}"))
+        } else {
+            e
         }
     }
 
@@ -360,7 +378,7 @@ impl StorageConn for MysqlConn {
                     if matches!(self.txn, Txn::Open) && dooms_transaction(&f.error) {
                         self.txn = Txn::Doomed(f.error.clone());
                     }
-                    return Err(f.error);
+                    return Err(self.causal_read_error(f.error));
                 }
                 Err(f) => self.after_failure(f, true, progressed, attempt)?,
             }

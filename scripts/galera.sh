@@ -164,18 +164,34 @@ do_wait_synced() {
     die "g$n is not Synced in the primary component after ${secs}s"
 }
 
+# recovered_position N: after a crash (grastate.dat says seqno -1), the
+# position InnoDB recovers to, as `uuid:seqno`, found by a
+# `mariadbd --wsrep-recover` run (what Debian's galera_recovery does): with
+# it the node rejoins by incremental transfer instead of a full copy.
+recovered_position() {
+    local dir
+    dir=$(node_dir "$1")
+    grep -q '^seqno: *-1' "$dir/data/grastate.dat" 2>/dev/null || return 0
+    : >"$dir/recover.log"
+    chown "$RUN_AS" "$dir/recover.log"
+    mariadbd --defaults-file="$dir/my.cnf" --user="$RUN_AS" --wsrep-recover \
+        --log-error="$dir/recover.log" </dev/null >/dev/null 2>&1 9>&- || return 0
+    sed -n 's/.*WSREP: Recovered position: *\([^ ]*\).*/\1/p' "$dir/recover.log" | tail -n 1
+}
+
 # launch N [--wsrep-new-cluster]: starts node N (its ports were picked).
 launch() {
-    local n=$1 dir
+    local n=$1 dir args=() pos
     dir=$(node_dir "$n")
     write_cnf "$n"
     if [[ "${2:-}" == --wsrep-new-cluster ]]; then
         # A fresh data directory: bootstrapping from it is safe.
-        sed -i '$a wsrep_new_cluster' "$dir/my.cnf"
+        args+=(--wsrep-new-cluster)
+    else
+        pos=$(recovered_position "$n")
+        [[ -n "$pos" ]] && args+=(--wsrep-start-position="$pos")
     fi
-    node_launch "$dir" "$RUN_AS" || die "g$n did not start (log: $dir/error.log)"
-    # The option only ever applies to the bootstrap start.
-    sed -i '/^wsrep_new_cluster$/d' "$dir/my.cnf"
+    node_launch "$dir" "$RUN_AS" "${args[@]}" || die "g$n did not start (log: $dir/error.log)"
     do_wait_synced "$n"
 }
 

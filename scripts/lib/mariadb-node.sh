@@ -155,12 +155,14 @@ node_fresh_data() {
     cp -a --sparse=always "$tdir/data" "$dir/data"
 }
 
-# node_launch DIR [USER]: starts mariadbd with DIR/my.cnf (already written)
-# and waits until it answers or dies. The node's port is in DIR/port.
-# Returns 0 when it answers, 2 when it lost its port to another program
-# while starting (the caller picks another and retries), 1 otherwise.
+# node_launch DIR [USER [EXTRA-ARGS...]]: starts mariadbd with DIR/my.cnf
+# (already written) and waits until it answers or dies. The node's port is
+# in DIR/port. Returns 0 when it answers, 2 when it lost its port to
+# another program while starting (the caller picks another and retries), 1
+# otherwise.
 node_launch() {
     local dir=$1 user=${2:-root} bgpid deadline logpos log=$1/error.log
+    shift 2 || shift $#
     rm -f "$dir/mariadbd.pid" "$(node_sock "$dir")"
     mkdir -p "$dir/tmp"
     : >>"$log"
@@ -169,7 +171,7 @@ node_launch() {
     ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
     # Every fd redirected or closed: the daemon must not hold the caller's
     # stdout (a $(...) or a CI pipe) nor the caller's flock fd 9.
-    mariadbd --defaults-file="$dir/my.cnf" --user="$user" </dev/null >>"$log" 2>&1 9>&- &
+    mariadbd --defaults-file="$dir/my.cnf" --user="$user" "$@" </dev/null >>"$log" 2>&1 9>&- &
     bgpid=$!
     deadline=$(( SECONDS + TIMEOUT ))
     while (( SECONDS < deadline )); do

@@ -655,3 +655,73 @@ fn hsd_writes_replicate_the_plugins_do_not() {
         assert_eq!(rows(i), ["2=20"], "replica {i}: hsd's row only");
     }
 }
+
+/// The conformance suite's short run (as tests/conformance.rs runs it on
+/// one server) with hsd reading from the replicas: the original plugin on
+/// the primary and hsd must still answer alike, byte for byte, and leave
+/// the same rows.
+#[test]
+fn conformance_short_run_with_reads_on_replicas() {
+    use hs_conformance::runner::{Runner, Side};
+    use hs_conformance::store::Store;
+    use hs_conformance::suite::{self, Config, Mode};
+    use hs_conformance::target::Endpoint;
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let port =
+        |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name} (replication.sh env)"));
+    let (plugin_rd, plugin_wr) = (port("HSD_REPL_HS_PORT"), port("HSD_REPL_HS_PORT_WR"));
+    let _serial = Cluster::lock();
+    c.settle();
+    let hsd = Hsd::start(
+        &c,
+        &["--read-from", "replicas", "--topology-interval", "0.2"],
+    );
+    let (orig_db, hsd_db) = ("hst_conf_repl_orig", "hst_conf_repl");
+    let plugin = Side {
+        endpoint: Endpoint {
+            name: "plugin".into(),
+            read_addr: format!("127.0.0.1:{plugin_rd}"),
+            write_addr: format!("127.0.0.1:{plugin_wr}"),
+            db: orig_db.into(),
+        },
+        store: Store::mysql(&c.urls[0], orig_db).expect("plugin's database"),
+    };
+    let ours = Side {
+        endpoint: Endpoint {
+            name: "hsd".into(),
+            read_addr: hsd.read.clone(),
+            write_addr: hsd.write.clone(),
+            db: hsd_db.into(),
+        },
+        store: Store::mysql_replicated(&c.urls[0], hsd_db, &c.urls[1..]).expect("hsd's database"),
+    };
+    let mut runner = Runner::new(plugin, ours, Mode::Mysql.tables());
+    let cfg = Config {
+        mode: Mode::Mysql,
+        first_seed: 1,
+        requests: 3_000,
+        segment_len: 200,
+        reduce: true,
+        reduce_budget: 100,
+        max_differences: 1,
+    };
+    let report = suite::run(&mut runner, &cfg, |_| {}).expect("conformance run");
+    let mut msg = report.summary();
+    for f in &report.found {
+        msg.push_str(&format!(
+            "\n{} (seed {}), reduced to {} steps:\n{}",
+            f.signature, f.seed, f.reduced_steps, f.transcript
+        ));
+    }
+    assert_eq!(
+        report.differing_segments, 0,
+        "hsd differs from the original:\n{msg}"
+    );
+    let replica_reads: f64 = (1..3)
+        .map(|i| hsd.metric("hsd_server_reads_total", &c.address(i), ""))
+        .sum();
+    eprintln!("{msg}\nfinds on the replicas: {replica_reads}");
+    assert!(replica_reads > 0.0);
+}

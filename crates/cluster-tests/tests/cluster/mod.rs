@@ -239,7 +239,7 @@ impl Hsd {
     /// `hsd serve` with `--backend`/`--replica` for `cluster`, then `args`.
     pub fn start(cluster: &Cluster, args: &[&str]) -> Hsd {
         use std::io::{BufRead, BufReader};
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hsd"))
+        let mut child = Command::new(hsd_binary())
             .arg("serve")
             .args(["--address", "127.0.0.1", "--port", "0", "--port-wr", "0"])
             .args(["--admin-address", "127.0.0.1:0"])
@@ -318,6 +318,26 @@ impl Drop for Hsd {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The hsd binary: $HSD_BIN, else the one built beside this test (cargo
+/// puts test executables in <target>/<profile>/deps/).
+pub fn hsd_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("HSD_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("test executable path");
+    let bin = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|profile| profile.join("hsd"))
+        .expect("target directory");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it first (cargo build -p hsd) or set HSD_BIN",
+        bin.display()
+    );
+    bin
 }
 
 /// Runs `f` on a 2-thread runtime (tests are plain #[test]s: they hold the

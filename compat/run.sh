@@ -90,7 +90,7 @@ NC_DB=test
 HSD_ARGS=(--data-dir "$DATA" --address 127.0.0.1 --port 0 --port-wr 0)
 
 if [[ $BACKEND == sqlite ]]; then
-    schema=$(sed 's/@AUTOINC_PK@/INTEGER PRIMARY KEY/' "$COMPAT/schema.sql")
+    schema=$(sed 's/@AUTOINC_PK@/INTEGER PRIMARY KEY AUTOINCREMENT/' "$COMPAT/schema.sql")
     for db in "${DBS[@]}"; do
         "$HSD_BIN" sql --data-dir "$DATA" -- "$db" "$schema" >/dev/null \
             || die "loading compat/schema.sql into $db"

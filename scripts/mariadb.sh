@@ -11,6 +11,12 @@
 #     hs-ports       the original HandlerSocket plugin's read and write ports
 #     env            shell exports for callers, present while started
 #     lock           flock file serialising start/stop/restart/kill
+#     tls/           ca.pem, server-cert.pem (names localhost and 127.0.0.1),
+#                    server-key.pem: made by openssl on the first start and
+#                    kept; the server offers TLS with them only when started
+#                    with HSD_MARIADB_TLS=1 (the TLS tests' own instance), so
+#                    that hsd's default ssl-mode=PREFERRED stays a plain link
+#                    for the other tests and the benchmarks
 # The socket is <dir>/mariadbd.sock, or under /tmp when that path is too long
 # for a unix socket.
 #
@@ -23,6 +29,7 @@
 #     export HSD_TEST_MYSQL_URL=mysql://hsd:hsd@127.0.0.1:<port>
 #     export HSD_MARIADB_PORT=<port> HSD_MARIADB_SOCKET=<sock> HSD_MARIADB_DIR=<dir>
 #     export HSD_HS_ORIGINAL_PORT=<plugin read port> HSD_HS_ORIGINAL_PORT_WR=<plugin write port>
+#     export HSD_MARIADB_CA=<dir>/tls/ca.pem
 #
 # Usage:
 #   scripts/mariadb.sh start     start (or reuse a running instance); fails loudly
@@ -33,7 +40,7 @@
 #   scripts/mariadb.sh status    say whether it runs; exit 0 if it answers
 #   scripts/mariadb.sh sql ...   run the mariadb client as root on the socket
 # Environment: HSD_MARIADB_DIR, HSD_MARIADB_TIMEOUT (start/stop wait, default 60 s),
-#   HSD_MARIADB_BUFFER_POOL (default 256M).
+#   HSD_MARIADB_BUFFER_POOL (default 256M), HSD_MARIADB_TLS=1 (offer TLS).
 set -euo pipefail
 
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
@@ -130,6 +137,7 @@ write_env() {
         printf 'export HSD_MARIADB_DIR=%q\n' "$DIR"
         printf 'export HSD_HS_ORIGINAL_PORT=%q\n' "$hs_read"
         printf 'export HSD_HS_ORIGINAL_PORT_WR=%q\n' "$hs_write"
+        printf 'export HSD_MARIADB_CA=%q\n' "$DIR/tls/ca.pem"
     } >"$tmp"
     mv "$tmp" "$ENVFILE"
 }
@@ -151,7 +159,12 @@ pick_hs_ports() {
 }
 
 write_cnf() {
-    local port=$1 hs_read hs_write
+    local port=$1 hs_read hs_write TLS_CNF="# TLS off (HSD_MARIADB_TLS=1 turns it on)"
+    if [[ "${HSD_MARIADB_TLS:-0}" == 1 ]]; then
+        TLS_CNF="ssl-ca=$DIR/tls/ca.pem
+ssl-cert=$DIR/tls/server-cert.pem
+ssl-key=$DIR/tls/server-key.pem"
+    fi
     read -r hs_read hs_write <"$HSPORTFILE"
     cat >"$CNF" <<EOF
 # written by scripts/mariadb.sh; rewritten on every start
@@ -170,6 +183,7 @@ max_connections=1000
 innodb_flush_log_at_trx_commit=1
 innodb_buffer_pool_size=$BUFFER_POOL
 skip-log-bin
+$TLS_CNF
 # The original HandlerSocket plugin: rated beta, so MariaDB wants the
 # maturity lowered; both secrets set (empty) explicitly, since 10.11 fills
 # unset ones with random bytes and then every request answers 3 1 unauth.
@@ -183,6 +197,25 @@ loose-handlersocket-threads-wr=1
 loose-handlersocket-plain-secret=
 loose-handlersocket-plain-secret-wr=
 EOF
+}
+
+# A CA and a server certificate it signs, naming localhost and 127.0.0.1.
+make_tls() {
+    local t=$DIR/tls
+    [[ -s $t/ca.pem && -s $t/server-cert.pem && -s $t/server-key.pem ]] && return 0
+    command -v openssl >/dev/null 2>&1 || die "openssl not found; run scripts/deps.sh"
+    rm -rf "$t"
+    mkdir -p "$t"
+    {
+        openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=hsd test CA" \
+            -keyout "$t/ca-key.pem" -out "$t/ca.pem" &&
+        openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+            -keyout "$t/server-key.pem" -out "$t/server.csr" &&
+        printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >"$t/ext.cnf" &&
+        openssl x509 -req -in "$t/server.csr" -CA "$t/ca.pem" -CAkey "$t/ca-key.pem" \
+            -CAcreateserial -days 3650 -extfile "$t/ext.cnf" -out "$t/server-cert.pem"
+    } >"$t/openssl.log" 2>&1 || { cat "$t/openssl.log" >&2; rm -rf "$t"; die "making TLS files failed"; }
+    chmod 644 "$t"/*.pem
 }
 
 init_datadir() {
@@ -262,6 +295,7 @@ do_start() {
         fi
         echo "$port" >"$PORTFILE"
         pick_hs_ports "$port"
+        make_tls
         write_cnf "$port"
         init_datadir
 

@@ -2,18 +2,30 @@
 # scripts/test.sh: the one command that runs every hsd test (CI runs it via .ci/run).
 #
 # Steps: install missing Debian packages (scripts/deps.sh), build the whole
-# workspace, start a private MariaDB (scripts/mariadb.sh; stopped again on exit
-# unless it was already running before this script), export
-# HSD_TEST_MYSQL_URL so the MariaDB tests always run (never skipped), run
-# `cargo test --workspace`, then the compat steps, the Python client's tests
-# (clients/python, in a venv under target/), and the bench smoke steps.
-# Any failure, including MariaDB failing to start, fails the whole run.
+# workspace and its tests, start a private MariaDB (scripts/mariadb.sh) and a
+# private MySQL 8.0.31 (scripts/mysql8.sh), each stopped again on exit unless
+# it was already running before this script, and export HSD_TEST_MYSQL_URL
+# (MariaDB) and HSD_TEST_MYSQL8_URL so neither half is ever skipped. Then two
+# halves run side by side:
+#   - MariaDB and the rest (foreground): `cargo test --workspace`, the compat
+#     steps, the Python client's tests (clients/python, in a venv under
+#     target/), and the bench smoke steps;
+#   - MySQL 8 (background, output in target/test-mysql8.log, printed when it
+#     ends): the MySQL backend's suites (the mysql_* tests and the
+#     both-backend protocol, operations and crash tests) run again with
+#     HSD_TEST_MYSQL_URL naming MySQL 8, then the Python client's tests and
+#     hs4j and node-handlersocket (compat/run.sh) against hsd on MySQL 8.
+#     Tests that need the original plugin stay MariaDB-only: it cannot load
+#     into MySQL.
+# Any failure, in either half, including a server failing to start, fails
+# the whole run.
 #
 # Usage: scripts/test.sh                run everything
-#        scripts/test.sh --setup-only   deps + MariaDB start/env only, no cargo
-#                                       (checks the machine, stops MariaDB again)
-# Environment: HSD_MARIADB_DIR (private MariaDB directory, default target/mariadb),
-#   HSD_MARIADB_TIMEOUT; see scripts/mariadb.sh.
+#        scripts/test.sh --setup-only   deps + both servers' start/env only, no
+#                                       cargo (checks the machine, stops them)
+# Environment: HSD_MARIADB_DIR (private MariaDB directory, default
+#   target/mariadb), HSD_MARIADB_TIMEOUT; HSD_MYSQL8_DIR (default
+#   target/mysql8), HSD_MYSQL8_DIST; see scripts/mariadb.sh, scripts/mysql8.sh.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -37,24 +49,45 @@ section() {
 section "dependencies (scripts/deps.sh)"
 bash "$ROOT/scripts/deps.sh"
 
+# The MySQL 8 server is fetched (Maven) and unpacked while cargo builds.
+fetch_log=$ROOT/target/mysql8-fetch.log
+mkdir -p "$ROOT/target"
+bash "$ROOT/scripts/mysql8.sh" fetch >"$fetch_log" 2>&1 &
+fetch_pid=$!
+
 if [[ $setup_only -eq 0 ]]; then
-    section "build: cargo build --workspace --all-targets"
+    section "build: cargo build --workspace --all-targets, and the tests"
     cargo build --workspace --all-targets
+    cargo test --workspace --no-run
 fi
 
-section "private MariaDB (scripts/mariadb.sh start)"
-# Stop MariaDB on exit only if this script started it: a developer's running
+section "private MariaDB (scripts/mariadb.sh start) and MySQL 8 (scripts/mysql8.sh start)"
+# Stop a server on exit only if this script started it: a developer's running
 # instance is reused and left alone.
 stop_mariadb=1
 if bash "$ROOT/scripts/mariadb.sh" status >/dev/null 2>&1; then
     stop_mariadb=0
 fi
+stop_mysql8=1
+if bash "$ROOT/scripts/mysql8.sh" status >/dev/null 2>&1; then
+    stop_mysql8=0
+fi
+mysql8_pid=""
 on_exit() {
     local rc=$?
+    if [[ -n "$mysql8_pid" ]] && kill -0 "$mysql8_pid" 2>/dev/null; then
+        echo "== stopping the MySQL 8 half (pid $mysql8_pid)"
+        kill -TERM -- "-$mysql8_pid" 2>/dev/null || kill -TERM "$mysql8_pid" 2>/dev/null || true
+        wait "$mysql8_pid" 2>/dev/null || true
+    fi
     if [[ $stop_mariadb -eq 1 ]]; then
         echo
         echo "== stopping private MariaDB"
         bash "$ROOT/scripts/mariadb.sh" stop || true
+    fi
+    if [[ $stop_mysql8 -eq 1 ]]; then
+        echo "== stopping private MySQL 8"
+        bash "$ROOT/scripts/mysql8.sh" stop || true
     fi
     if [[ $rc -eq 0 ]]; then
         echo "== test.sh: ALL OK ($((SECONDS - START))s)"
@@ -75,10 +108,102 @@ echo "HSD_TEST_MYSQL_URL=$HSD_TEST_MYSQL_URL"
 mariadb --no-defaults -h127.0.0.1 -P"$HSD_MARIADB_PORT" -uhsd -phsd hsdtest \
     -N -e 'select concat("connected as hsd to ", version())'
 
+if ! wait "$fetch_pid"; then
+    cat "$fetch_log" >&2
+    echo "scripts/mysql8.sh fetch failed (log above)" >&2
+    exit 1
+fi
+cat "$fetch_log"
+bash "$ROOT/scripts/mysql8.sh" start
+eval "$(bash "$ROOT/scripts/mysql8.sh" env)"
+: "${HSD_TEST_MYSQL8_URL:?scripts/mysql8.sh env did not set HSD_TEST_MYSQL8_URL}"
+export HSD_TEST_MYSQL8_URL HSD_MYSQL8_PORT HSD_MYSQL8_SOCKET HSD_MYSQL8_DIR HSD_MYSQL8_CA
+echo "HSD_TEST_MYSQL8_URL=$HSD_TEST_MYSQL8_URL"
+mariadb --no-defaults -h127.0.0.1 -P"$HSD_MYSQL8_PORT" -uhsd -phsd hsdtest \
+    -N -e 'select concat("connected as hsd to MySQL ", version())'
+
 if [[ $setup_only -eq 1 ]]; then
     section "--setup-only: skipping cargo test and smoke steps"
     exit 0
 fi
+
+# The Python client's venv, shared by both halves: made before they start.
+PYVENV=$ROOT/target/pyclient-venv
+[[ -x "$PYVENV/bin/python" ]] || python3 -m venv "$PYVENV" \
+    || { echo "python3 -m venv failed (Debian: apt-get install python3-venv)" >&2; exit 1; }
+"$PYVENV/bin/python" -m pip install -q --disable-pip-version-check "$ROOT/clients/python[test]" mypy==2.4.1
+
+# no_skips LOG WHAT: fails when pytest's log shows a skipped or xpassed test.
+no_skips() {
+    if grep -Eq '[0-9]+ (skipped|xpassed)' "$1"; then
+        echo "$2: a test was skipped or unexpectedly passed (see above)" >&2
+        return 1
+    fi
+}
+
+# The hsd test binaries cargo built (name, path): the MySQL 8 half runs them
+# directly, so that no second cargo competes for the build lock.
+hsd_test_bins=$(cargo test -p hsd --no-run --message-format=json 2>/dev/null \
+    | python3 -c 'import json,sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+        print(m["target"]["name"], m["executable"])')
+
+# The MySQL 8 half: every step runs, and the half fails if any did.
+mysql8_half() {
+    local failed=0 bin name filter
+    local started=$SECONDS
+    echo "== MySQL 8 half: $HSD_TEST_MYSQL8_URL"
+    # (binary, filter): the MySQL backend's own suites whole; the
+    # both-backend suites' mysql halves.
+    for spec in "mysql_types -" "mysql_consistency -" "mysql_ddl -" "mysql_grouping -" \
+        "protocol ::mysql" "operations ::mysql" "crash ::mysql"; do
+        read -r name filter <<<"$spec"
+        bin=$(awk -v n="$name" '$1 == n {print $2}' <<<"$hsd_test_bins")
+        if [[ -z "$bin" ]]; then
+            echo "MySQL 8 half: no test binary $name" >&2
+            failed=1
+            continue
+        fi
+        echo
+        echo "== MySQL 8: tests/$name.rs ${filter/#-/(all)} (t+$((SECONDS - started))s)"
+        local args=()
+        [[ "$filter" != - ]] && args=("$filter")
+        (cd "$ROOT/crates/hsd" && HSD_TEST_MYSQL_URL=$HSD_TEST_MYSQL8_URL "$bin" "${args[@]}") \
+            || { echo "MySQL 8: tests/$name.rs FAILED" >&2; failed=1; }
+    done
+    echo
+    echo "== MySQL 8: python client against hsd on MySQL 8 (t+$((SECONDS - started))s)"
+    local pylog8=$ROOT/target/pyclient-pytest-mysql8.log
+    if (cd "$ROOT/clients/python" && HSD_BIN="$ROOT/target/debug/hsd" \
+            HSD_TEST_MYSQL_URL=$HSD_TEST_MYSQL8_URL \
+            "$PYVENV/bin/python" -m pytest -p no:cacheprovider -q -rsxX -k hsd-mysql tests) \
+            >"$pylog8" 2>&1; then
+        cat "$pylog8"
+        no_skips "$pylog8" "python client on MySQL 8" || failed=1
+    else
+        cat "$pylog8"
+        echo "MySQL 8: python client tests FAILED" >&2
+        failed=1
+    fi
+    echo
+    echo "== MySQL 8: compat (hs4j, node-handlersocket, nc) against hsd on MySQL 8 (t+$((SECONDS - started))s)"
+    HSD_BIN="$ROOT/target/debug/hsd" HSD_TEST_MYSQL_URL=$HSD_TEST_MYSQL8_URL \
+        bash "$ROOT/compat/run.sh" mysql || { echo "MySQL 8: compat FAILED" >&2; failed=1; }
+    echo
+    echo "== MySQL 8 half done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
+    return "$failed"
+}
+
+mysql8_log=$ROOT/target/test-mysql8.log
+# Its own process group, so that an interrupted run can stop all of it.
+set -m
+mysql8_half >"$mysql8_log" 2>&1 &
+mysql8_pid=$!
+mysql8_started=$((SECONDS - START))
+set +m
+echo "MySQL 8 half running in the background (pid $mysql8_pid, log $mysql8_log)"
 
 section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed)"
 cargo test --workspace
@@ -98,20 +223,23 @@ section "python client: pytest against hsd (embedded store, MariaDB) and the ori
 # from PyPI; the tests start their own hsd processes from target/debug/hsd
 # and use the private MariaDB and its plugin (HSD_TEST_MYSQL_URL,
 # HSD_HS_ORIGINAL_PORT[_WR], exported above). Nothing may be skipped.
-PYVENV=$ROOT/target/pyclient-venv
-[[ -x "$PYVENV/bin/python" ]] || python3 -m venv "$PYVENV" \
-    || { echo "python3 -m venv failed (Debian: apt-get install python3-venv)" >&2; exit 1; }
-"$PYVENV/bin/python" -m pip install -q --disable-pip-version-check "$ROOT/clients/python[test]" mypy==2.4.1
 "$PYVENV/bin/python" -m mypy --strict --cache-dir "$ROOT/target/mypy-cache" "$ROOT/clients/python/src/hsd_client"
 pylog=$ROOT/target/pyclient-pytest.log
 (cd "$ROOT/clients/python" && HSD_BIN="$ROOT/target/debug/hsd" \
     "$PYVENV/bin/python" -m pytest -p no:cacheprovider -q -rsxX tests) 2>&1 | tee "$pylog"
-if grep -Eq '[0-9]+ (skipped|xpassed)' "$pylog"; then
-    echo "python client: a test was skipped or unexpectedly passed (see above)" >&2
-    exit 1
-fi
+no_skips "$pylog" "python client" || exit 1
 
 section "bench smoke: scripts/bench.sh --quick (every system and workload; checks it runs, not how fast)"
 bash "$ROOT/scripts/bench.sh" --quick --profile debug --json "$ROOT/target/bench-quick.json"
 
 # --- end of compat and bench smoke ---
+
+section "MySQL 8 half (background since t+${mysql8_started}s): waiting for it, then its log"
+mysql8_rc=0
+wait "$mysql8_pid" || mysql8_rc=$?
+mysql8_pid=""
+cat "$mysql8_log"
+if [[ $mysql8_rc -ne 0 ]]; then
+    echo "the MySQL 8 half FAILED (exit $mysql8_rc; log above, also in $mysql8_log)" >&2
+    exit 1
+fi

@@ -1,8 +1,10 @@
 //! Settings for `hsd serve`: command-line flags, environment variables
 //! (`HSD_*`) and a TOML file, in that order of precedence, then defaults.
 
-use crate::secrets::{BackendUrl, Secret};
+use crate::backend::sqlite::Synchronous;
+use crate::secrets::{read_trimmed, Secret};
 use anyhow::Context;
+use mysql_wire::MysqlUrl;
 use serde::Deserialize;
 use std::fmt;
 use std::ops::RangeInclusive;
@@ -10,16 +12,75 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio_rustls::TlsAcceptor;
 
-/// `--synchronous`: how hard the embedded store makes a commit durable
-/// before it is answered (SQLite's `synchronous` levels).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, clap::ValueEnum,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Durability {
-    Off,
-    Normal,
-    Full,
+/// Where the tables live: `--backend`, parsed once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// The embedded store: `<db>.sqlite` files in `--data-dir`.
+    Embedded,
+    /// A MySQL or MariaDB server. Its `Debug` and `Display` hide the
+    /// password (`MysqlUrl`).
+    Mysql(MysqlUrl),
+}
+
+impl BackendChoice {
+    /// Reads `--backend`; a password file, if given, supplies the password.
+    /// No message repeats what was given: it may hold a password.
+    fn parse(given: &str, password_file: Option<&Path>) -> anyhow::Result<BackendChoice> {
+        let choice = match given {
+            "sqlite" => BackendChoice::Embedded,
+            url if url.starts_with("mysql://") => BackendChoice::Mysql(
+                MysqlUrl::parse(url)
+                    .map_err(|e| anyhow::anyhow!("--backend: invalid MySQL URL: {e}"))?,
+            ),
+            other => {
+                let scheme = other.split_once(':').map_or(other, |(s, _)| s);
+                let scheme = if scheme.len() <= 16 { scheme } else { "?" };
+                anyhow::bail!(
+                    "--backend {scheme:?}... is not a backend: use sqlite (its files live in \
+                     --data-dir) or mysql://user:password@host:port"
+                )
+            }
+        };
+        match (choice, password_file) {
+            (choice, None) => Ok(choice),
+            (BackendChoice::Embedded, Some(_)) => {
+                anyhow::bail!("--backend-password-file needs a mysql:// backend")
+            }
+            (BackendChoice::Mysql(mut url), Some(path)) => {
+                let what = format!("backend password file {}", path.display());
+                let named_user = given
+                    .split('?')
+                    .next()
+                    .is_some_and(|u| u.rfind('@').is_some_and(|at| at > "mysql://".len()));
+                anyhow::ensure!(
+                    named_user,
+                    "the --backend URL names no user: write mysql://USER@host:port with the {what}"
+                );
+                anyhow::ensure!(
+                    url.password.is_empty(),
+                    "the --backend URL {url} already has a password: remove it from the URL or drop the {what}"
+                );
+                let password =
+                    read_trimmed(path).map_err(|e| anyhow::anyhow!("cannot read {what} ({e})"))?;
+                anyhow::ensure!(
+                    !password.is_empty(),
+                    "{what} is empty: put the MySQL password in it"
+                );
+                url.password = String::from_utf8(password)
+                    .map_err(|_| anyhow::anyhow!("{what} is not UTF-8"))?;
+                Ok(BackendChoice::Mysql(url))
+            }
+        }
+    }
+}
+
+impl fmt::Display for BackendChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BackendChoice::Embedded => f.write_str("sqlite"),
+            BackendChoice::Mysql(url) => fmt::Display::fmt(url, f),
+        }
+    }
 }
 
 /// Every option of `hsd serve`. All are optional here so that a config file
@@ -120,7 +181,7 @@ pub struct ServeOptions {
     pub drain_timeout: Option<u64>,
     /// Embedded store durability: off, normal or full [default: full].
     #[arg(long, env = "HSD_SYNCHRONOUS", value_enum)]
-    pub synchronous: Option<Durability>,
+    pub synchronous: Option<Synchronous>,
     /// PEM certificate chain: serve both ports over TLS (with --tls-key).
     #[arg(long, env = "HSD_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -136,7 +197,8 @@ pub struct ServeOptions {
     #[arg(long, env = "HSD_MYSQL_TIMEOUT")]
     pub mysql_timeout: Option<u64>,
     /// MySQL backend: a replica of --backend, or another node of its Galera
-    /// cluster (same URL form); repeatable. hsd learns from the servers
+    /// cluster (same URL form; without a password, the one of
+    /// --backend-password-file); repeatable. hsd learns from the servers
     /// which one takes writes (read_only = OFF) and sends writes there.
     #[arg(
         long = "replica",
@@ -171,6 +233,43 @@ pub enum ReadFrom {
     Replicas,
 }
 
+/// Reads one `--replica` URL; a password file, if given, supplies the
+/// password of a URL that names a user and no password (the same account
+/// on every server). No message repeats the URL: it may hold a password.
+fn parse_replica(given: &str, password_file: Option<&Path>) -> anyhow::Result<MysqlUrl> {
+    anyhow::ensure!(
+        given.starts_with("mysql://"),
+        "--replica takes mysql://user:password@host:port URLs"
+    );
+    let mut url =
+        MysqlUrl::parse(given).map_err(|e| anyhow::anyhow!("--replica: invalid MySQL URL: {e}"))?;
+    if let Some(path) = password_file {
+        let named_user = given
+            .split('?')
+            .next()
+            .is_some_and(|u| u.rfind('@').is_some_and(|at| at > "mysql://".len()));
+        if named_user && url.password.is_empty() {
+            let what = format!("backend password file {}", path.display());
+            let password =
+                read_trimmed(path).map_err(|e| anyhow::anyhow!("cannot read {what} ({e})"))?;
+            url.password =
+                String::from_utf8(password).map_err(|_| anyhow::anyhow!("{what} is not UTF-8"))?;
+        }
+    }
+    Ok(url)
+}
+
+/// A number of seconds in `range`.
+fn seconds(name: &str, value: f64, range: RangeInclusive<f64>) -> anyhow::Result<Duration> {
+    anyhow::ensure!(
+        range.contains(&value),
+        "{name} must be {} to {} seconds, not {value}",
+        range.start(),
+        range.end()
+    );
+    Ok(Duration::from_secs_f64(value))
+}
+
 /// `--threads`: network threads (and, on the embedded store, read workers).
 pub const THREADS: RangeInclusive<usize> = 1..=256;
 /// `--threads-wr`: write workers, each with its own storage connection.
@@ -193,7 +292,7 @@ pub struct Config {
     pub port_wr: u16,
     pub data_dir: PathBuf,
     pub demo: bool,
-    pub backend: BackendUrl,
+    pub backend: BackendChoice,
     pub threads: usize,
     pub threads_wr: usize,
     pub secret: Option<Secret>,
@@ -209,11 +308,11 @@ pub struct Config {
     pub max_response_bytes: usize,
     pub statement_timeout: Option<Duration>,
     pub drain_timeout: Duration,
-    pub synchronous: Durability,
+    pub synchronous: Synchronous,
     pub mysql_pool: Option<usize>,
     pub mysql_timeout: Duration,
-    /// `--replica` URLs (empty: one server).
-    pub replicas: Vec<BackendUrl>,
+    /// `--replica` servers (empty: one server).
+    pub replicas: Vec<MysqlUrl>,
     pub read_from: ReadFrom,
     pub topology_interval: Duration,
     pub replica_wait: Duration,
@@ -239,11 +338,6 @@ impl fmt::Debug for Tls {
 }
 
 impl Config {
-    /// Whether the embedded store serves (rather than a MySQL server).
-    pub fn embedded(&self) -> bool {
-        self.backend == "sqlite" || self.backend.starts_with("sqlite:")
-    }
-
     /// When only one port has a secret, the other is open to anyone who can
     /// connect (the original HandlerSocket's semantics, kept): the warning
     /// to log at start, naming that port.
@@ -286,41 +380,24 @@ impl ServeOptions {
             self.plain_secret_wr.or(file.plain_secret_wr),
             self.plain_secret_wr_file.or(file.plain_secret_wr_file),
         )?;
-        let mut backend = BackendUrl::new(
-            self.backend
-                .or(file.backend)
-                .unwrap_or_else(|| "sqlite".into()),
-        );
+        let password_file = self.backend_password_file.or(file.backend_password_file);
+        let backend = BackendChoice::parse(
+            self.backend.or(file.backend).as_deref().unwrap_or("sqlite"),
+            password_file.as_deref(),
+        )?;
         let replica_urls = if self.replica.is_empty() {
             file.replica
         } else {
             self.replica
         };
-        let mut replicas: Vec<BackendUrl> = replica_urls
-            .into_iter()
-            .map(|u| u.trim().to_string())
+        let replicas = replica_urls
+            .iter()
+            .map(|u| u.trim())
             .filter(|u| !u.is_empty())
-            .map(BackendUrl::new)
-            .collect();
-        let password_file = self.backend_password_file.or(file.backend_password_file);
-        if let Some(path) = &password_file {
-            backend = backend.with_password_file(path)?;
-        }
-        for r in &mut replicas {
-            anyhow::ensure!(
-                r.starts_with("mysql://"),
-                "--replica takes mysql://user:password@host:port URLs, not {r:?}"
-            );
-            // The same account on every server: a replica URL without a
-            // password takes the --backend password file's.
-            if let Some(path) = &password_file {
-                if !r.has_password() {
-                    *r = r.clone().with_password_file(path)?;
-                }
-            }
-        }
+            .map(|u| parse_replica(u, password_file.as_deref()))
+            .collect::<anyhow::Result<Vec<MysqlUrl>>>()?;
         anyhow::ensure!(
-            replicas.is_empty() || backend.starts_with("mysql://"),
+            replicas.is_empty() || matches!(backend, BackendChoice::Mysql(_)),
             "--replica needs a mysql:// --backend (the embedded store has no replicas)"
         );
         let topology_interval = seconds(
@@ -428,7 +505,7 @@ impl ServeOptions {
             synchronous: self
                 .synchronous
                 .or(file.synchronous)
-                .unwrap_or(Durability::Full),
+                .unwrap_or(Synchronous::Full),
             mysql_pool,
             replicas,
             read_from: self
@@ -444,22 +521,11 @@ impl ServeOptions {
                     .max(1),
             ),
         };
-        if config.embedded() {
+        if config.backend == BackendChoice::Embedded {
             check_data_dir(&config.data_dir)?;
         }
         Ok(config)
     }
-}
-
-/// A number of seconds in `range`.
-fn seconds(name: &str, value: f64, range: RangeInclusive<f64>) -> anyhow::Result<Duration> {
-    anyhow::ensure!(
-        range.contains(&value),
-        "{name} must be {} to {} seconds, not {value}",
-        range.start(),
-        range.end()
-    );
-    Ok(Duration::from_secs_f64(value))
 }
 
 fn in_range(name: &str, value: usize, range: RangeInclusive<usize>) -> anyhow::Result<usize> {

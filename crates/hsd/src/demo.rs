@@ -31,7 +31,7 @@ pub fn ensure_demo(data_dir: &Path) -> anyhow::Result<bool> {
     }
     let tx = conn.transaction()?;
     tx.execute_batch(
-        "CREATE TABLE user (user_id INTEGER PRIMARY KEY, user_name TEXT, user_email TEXT, created TEXT);",
+        "CREATE TABLE user (user_id INTEGER PRIMARY KEY AUTOINCREMENT, user_name TEXT, user_email TEXT, created TEXT);",
     )?;
     {
         let mut insert = tx.prepare("INSERT INTO user VALUES (?1, ?2, ?3, ?4)")?;

@@ -7,9 +7,9 @@ use crate::accept_backoff::AcceptBackoff;
 use crate::admission::Admission;
 use crate::backend::mysql::topology;
 use crate::backend::mysql::{MysqlBackend, MysqlSettings};
-use crate::backend::sqlite::{SqliteBackend, Synchronous};
+use crate::backend::sqlite::SqliteBackend;
 use crate::backend::Backend;
-use crate::config::{Config, Durability, ReadFrom};
+use crate::config::{BackendChoice, Config, ReadFrom};
 use crate::event_loop::{EventLoop, Incoming};
 use crate::exec::Catalog;
 use crate::limits::{ConnectionLimits, MemoryBudget};
@@ -26,84 +26,58 @@ use tokio::net::TcpListener;
 /// says otherwise.
 const DEFAULT_MYSQL_LINKS: usize = 2;
 
-/// A backend URL with any password replaced, for messages and logs.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let creds = &url[s + 3..at];
-            match creds.find(':') {
-                Some(c) => format!("{}{}:***{}", &url[..s + 3], &creds[..c], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
-}
-
 /// Runs the server until a signal, then stops it.
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    if config.backend == "sqlite" || config.backend.starts_with("sqlite:") {
-        std::fs::create_dir_all(&config.data_dir)
-            .with_context(|| format!("creating data directory {}", config.data_dir.display()))?;
-        if config.demo {
-            let dir = config.data_dir.clone();
-            let created =
-                tokio::task::spawn_blocking(move || crate::demo::ensure_demo(&dir)).await??;
-            if created {
-                tracing::info!(
-                    "created demo table test.user with {} rows",
-                    crate::demo::DEMO_ROWS
-                );
+    match config.backend.clone() {
+        BackendChoice::Embedded => {
+            std::fs::create_dir_all(&config.data_dir).with_context(|| {
+                format!("creating data directory {}", config.data_dir.display())
+            })?;
+            if config.demo {
+                let dir = config.data_dir.clone();
+                let created =
+                    tokio::task::spawn_blocking(move || crate::demo::ensure_demo(&dir)).await??;
+                if created {
+                    tracing::info!(
+                        "created demo table test.user with {} rows",
+                        crate::demo::DEMO_ROWS
+                    );
+                }
             }
+            let backend = SqliteBackend::new(&config.data_dir, config.synchronous)
+                .with_statement_timeout(config.statement_timeout);
+            serve(config, backend, Metrics::new()?).await
         }
-        let synchronous = match config.synchronous {
-            Durability::Off => Synchronous::Off,
-            Durability::Normal => Synchronous::Normal,
-            Durability::Full => Synchronous::Full,
-        };
-        let backend = SqliteBackend::new(&config.data_dir, synchronous)
-            .with_statement_timeout(config.statement_timeout);
-        return serve(config, backend, Metrics::new()?).await;
-    }
-    if config.backend.starts_with("mysql://") {
-        if config.demo {
-            anyhow::bail!("--demo works with the embedded store only");
-        }
-        let target = redact(&config.backend);
-        let url = mysql_wire::MysqlUrl::parse(&config.backend)
-            .map_err(|e| anyhow::anyhow!("invalid MySQL URL {target}: {e}"))?;
-        let mut replicas = Vec::with_capacity(config.replicas.len());
-        for r in &config.replicas {
-            let target = redact(r);
-            let url = mysql_wire::MysqlUrl::parse(r)
-                .map_err(|e| anyhow::anyhow!("invalid --replica URL {target}: {e}"))?;
-            replicas.push((url, target));
-        }
-        // The topology's metrics are registered as it starts.
-        let metrics = Metrics::new()?;
-        let backend = MysqlBackend::start(
-            MysqlSettings {
-                url,
-                target,
-                timeout: config.mysql_timeout,
-                links_per_loop: config.mysql_pool.unwrap_or(DEFAULT_MYSQL_LINKS),
-                replicas,
-                read_from: match config.read_from {
-                    ReadFrom::Primary => topology::ReadFrom::Primary,
-                    ReadFrom::Replicas => topology::ReadFrom::Replicas,
+        BackendChoice::Mysql(url) => {
+            if config.demo {
+                anyhow::bail!("--demo works with the embedded store only");
+            }
+            // The topology's metrics are registered as it starts.
+            let metrics = Metrics::new()?;
+            let backend = MysqlBackend::start(
+                MysqlSettings {
+                    target: url.to_string(),
+                    url,
+                    timeout: config.mysql_timeout,
+                    links_per_loop: config.mysql_pool.unwrap_or(DEFAULT_MYSQL_LINKS),
+                    replicas: config
+                        .replicas
+                        .iter()
+                        .map(|u| (u.clone(), u.to_string()))
+                        .collect(),
+                    read_from: match config.read_from {
+                        ReadFrom::Primary => topology::ReadFrom::Primary,
+                        ReadFrom::Replicas => topology::ReadFrom::Replicas,
+                    },
+                    topology_interval: config.topology_interval,
+                    replica_wait: config.replica_wait,
                 },
-                topology_interval: config.topology_interval,
-                replica_wait: config.replica_wait,
-            },
-            &metrics.registry,
-        )
-        .await?;
-        return serve(config, backend, metrics).await;
+                &metrics.registry,
+            )
+            .await?;
+            serve(config, backend, metrics).await
+        }
     }
-    anyhow::bail!(
-        "unknown backend {:?}: use sqlite or mysql://user:password@host:port",
-        redact(&config.backend)
-    )
 }
 
 async fn serve<B: Backend>(

@@ -293,10 +293,66 @@ fn secrets_and_passwords_stay_out_of_help_and_logs() {
         }
     }
     assert!(
-        run_v.stderr.contains("Secret(***)") && run_v.stderr.contains("mysql://app:***@127.0.0.1"),
+        run_v.stderr.contains("Secret(***)") && run_v.stderr.contains("password: \"***\""),
         "the settings are logged at debug level, redacted: {}",
         run_v.stderr
     );
+
+    // Passwords holding URL delimiters as they are (`/ # @ :`) or
+    // percent-encoded stay hidden too, in every log line.
+    for (password, hidden) in [
+        ("pa/ss#w@r:d", &["pa/ss", "ss#w", "w@r"][..]),
+        ("p%40ss%2Fw%3Ard%25", &["p%40ss", "p@ss", "ss/w", "%25"][..]),
+    ] {
+        let backend = format!("mysql://app:{password}@127.0.0.1:{port}");
+        let run = run_hsd(
+            &[
+                "-v",
+                "serve",
+                "--port",
+                "0",
+                "--port-wr",
+                "0",
+                "--backend",
+                &backend,
+            ],
+            &[("RUST_LOG", "debug")],
+        );
+        assert_started(&run);
+        for h in hidden {
+            assert!(
+                !run.stderr.contains(h) && !run.stdout.contains(h),
+                "{h} of {password} printed: {}{}",
+                run.stdout,
+                run.stderr
+            );
+        }
+        assert!(
+            run.stdout.contains("backend=mysql://app:***@127.0.0.1"),
+            "{}",
+            run.stdout
+        );
+    }
+}
+
+#[test]
+fn backends_hsd_cannot_use_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // Once `sqlite:ANYTHING` was taken as sqlite and its path ignored.
+    assert_refused(
+        &serve(dir.path(), &["--backend", "sqlite:/elsewhere"], &[]),
+        "--backend \"sqlite\"... is not a backend: use sqlite",
+    );
+    // A typo must not echo what may be a password.
+    let run = serve(dir.path(), &["--backend", "myslq://app:hunter2@db"], &[]);
+    let message = assert_refused(&run, "--backend \"myslq\"... is not a backend");
+    assert!(!message.contains("hunter2"), "{message}");
+    // An empty host once meant 127.0.0.1:3306 without a word.
+    let message = assert_refused(
+        &serve(dir.path(), &["--backend", "mysql://u:hunter2@"], &[]),
+        "--backend: invalid MySQL URL: no host",
+    );
+    assert!(!message.contains("hunter2"), "{message}");
 }
 
 /// A port nothing listens on (bound, then closed).
@@ -368,7 +424,7 @@ fn backend_password_from_a_file() {
             ],
             &[],
         ),
-        "the backend URL mysql://app:***@127.0.0.1:3306 already has a password",
+        "the --backend URL mysql://app:***@127.0.0.1:3306 already has a password",
     );
     assert!(!message.contains("in-url"), "{message}");
     assert_refused(
@@ -377,11 +433,11 @@ fn backend_password_from_a_file() {
             &["--backend-password-file", pw],
             &[("HSD_BACKEND", "mysql://127.0.0.1:3306")],
         ),
-        "the backend URL mysql://127.0.0.1:3306 names no user",
+        "the --backend URL names no user",
     );
     assert_refused(
         &serve(dir.path(), &["--backend-password-file", pw], &[]),
-        "a backend password file needs a mysql:// backend",
+        "--backend-password-file needs a mysql:// backend",
     );
     let empty = dir.path().join("empty");
     std::fs::write(&empty, "\n").unwrap();

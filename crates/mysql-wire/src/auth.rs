@@ -1,6 +1,14 @@
 //! Authentication methods: what the client sends for a password, and the
 //! exchange that follows the first answer (method switches, the
 //! caching_sha2_password fast and full paths).
+//!
+//! Whatever answers at the server's address drives this exchange, so the
+//! password itself (not a scramble of it) leaves only over TLS, or
+//! encrypted with an RSA key the client chose to trust: a key pinned in
+//! its configuration, or one the server sends when the configuration says
+//! to ask for it (`KeyPolicy`). A method switch cannot get around that:
+//! mysql_clear_password over a plain link is refused, and a switch to
+//! caching_sha2_password meets the same key policy.
 
 use rsa::pkcs8::DecodePublicKey;
 use sha1::Sha1;
@@ -17,6 +25,19 @@ pub enum AuthStep {
     Done,
 }
 
+/// Which RSA key may encrypt the password on a plain link
+/// (caching_sha2_password's full authentication).
+#[derive(Clone, Default)]
+pub enum KeyPolicy {
+    /// None: the login fails with a message saying what to configure.
+    #[default]
+    Refuse,
+    /// Ask the server for its key and use what it sends.
+    AskServer,
+    /// This key (PEM), never one the server sends.
+    Pinned(String),
+}
+
 /// One login's authentication exchange.
 pub struct Authenticator {
     plugin: String,
@@ -24,18 +45,27 @@ pub struct Authenticator {
     scramble: Vec<u8>,
     /// The connection is encrypted: a password may travel in clear.
     secure: bool,
+    keys: KeyPolicy,
     asked_for_key: bool,
 }
 
 impl Authenticator {
+    /// An exchange that never encrypts the password with an RSA key
+    /// (`with_key_policy` allows it).
     pub fn new(plugin: &str, password: &[u8], scramble: &[u8], secure: bool) -> Authenticator {
         Authenticator {
             plugin: plugin.to_string(),
             password: password.to_vec(),
             scramble: scramble.to_vec(),
             secure,
+            keys: KeyPolicy::Refuse,
             asked_for_key: false,
         }
+    }
+
+    pub fn with_key_policy(mut self, keys: KeyPolicy) -> Authenticator {
+        self.keys = keys;
+        self
     }
 
     /// The method the first answer uses (the server's default, or ours when
@@ -90,26 +120,48 @@ impl Authenticator {
                 clear.push(0);
                 Ok(AuthStep::Send(clear))
             }
-            [4] => {
-                self.asked_for_key = true;
-                Ok(AuthStep::Send(vec![2]))
-            }
-            pem if self.asked_for_key => {
-                let key = rsa::RsaPublicKey::from_public_key_pem(&String::from_utf8_lossy(pem))
-                    .map_err(|e| format!("the server's RSA public key is unreadable: {e}"))?;
-                let mut clear = self.password.clone();
-                clear.push(0);
-                for (i, b) in clear.iter_mut().enumerate() {
-                    *b ^= self.scramble[i % self.scramble.len().max(1)];
+            [4] => match &self.keys {
+                KeyPolicy::Refuse => Err(
+                    "the server asks for the password itself (caching_sha2_password full \
+                     authentication) over an unencrypted connection; hsd does not send it to \
+                     a key the server chooses: use TLS (ssl-mode=REQUIRED or VERIFY_CA), pin \
+                     the server's RSA public key (server-public-key-path=FILE), or allow \
+                     fetching it (get-server-public-key=true)"
+                        .into(),
+                ),
+                KeyPolicy::AskServer => {
+                    self.asked_for_key = true;
+                    Ok(AuthStep::Send(vec![2]))
                 }
-                let sealed = key
-                    .encrypt(&mut rand_core::OsRng, rsa::Oaep::new::<Sha1>(), &clear)
-                    .map_err(|e| format!("encrypting the password failed: {e}"))?;
+                KeyPolicy::Pinned(pem) => {
+                    let sealed = seal(pem.as_bytes(), &self.password, &self.scramble)
+                        .map_err(|e| format!("the pinned RSA public key: {e}"))?;
+                    Ok(AuthStep::Send(sealed))
+                }
+            },
+            pem if self.asked_for_key => {
+                self.asked_for_key = false;
+                let sealed = seal(pem, &self.password, &self.scramble)
+                    .map_err(|e| format!("the server's RSA public key: {e}"))?;
                 Ok(AuthStep::Send(sealed))
             }
             _ => Err("unexpected caching_sha2_password data".to_string()),
         }
     }
+}
+
+/// The password (NUL-terminated, XORed with the scramble) encrypted with
+/// an RSA public key in PEM (OAEP with SHA-1, as the server decrypts it).
+fn seal(pem: &[u8], password: &[u8], scramble: &[u8]) -> Result<Vec<u8>, String> {
+    let key = rsa::RsaPublicKey::from_public_key_pem(&String::from_utf8_lossy(pem))
+        .map_err(|e| format!("unreadable ({e})"))?;
+    let mut clear = password.to_vec();
+    clear.push(0);
+    for (i, b) in clear.iter_mut().enumerate() {
+        *b ^= scramble[i % scramble.len().max(1)];
+    }
+    key.encrypt(&mut rand_core::OsRng, rsa::Oaep::new::<Sha1>(), &clear)
+        .map_err(|e| format!("encrypting the password failed ({e})"))
 }
 
 /// The scrambled password a method sends first.
@@ -216,8 +268,40 @@ mod tests {
         }
         assert_eq!(a.on_packet(&[1, 3]).unwrap(), AuthStep::Wait);
         assert_eq!(a.on_packet(&[0, 0, 0, 2, 0, 0, 0]).unwrap(), AuthStep::Done);
-        // Full authentication without TLS asks for the key first.
+    }
+
+    #[test]
+    fn full_authentication_follows_the_key_policy() {
+        let start = |keys: KeyPolicy, secure: bool| {
+            Authenticator::new(
+                "caching_sha2_password",
+                b"pw",
+                b"01234567890123456789",
+                secure,
+            )
+            .with_key_policy(keys)
+        };
+        // Plain link, no key configured: refused, nothing sent.
+        let e = start(KeyPolicy::Refuse, false)
+            .on_packet(&[1, 4])
+            .unwrap_err();
+        assert!(e.contains("get-server-public-key=true"), "{e}");
+        // A key offered without being asked for is not used.
+        let mut a = start(KeyPolicy::Refuse, false);
+        assert!(a.on_packet(b"\x01-----BEGIN PUBLIC KEY-----").is_err());
+        // Over TLS the password goes as it is.
+        assert_eq!(
+            start(KeyPolicy::Refuse, true).on_packet(&[1, 4]).unwrap(),
+            AuthStep::Send(b"pw\0".to_vec())
+        );
+        // Asking is allowed: request the key.
+        let mut a = start(KeyPolicy::AskServer, false);
         assert_eq!(a.on_packet(&[1, 4]).unwrap(), AuthStep::Send(vec![2]));
+        // A pinned key that is not a key: an error, not a clear password.
+        let e = start(KeyPolicy::Pinned("junk".into()), false)
+            .on_packet(&[1, 4])
+            .unwrap_err();
+        assert!(e.contains("pinned"), "{e}");
     }
 
     #[test]

@@ -89,6 +89,60 @@ impl Greeting {
     pub fn is_mariadb(&self) -> bool {
         self.server_version.contains("MariaDB")
     }
+
+    /// The server's kind and version number, from the version string.
+    pub fn server(&self) -> ServerVersion {
+        ServerVersion::parse(&self.server_version)
+    }
+}
+
+/// Which server answered, and its version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerVersion {
+    pub mariadb: bool,
+    /// (major, minor, patch); zeros when the string has no number.
+    pub number: (u32, u32, u32),
+}
+
+impl ServerVersion {
+    /// `8.0.31`, `8.0.31-0ubuntu0.22.04.1`, `5.5.5-10.11.6-MariaDB-0+deb12u1`
+    /// (MariaDB puts `5.5.5-` first for old clients), `11.4.2-MariaDB`.
+    pub fn parse(version: &str) -> ServerVersion {
+        let mariadb = version.contains("MariaDB");
+        let text = if mariadb {
+            version.strip_prefix("5.5.5-").unwrap_or(version)
+        } else {
+            version
+        };
+        let mut parts = text
+            .split(|c: char| !c.is_ascii_digit())
+            .map(|p| p.parse::<u32>().unwrap_or(0));
+        let number = (
+            parts.next().unwrap_or(0),
+            parts.next().unwrap_or(0),
+            parts.next().unwrap_or(0),
+        );
+        ServerVersion { mariadb, number }
+    }
+
+    pub fn name(&self) -> &'static str {
+        if self.mariadb {
+            "MariaDB"
+        } else {
+            "MySQL"
+        }
+    }
+
+    pub fn at_least(&self, major: u32, minor: u32, patch: u32) -> bool {
+        self.number >= (major, minor, patch)
+    }
+}
+
+impl std::fmt::Display for ServerVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (a, b, c) = self.number;
+        write!(f, "{} {a}.{b}.{c}", self.name())
+    }
 }
 
 /// The client's answer to the greeting.
@@ -174,6 +228,20 @@ mod tests {
         assert_eq!(g.auth_plugin, "mysql_native_password");
         assert!(g.is_mariadb());
         assert!(g.capabilities.has(Capabilities::DEPRECATE_EOF));
+    }
+
+    #[test]
+    fn server_versions() {
+        let v = ServerVersion::parse("5.5.5-10.11.19-MariaDB-0+deb12u1");
+        assert_eq!((v.mariadb, v.number), (true, (10, 11, 19)));
+        assert_eq!(v.to_string(), "MariaDB 10.11.19");
+        let v = ServerVersion::parse("8.0.31");
+        assert_eq!((v.mariadb, v.number), (false, (8, 0, 31)));
+        assert!(v.at_least(8, 0, 17) && !v.at_least(8, 0, 32));
+        let v = ServerVersion::parse("8.0.36-0ubuntu0.22.04.1");
+        assert_eq!(v.number, (8, 0, 36));
+        assert_eq!(ServerVersion::parse("11.4.2-MariaDB").number, (11, 4, 2));
+        assert_eq!(ServerVersion::parse("").number, (0, 0, 0));
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub mod result;
 pub mod session_state;
 pub mod url;
 
-pub use handshake::{Capabilities, Greeting, HandshakeResponse};
+pub use handshake::{Capabilities, Greeting, HandshakeResponse, ServerVersion};
 pub use packet::{PacketReader, PacketWriter, MAX_PAYLOAD};
 pub use result::{ColumnDef, ErrPacket, OkPacket, Response, RowPacket, TextRow};
-pub use url::MysqlUrl;
+pub use url::{MysqlUrl, SslMode, UrlOptions};

@@ -11,8 +11,8 @@ use super::values::stored_integer;
 use super::{
     Backend, Change, ColumnKind, ColumnMeta, CommitFailure, Committed, FilterMode, FilterVerdict,
     IndexMeta, IntRead, ReadPlacement, RowInsert, RowTarget, RowView, RowVisitor, RowWrite, Scan,
-    ScanStep, StorageConn, StorageError, TableMeta, WriteBatching, WriteValue, ERR_DUPLICATE_KEY,
-    ERR_LOCK_DEADLOCK,
+    ScanStep, StorageConn, StorageError, TableMeta, WriteBatching, WriteForm, WriteValue,
+    ERR_DUPLICATE_KEY, ERR_LOCK_DEADLOCK,
 };
 use hs_proto::{FilterKind, FilterOp, FindOp, Value};
 use std::cmp::Ordering;
@@ -87,6 +87,7 @@ pub(crate) fn table_meta(
                 } else {
                     IntRead::Text
                 },
+                write_form: WriteForm::Plain,
             })
             .collect(),
         indexes: idxs

@@ -115,6 +115,23 @@ pub struct ColumnMeta {
     pub zero_on_insert: bool,
     /// What `+`/`-` read the column's value as.
     pub int_read: IntRead,
+    /// How a written value goes into the column.
+    pub write_form: WriteForm,
+}
+
+/// How a written value goes into a column, where the plain way (the
+/// value's bytes) does not fit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WriteForm {
+    /// The value's bytes.
+    #[default]
+    Plain,
+    /// Text for MySQL's JSON type, which refuses binary strings: stored
+    /// when it is valid JSON, refused (3140) otherwise.
+    Json,
+    /// A generated column: the server computes it, nothing is written
+    /// (MySQL refuses a value, MariaDB ignores one).
+    Generated,
 }
 
 impl ColumnMeta {

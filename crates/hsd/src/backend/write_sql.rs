@@ -4,7 +4,7 @@
 //! `ValueSink` as in `scan_sql`: `?` for the embedded store, literals for
 //! MySQL.
 
-use super::TableMeta;
+use super::{ColumnMeta, TableMeta};
 
 /// Which value goes at a place in a write statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +18,12 @@ pub enum WriteParam {
 /// Writes values into write statements.
 pub trait WriteSink {
     fn value(&mut self, sql: &mut Vec<u8>, param: WriteParam);
+
+    /// A new value for `column` (an INSERT's VALUES, an UPDATE's SET): a
+    /// sink may write it in the column's own form (`ColumnMeta::write_form`).
+    fn column_value(&mut self, sql: &mut Vec<u8>, param: WriteParam, _column: &ColumnMeta) {
+        self.value(sql, param)
+    }
 }
 
 /// A sink that writes `?`; values bind in the order they appear.
@@ -44,18 +50,23 @@ pub fn insert(table: &TableMeta, columns: &[usize], sink: &mut impl WriteSink, s
         sql.extend_from_slice(table.columns[c].name_sql.as_bytes());
     }
     sql.extend_from_slice(b") VALUES ");
-    values_row(columns.len(), sink, sql);
+    values_row(table, columns, sink, sql);
 }
 
 /// `(v1, ...)`: one row of an INSERT's VALUES (a multi-row INSERT appends
 /// more, each after `, `).
-pub fn values_row(n: usize, sink: &mut impl WriteSink, sql: &mut Vec<u8>) {
+pub fn values_row(
+    table: &TableMeta,
+    columns: &[usize],
+    sink: &mut impl WriteSink,
+    sql: &mut Vec<u8>,
+) {
     sql.push(b'(');
-    for k in 0..n {
+    for (k, &c) in columns.iter().enumerate() {
         if k > 0 {
             sql.extend_from_slice(b", ");
         }
-        sink.value(sql, WriteParam::Value(k));
+        sink.column_value(sql, WriteParam::Value(k), &table.columns[c]);
     }
     sql.push(b')');
 }
@@ -82,7 +93,7 @@ pub fn update_set(
         }
         sql.extend_from_slice(table.columns[c].name_sql.as_bytes());
         sql.extend_from_slice(b" = ");
-        sink.value(sql, WriteParam::Value(n));
+        sink.column_value(sql, WriteParam::Value(n), &table.columns[c]);
     }
 }
 

@@ -37,6 +37,53 @@ pub fn mysql_url() -> Option<String> {
     }
 }
 
+/// The private MySQL 8 that `scripts/mysql8.sh` runs (the third backend).
+/// In CI its absence is a failure, as for `mysql_url`.
+pub fn mysql8_url() -> Option<String> {
+    match std::env::var("HSD_TEST_MYSQL8_URL") {
+        Ok(u) if !u.is_empty() => Some(u),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "HSD_TEST_MYSQL8_URL is not set: CI must run the MySQL 8 tests (scripts/test.sh sets it)"
+            );
+            eprintln!(
+                "HSD_TEST_MYSQL8_URL not set: skipping the MySQL 8 half (run scripts/test.sh)"
+            );
+            None
+        }
+    }
+}
+
+/// The MySQL 8 server's own CA certificate (made by `mysqld
+/// --initialize`), for the TLS tests.
+pub fn mysql8_ca() -> Option<String> {
+    std::env::var("HSD_MYSQL8_CA")
+        .ok()
+        .filter(|v| !v.is_empty())
+}
+
+/// Whether the server at `url` is MySQL (else MariaDB): the suites run on
+/// both, and a few answers are the server's own and differ (each such
+/// difference is listed in docs/compatibility.md).
+pub fn is_mysql(url: &str) -> bool {
+    use mysql::prelude::Queryable;
+    static SEEN: std::sync::Mutex<Vec<(String, bool)>> = std::sync::Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, m)) = seen.iter().find(|(u, _)| u == url) {
+        return *m;
+    }
+    let opts = mysql::Opts::from_url(url).expect("mysql url");
+    let mut conn = mysql::Conn::new(opts).expect("connect to the MySQL server");
+    let version: String = conn
+        .query_first("SELECT VERSION()")
+        .expect("SELECT VERSION()")
+        .expect("a version");
+    let mysql = !version.contains("MariaDB");
+    seen.push((url.to_string(), mysql));
+    mysql
+}
+
 /// The original HandlerSocket plugin's read and write ports, which
 /// `scripts/mariadb.sh` loads into the private MariaDB and exports. In CI
 /// their absence is a failure, as for `mysql_url`.
@@ -66,12 +113,20 @@ pub struct PrivateMariadb {
     pub url: String,
     /// The original plugin's read and write ports.
     pub hs_ports: (u16, u16),
+    /// Its Unix socket, and the CA of its TLS files.
+    pub socket: String,
+    pub ca: String,
 }
 
 impl PrivateMariadb {
     pub fn start(name: &str) -> PrivateMariadb {
+        Self::start_with(name, &[])
+    }
+
+    /// With scripts/mariadb.sh's environment options (HSD_MARIADB_TLS=1).
+    pub fn start_with(name: &str, env: &[(&str, &str)]) -> PrivateMariadb {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-        mariadb_sh(&dir, "start");
+        mariadb_sh_env(&dir, "start", env);
         let env = mariadb_sh(&dir, "env");
         let var = |name: &str| {
             env.lines()
@@ -83,6 +138,8 @@ impl PrivateMariadb {
         let port = |name: &str| var(name).parse::<u16>().expect("port number");
         PrivateMariadb {
             url: var("HSD_TEST_MYSQL_URL"),
+            socket: var("HSD_MARIADB_SOCKET"),
+            ca: var("HSD_MARIADB_CA"),
             hs_ports: (
                 port("HSD_HS_ORIGINAL_PORT"),
                 port("HSD_HS_ORIGINAL_PORT_WR"),
@@ -121,10 +178,15 @@ impl Drop for PrivateMariadb {
 
 /// Runs scripts/mariadb.sh `cmd` for the instance in `dir`; its stdout.
 fn mariadb_sh(dir: &Path, cmd: &str) -> String {
+    mariadb_sh_env(dir, cmd, &[])
+}
+
+fn mariadb_sh_env(dir: &Path, cmd: &str, env: &[(&str, &str)]) -> String {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mariadb.sh");
     let out = Command::new("bash")
         .arg(&script)
         .arg(cmd)
+        .envs(env.iter().copied())
         .env("HSD_MARIADB_DIR", dir)
         .output()
         .expect("run scripts/mariadb.sh");

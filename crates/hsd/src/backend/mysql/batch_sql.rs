@@ -3,7 +3,9 @@
 
 use super::literal::{push_key, WriteLiterals, TEXT_KIND};
 use crate::backend::write_sql::{self, WriteParam, WriteSink};
-use crate::backend::{Change, ColumnKind, RowInsert, RowTarget, RowWrite, TableMeta, WriteValue};
+use crate::backend::{
+    Change, ColumnKind, RowInsert, RowTarget, RowWrite, TableMeta, WriteForm, WriteValue,
+};
 
 /// How much statement text one round trip of writes carries, at most
 /// (well inside the server's default max_allowed_packet of 16 MiB).
@@ -30,7 +32,7 @@ pub(super) fn push_insert_run(rows: &[RowInsert<'_>], start: usize, sql: &mut Ve
             locator: &[],
         };
         sql.extend_from_slice(b", ");
-        write_sql::values_row(rows[end].columns.len(), &mut sink, sql);
+        write_sql::values_row(rows[end].table, rows[end].columns, &mut sink, sql);
         end += 1;
     }
     end
@@ -318,6 +320,11 @@ fn push_update_many(writes: &[RowWrite<'_>], sql: &mut Vec<u8>) {
             sql.extend_from_slice(b", ");
         }
         sql.extend_from_slice(table.columns[c].name_sql.as_bytes());
+        if table.columns[c].write_form == WriteForm::Generated {
+            // The server computes it; DEFAULT may not stand inside a CASE.
+            sql.extend_from_slice(b" = DEFAULT");
+            continue;
+        }
         sql.extend_from_slice(b" = CASE");
         if single {
             sql.push(b' ');
@@ -332,7 +339,7 @@ fn push_update_many(writes: &[RowWrite<'_>], sql: &mut Vec<u8>) {
             row_test(w, sql);
             sql.extend_from_slice(b" THEN ");
             let mut sink = WriteLiterals { values, locator };
-            sink.value(sql, WriteParam::Value(k));
+            sink.column_value(sql, WriteParam::Value(k), &table.columns[c]);
         }
         sql.extend_from_slice(b" END");
     }

@@ -52,7 +52,8 @@ impl Connector {
         let result = Link::connect(&self.settings).await;
         let mut paused = self.paused_until.lock().unwrap_or_else(|p| p.into_inner());
         match &result {
-            Ok(_) => {
+            Ok(link) => {
+                super::link::announce(link, &self.settings);
                 if paused.is_some() {
                     tracing::info!(target = %self.target, "MySQL server reachable again");
                 }

@@ -8,25 +8,47 @@
 //! read in order, one round trip for many lookups; driver crates wait for
 //! each answer), and text rows are read in place from the receive buffer and
 //! handed to the executor without an allocation per row or per value.
+//!
+//! The link runs over TCP, TLS over TCP (`link_tls`) or a Unix socket, as
+//! the URL says. At login the server's kind and version are checked: hsd
+//! relies on MySQL 8.0.17's CAST(... AS DOUBLE) and is tested on MariaDB
+//! 10.11, so older servers are refused with a message saying so.
 
+use super::link_tls::TlsSetup;
 use crate::backend::StorageError;
-use mysql_wire::auth::{AuthStep, Authenticator};
+use mysql_wire::auth::{AuthStep, Authenticator, KeyPolicy};
 use mysql_wire::packet::Frame;
 use mysql_wire::result::RowPacket;
 use mysql_wire::session_state;
 use mysql_wire::{
     Capabilities, ColumnDef, ErrPacket, Greeting, HandshakeResponse, MysqlUrl, OkPacket,
-    PacketReader, PacketWriter, Response, TextRow,
+    PacketReader, PacketWriter, Response, ServerVersion, SslMode, TextRow,
 };
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixStream};
 
 const COM_QUERY: u8 = 0x03;
 const COM_QUIT: u8 = 0x01;
 /// utf8mb4_general_ci: the text hsd writes (SQL, names) is UTF-8.
 const COLLATION_UTF8MB4: u8 = 45;
 const READ_CHUNK: usize = 64 * 1024;
+
+/// The oldest MySQL hsd serves: CAST(... AS DOUBLE), which the +/- read
+/// of FLOAT columns uses, came in 8.0.17.
+pub const MIN_MYSQL: (u32, u32, u32) = (8, 0, 17);
+/// The oldest MariaDB hsd is tested on.
+pub const MIN_MARIADB: (u32, u32, u32) = (10, 11, 0);
+
+/// MySQL 8.0.24+ sends this error, unasked, before it closes a connection
+/// that stayed idle past wait_timeout (ER_CLIENT_INTERACTION_TIMEOUT).
+const ER_CLIENT_INTERACTION_TIMEOUT: u16 = 4031;
+/// The server is shutting down and closes the connection.
+const ER_SERVER_SHUTDOWN: u16 = 1053;
+
+/// What the link runs over: TCP, TLS over TCP, or a Unix socket.
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 /// A failure, and whether it cost us the connection.
 #[derive(Debug)]
@@ -69,12 +91,15 @@ impl Failure {
 }
 
 /// Session settings and timeouts of every connection.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct LinkSettings {
     pub url: MysqlUrl,
     /// --mysql-timeout: connect, every read and write, lock waits,
     /// statement time.
     pub timeout: Duration,
+    tls: TlsSetup,
+    /// Which RSA key may encrypt the password on a plain link.
+    keys: KeyPolicy,
     /// What a connection to one of several servers needs (see `Replicated`).
     pub replicated: Replicated,
 }
@@ -89,6 +114,56 @@ pub struct Replicated {
     /// committed before it (`wsrep_sync_wait = 1`); the caller reads by
     /// SELECT only, since HANDLER reads do not wait.
     pub causal_reads: bool,
+}
+
+impl LinkSettings {
+    /// Resolves the URL's options: reads `ssl-ca` and
+    /// `server-public-key-path` now, so a bad file stops hsd at start.
+    pub fn new(url: MysqlUrl, timeout: Duration) -> Result<LinkSettings, String> {
+        let tls = TlsSetup::new(&url)?;
+        let keys = match (
+            &url.options.server_public_key_path,
+            url.options.get_server_public_key,
+        ) {
+            (Some(path), _) => {
+                let pem = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read server-public-key-path {path} ({e})"))?;
+                if !pem.contains("BEGIN PUBLIC KEY") {
+                    return Err(format!(
+                        "server-public-key-path {path} holds no PEM public key (BEGIN PUBLIC KEY)"
+                    ));
+                }
+                KeyPolicy::Pinned(pem)
+            }
+            (None, true) => KeyPolicy::AskServer,
+            (None, false) => KeyPolicy::Refuse,
+        };
+        Ok(LinkSettings {
+            url,
+            timeout,
+            tls,
+            keys,
+            replicated: Replicated::default(),
+        })
+    }
+
+    /// The same settings with these session duties.
+    pub fn with_replicated(&self, replicated: Replicated) -> LinkSettings {
+        LinkSettings {
+            replicated,
+            ..self.clone()
+        }
+    }
+}
+
+impl std::fmt::Debug for LinkSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinkSettings")
+            .field("url", &self.url)
+            .field("timeout", &self.timeout)
+            .field("ssl_mode", &self.tls.mode)
+            .finish()
+    }
 }
 
 /// What a statement answered.
@@ -118,7 +193,11 @@ impl ResultSink for Discard {
 }
 
 pub struct Link {
-    stream: TcpStream,
+    stream: Box<dyn Io>,
+    /// The server's kind and version, from its greeting.
+    pub server: ServerVersion,
+    /// The link is encrypted.
+    pub tls: bool,
     rbuf: Vec<u8>,
     rpos: usize,
     wbuf: Vec<u8>,
@@ -142,21 +221,27 @@ pub struct Link {
 impl Link {
     pub async fn connect(settings: &LinkSettings) -> Result<Link, Failure> {
         let t = settings.timeout;
-        let addr = settings.url.address();
-        let stream = match tokio::time::timeout(t, TcpStream::connect(&addr)).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => return Err(Failure::lost(&format!("connecting to {addr}"), e, false)),
-            Err(_) => {
-                return Err(Failure::lost(
-                    &format!("connecting to {addr}"),
-                    "timed out",
-                    false,
-                ))
-            }
+        let endpoint = settings.url.endpoint();
+        let what = format!("connecting to {endpoint}");
+        let stream: Box<dyn Io> = match &settings.url.options.socket {
+            Some(path) => match tokio::time::timeout(t, UnixStream::connect(path)).await {
+                Ok(Ok(s)) => Box::new(s),
+                Ok(Err(e)) => return Err(Failure::lost(&what, e, false)),
+                Err(_) => return Err(Failure::lost(&what, "timed out", false)),
+            },
+            None => match tokio::time::timeout(t, TcpStream::connect(&endpoint)).await {
+                Ok(Ok(s)) => {
+                    let _ = s.set_nodelay(true);
+                    Box::new(s)
+                }
+                Ok(Err(e)) => return Err(Failure::lost(&what, e, false)),
+                Err(_) => return Err(Failure::lost(&what, "timed out", false)),
+            },
         };
-        let _ = stream.set_nodelay(true);
         let mut link = Link {
             stream,
+            server: ServerVersion::parse(""),
+            tls: false,
             rbuf: Vec::with_capacity(READ_CHUNK),
             rpos: 0,
             wbuf: Vec::with_capacity(4096),
@@ -169,14 +254,14 @@ impl Link {
             tracks_gtids: false,
             reported_gtid: None,
         };
-        let mariadb = link.login(&settings.url, settings.replicated).await?;
+        link.login(settings).await?;
         link.set_up_session(t).await?;
-        link.set_up_replicated(settings.replicated, mariadb).await?;
+        link.set_up_replicated(settings.replicated).await?;
         Ok(link)
     }
 
-    /// Logs in; whether the server is MariaDB.
-    async fn login(&mut self, url: &MysqlUrl, replicated: Replicated) -> Result<bool, Failure> {
+    async fn login(&mut self, settings: &LinkSettings) -> Result<(), Failure> {
+        let url = &settings.url;
         let (_, greeting) = self.packet().await?;
         let greeting = Greeting::parse(&greeting).map_err(Failure::refused)?;
         if !greeting.capabilities.has(Capabilities::PROTOCOL_41) {
@@ -184,12 +269,33 @@ impl Link {
                 "the server is too old (no protocol 4.1)".into(),
             ));
         }
+        self.server = greeting.server();
+        check_version(&self.server, &greeting.server_version).map_err(Failure::refused)?;
+        let offers_tls = greeting.capabilities.has(Capabilities::SSL);
+        let use_tls = match settings.tls.mode {
+            SslMode::Disabled => false,
+            SslMode::Preferred => offers_tls,
+            mode => {
+                if !offers_tls {
+                    return Err(Failure::refused(format!(
+                        "ssl-mode={mode} but the server at {} does not offer TLS \
+                         (configure its certificate, or lower ssl-mode)",
+                        url.endpoint()
+                    )));
+                }
+                true
+            }
+        };
+        // A Unix socket is local: the server, like MySQL's own clients,
+        // takes a password over it as over TLS.
+        let secure = use_tls || url.options.socket.is_some();
         let mut auth = Authenticator::new(
             &greeting.auth_plugin,
             url.password.as_bytes(),
             &greeting.scramble,
-            false,
-        );
+            secure,
+        )
+        .with_key_policy(settings.keys.clone());
         let wanted = Capabilities::LONG_PASSWORD
             | Capabilities::FOUND_ROWS
             | Capabilities::LONG_FLAG
@@ -202,7 +308,7 @@ impl Link {
             | Capabilities::DEPRECATE_EOF;
         let mut caps =
             wanted & (greeting.capabilities.0 | Capabilities::FOUND_ROWS | Capabilities::LONG_FLAG);
-        if replicated.track_gtids
+        if settings.replicated.track_gtids
             && greeting
                 .capabilities
                 .has(session_state::CLIENT_SESSION_TRACK)
@@ -212,6 +318,9 @@ impl Link {
         }
         if url.database.is_some() {
             caps |= Capabilities::CONNECT_WITH_DB;
+        }
+        if use_tls {
+            caps |= Capabilities::SSL;
         }
         self.deprecate_eof = caps & Capabilities::DEPRECATE_EOF != 0;
         let first = auth.first_response().map_err(Failure::refused)?;
@@ -223,13 +332,21 @@ impl Link {
             database: url.database.as_deref(),
             collation: COLLATION_UTF8MB4,
         };
+        let mut seq = 1;
+        if use_tls {
+            self.wbuf.clear();
+            response.write_ssl_request(&mut self.wbuf);
+            self.send().await?;
+            self.start_tls(&settings.tls).await?;
+            seq = 2;
+        }
         self.wbuf.clear();
-        response.write(&mut self.wbuf, 1);
+        response.write(&mut self.wbuf, seq);
         self.send().await?;
         loop {
             let (seq, p) = self.packet().await?;
             match auth.on_packet(&p) {
-                Ok(AuthStep::Done) => return Ok(greeting.is_mariadb()),
+                Ok(AuthStep::Done) => return Ok(()),
                 Ok(AuthStep::Wait) => {}
                 Ok(AuthStep::Send(data)) => {
                     self.wbuf.clear();
@@ -248,44 +365,81 @@ impl Link {
         }
     }
 
+    /// Upgrades the TCP stream to TLS (after the SSL request packet).
+    async fn start_tls(&mut self, tls: &TlsSetup) -> Result<(), Failure> {
+        let Some(config) = tls.config.clone() else {
+            return Err(Failure::protocol("TLS wanted without a TLS configuration"));
+        };
+        if self.rpos < self.rbuf.len() {
+            return Err(Failure::protocol(
+                "the server sent bytes before the TLS handshake",
+            ));
+        }
+        let connector = tokio_rustls::TlsConnector::from(config);
+        // The plain stream is moved into the TLS one; a placeholder holds
+        // its place meanwhile (a failed handshake loses the link anyway).
+        let plain = std::mem::replace(&mut self.stream, Box::new(tokio::io::duplex(1).0));
+        let handshake = connector.connect(tls.server_name.clone(), plain);
+        match tokio::time::timeout(self.timeout, handshake).await {
+            Ok(Ok(s)) => {
+                self.stream = Box::new(s);
+                self.tls = true;
+                Ok(())
+            }
+            // A certificate that does not verify is a configuration matter:
+            // say so as a refusal, which also keeps hsd from starting.
+            Ok(Err(e)) => Err(Failure::refused(format!(
+                "TLS handshake with the server failed (ssl-mode={}): {e}",
+                tls.mode
+            ))),
+            Err(_) => Err(Failure::lost("TLS handshake", "timed out", false)),
+        }
+    }
+
     /// The settings every hsd connection runs with: non-strict like the
     /// original plugin; column values returned as stored, without character
     /// set conversion (the original answered with each column's own bytes);
     /// fresh reads; and the server's own time limits a little inside ours,
     /// so a slow statement reports the server's error and keeps the link.
+    ///
+    /// MariaDB bounds every statement (`max_statement_time`, seconds, error
+    /// 1969). MySQL bounds only SELECTs (`max_execution_time`, milliseconds,
+    /// error 3024); its writes wait at most `innodb_lock_wait_timeout` for a
+    /// row lock (error 1205) and the link's own timeout for the rest.
+    ///
+    /// CHECK constraints: the original wrote rows at the storage engine,
+    /// below them, so on MariaDB hsd turns them off for its session
+    /// (`check_constraint_checks`). MySQL has no such switch: there the
+    /// server enforces them and a violating write answers 3819.
     async fn set_up_session(&mut self, t: Duration) -> Result<(), Failure> {
         let lock_wait = (t.as_secs().max(2) - 1).max(1);
         let statement_time = t.saturating_sub((t / 4).min(Duration::from_millis(500)));
-        let statements = [
+        let mut statements = vec![
             "SET NAMES utf8mb4".to_string(),
             format!(
                 "SET SESSION sql_mode = '', autocommit = 1, character_set_results = NULL, \
                  innodb_lock_wait_timeout = {lock_wait}"
             ),
             "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string(),
-            // The original wrote rows at the storage engine, below CHECK
-            // constraints (a JSON column left out of an insert holds '').
-            // MariaDB only; MySQL has no such variable, and that is fine.
-            "SET SESSION check_constraint_checks = 0".to_string(),
-            // MariaDB: seconds, every statement. MySQL: milliseconds, SELECT
-            // only; one of the two fails, and that is fine.
-            format!(
+        ];
+        if self.server.mariadb {
+            statements.push("SET SESSION check_constraint_checks = 0".to_string());
+            statements.push(format!(
                 "SET SESSION max_statement_time = {:.3}",
                 statement_time.as_secs_f64()
-            ),
-            format!(
+            ));
+        } else {
+            statements.push(format!(
                 "SET SESSION max_execution_time = {}",
-                statement_time.as_millis()
-            ),
-        ];
+                statement_time.as_millis().max(1)
+            ));
+        }
         for s in &statements {
             self.queue(|sql| sql.extend_from_slice(s.as_bytes()));
         }
-        for (i, s) in statements.iter().enumerate() {
+        for s in &statements {
             if let Answer::Refused(e) = self.answer(&mut Discard).await? {
-                if i < 3 {
-                    return Err(Failure::refused(format!("{s}: {e}")));
-                }
+                return Err(Failure::refused(format!("{s}: {e}")));
             }
         }
         Ok(())
@@ -295,9 +449,9 @@ impl Link {
     /// report GTIDs leaves `tracks_gtids` off (the topology then treats
     /// each commit as unknown); a Galera node that refuses causal reads is
     /// not used.
-    async fn set_up_replicated(&mut self, r: Replicated, mariadb: bool) -> Result<(), Failure> {
+    async fn set_up_replicated(&mut self, r: Replicated) -> Result<(), Failure> {
         if self.tracks_gtids {
-            let sql: &[u8] = if mariadb {
+            let sql: &[u8] = if self.server.mariadb {
                 b"SET SESSION session_track_system_variables = 'last_gtid'"
             } else {
                 b"SET SESSION session_track_gtids = OWN_GTID"
@@ -408,6 +562,14 @@ impl Link {
                         }
                     }
                     return Ok(Answer::Done(ok));
+                }
+                // The server closed the link before it read the statement
+                // (idle past wait_timeout, or shutting down): nothing ran,
+                // and the statement may go again on a new link.
+                Response::Err(e)
+                    if matches!(e.code, ER_CLIENT_INTERACTION_TIMEOUT | ER_SERVER_SHUTDOWN) =>
+                {
+                    return Err(Failure::lost("the server closed the connection", e, true))
                 }
                 Response::Err(e) => return Ok(Answer::Refused(e)),
                 Response::ResultSet(n) => usize::try_from(n).map_err(Failure::protocol)?,
@@ -531,5 +693,58 @@ fn payload<'a>(
     match owned {
         Some(p) => p,
         None => &rbuf[range.clone()],
+    }
+}
+
+/// Logs, once per process, which server hsd serves and how the link runs.
+pub fn announce(link: &Link, settings: &LinkSettings) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        tracing::info!(
+            server = %link.server,
+            at = %settings.url.endpoint(),
+            tls = link.tls,
+            "MySQL backend: connected to {}", link.server
+        );
+    });
+}
+
+/// Refuses servers older than hsd supports, with what is needed.
+fn check_version(server: &ServerVersion, text: &str) -> Result<(), String> {
+    let (min, what) = if server.mariadb {
+        (MIN_MARIADB, "MariaDB")
+    } else {
+        (MIN_MYSQL, "MySQL")
+    };
+    if server.at_least(min.0, min.1, min.2) {
+        return Ok(());
+    }
+    Err(format!(
+        "the server is {what} {text}; hsd needs {what} {}.{}.{} or later",
+        min.0, min.1, min.2
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn old_servers_are_refused_with_what_is_needed() {
+        let check = |v: &str| check_version(&ServerVersion::parse(v), v);
+        assert!(check("8.0.31").is_ok());
+        assert!(check("8.0.17").is_ok());
+        assert!(check("9.1.0").is_ok());
+        assert!(check("5.5.5-10.11.6-MariaDB-0+deb12u1").is_ok());
+        assert!(check("11.4.2-MariaDB").is_ok());
+        let e = check("8.0.16").unwrap_err();
+        assert_eq!(
+            e,
+            "the server is MySQL 8.0.16; hsd needs MySQL 8.0.17 or later"
+        );
+        let e = check("5.7.44-log").unwrap_err();
+        assert!(e.contains("MySQL 8.0.17 or later"), "{e}");
+        let e = check("5.5.5-10.6.18-MariaDB").unwrap_err();
+        assert!(e.contains("MariaDB 10.11.0 or later"), "{e}");
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::backend::values::{date_check, is_stored_form, stored_enum, stored_year, DateCheck};
 use crate::backend::write_sql::{WriteParam, WriteSink};
-use crate::backend::{ColumnKind, WriteValue};
+use crate::backend::{ColumnKind, ColumnMeta, WriteForm, WriteValue};
 use hs_proto::Value as HsValue;
 use mysql_wire::literal::push_binary;
 
@@ -200,6 +200,32 @@ impl WriteSink for WriteLiterals<'_> {
         };
         mysql_wire::literal::push_binary(sql, v);
     }
+
+    fn column_value(&mut self, sql: &mut Vec<u8>, param: WriteParam, column: &ColumnMeta) {
+        match column.write_form {
+            WriteForm::Plain => self.value(sql, param),
+            WriteForm::Generated => sql.extend_from_slice(b"DEFAULT"),
+            WriteForm::Json => {
+                let v = match param {
+                    WriteParam::Value(i) => self.values.get(i),
+                    WriteParam::Locator(_) => None,
+                };
+                match v {
+                    Some(WriteValue::Int(n)) => json_text(sql, n.to_string().as_bytes()),
+                    Some(WriteValue::Bytes(Some(b))) => json_text(sql, b),
+                    _ => self.value(sql, param),
+                }
+            }
+        }
+    }
+}
+
+/// JSON text as MySQL's JSON type takes it: a string in utf8mb4 (a binary
+/// string is refused, 3144), which the server parses (3140 when invalid).
+fn json_text(sql: &mut Vec<u8>, text: &[u8]) {
+    sql.extend_from_slice(b"CONVERT(");
+    push_binary(sql, Some(text));
+    sql.extend_from_slice(b" USING utf8mb4)");
 }
 
 #[cfg(test)]

@@ -7,7 +7,9 @@
 //! `P` means what it meant to the original plugin.
 
 use super::link::{Answer, Failure, Link, ResultSink};
-use crate::backend::{ColumnKind, ColumnMeta, IndexMeta, IntRead, StorageError, TableMeta};
+use crate::backend::{
+    ColumnKind, ColumnMeta, IndexMeta, IntRead, StorageError, TableMeta, WriteForm,
+};
 use mysql_wire::literal::{push_binary, push_identifier};
 use mysql_wire::TextRow;
 
@@ -194,21 +196,43 @@ struct Column {
     kind: ColumnKind,
     zero_on_insert: bool,
     int_read: IntRead,
+    write_form: WriteForm,
+}
+
+/// A column's default and kind as information_schema.COLUMNS gives them.
+struct Defaulted<'a> {
+    /// COLUMN_DEFAULT.
+    default: Option<&'a str>,
+    /// EXTRA, lowercased.
+    extra: &'a str,
+    nullable: bool,
+    auto_increment: bool,
+    write_form: WriteForm,
+    /// The server is MariaDB (else MySQL).
+    mariadb: bool,
 }
 
 /// Whether an insert that leaves the column out stores its type's zero
 /// value (the original's rows start from the default row with every NULL
 /// flag cleared): when its default is NULL, or an expression the original
 /// never evaluated (`current_timestamp()`). A NOT NULL column without a
-/// default keeps the server's implicit default (an ENUM's first element).
-/// `default` is information_schema's COLUMN_DEFAULT: SQL NULL for none,
-/// `NULL` for a NULL default, quoted text or a number for a constant.
-fn zero_on_insert(default: Option<&str>, nullable: bool, auto_increment: bool) -> bool {
-    if auto_increment {
+/// default keeps the server's implicit default (an ENUM's first element),
+/// a static default is stored as it is, a generated column is the
+/// server's to compute, and a JSON column (MySQL's type, which has no zero
+/// value to store) keeps its default.
+///
+/// The servers write COLUMN_DEFAULT differently. MariaDB: SQL NULL for
+/// none, `NULL` for a NULL default, quoted text or a number for a
+/// constant, the expression's text otherwise. MySQL: SQL NULL for none or
+/// a NULL default, a constant's text unquoted, and an expression marked
+/// by `DEFAULT_GENERATED` in EXTRA.
+fn zero_on_insert(c: &Defaulted<'_>) -> bool {
+    if c.auto_increment || c.write_form != WriteForm::Plain {
         return false;
     }
-    match default {
-        None => nullable,
+    match c.default {
+        None => c.nullable,
+        Some(_) if !c.mariadb => c.extra.contains("default_generated"),
         Some(d) if d.eq_ignore_ascii_case("NULL") => true,
         Some(d) => {
             let constant = d.starts_with('\'')
@@ -217,6 +241,28 @@ fn zero_on_insert(default: Option<&str>, nullable: bool, auto_increment: bool) -
                 || d.starts_with("x'");
             !constant
         }
+    }
+}
+
+/// How values are written into the column: EXTRA names a generated
+/// column (`VIRTUAL GENERATED`, `STORED GENERATED`, MariaDB's older
+/// `PERSISTENT GENERATED`), which `DEFAULT_GENERATED` (a default
+/// expression) is not.
+fn write_form(data_type: &str, extra: &str) -> WriteForm {
+    let generated = [
+        "virtual generated",
+        "stored generated",
+        "persistent generated",
+    ]
+    .iter()
+    .any(|g| extra.contains(g));
+    if generated {
+        WriteForm::Generated
+    } else if data_type == "json" {
+        // Only MySQL says json: MariaDB's JSON is LONGTEXT.
+        WriteForm::Json
+    } else {
+        WriteForm::Plain
     }
 }
 
@@ -316,6 +362,7 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
         return Err(open_table(db, table, &format!("a {kind} cannot be served")));
     }
 
+    let mariadb = link.server.mariadb;
     let mut sql = b"SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, IS_NULLABLE, EXTRA, \
                     COLUMN_TYPE, CHARACTER_SET_NAME, CHARACTER_MAXIMUM_LENGTH, COLUMN_DEFAULT, \
                     COLLATION_NAME \
@@ -337,7 +384,9 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
             let default = r.get(9).cloned().flatten();
             let collation = r.get(10).cloned().flatten();
             let nullable = text(4) == "YES";
-            let auto_increment = text(5).to_ascii_lowercase().contains("auto_increment");
+            let extra = text(5).to_ascii_lowercase();
+            let auto_increment = extra.contains("auto_increment");
+            let write_form = write_form(&data_type, &extra);
             let kind = column_kind(
                 &data_type,
                 &column_type,
@@ -349,7 +398,15 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
                 name: text(2),
                 nullable,
                 auto_increment,
-                zero_on_insert: zero_on_insert(default.as_deref(), nullable, auto_increment),
+                zero_on_insert: zero_on_insert(&Defaulted {
+                    default: default.as_deref(),
+                    extra: &extra,
+                    nullable,
+                    auto_increment,
+                    write_form,
+                    mariadb,
+                }),
+                write_form,
                 int_read: int_read(&data_type, &column_type, &kind),
                 kind,
                 data_type,
@@ -463,6 +520,7 @@ pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMet
                     auto_increment: c.auto_increment,
                     zero_on_insert: c.zero_on_insert,
                     int_read: c.int_read.clone(),
+                    write_form: c.write_form,
                     name: c.name.clone(),
                     name_sql,
                 }
@@ -546,15 +604,78 @@ async fn show_index(link: &mut Link, table_sql: &str) -> Result<Vec<RawIndex>, F
 mod tests {
     use super::*;
 
+    /// (COLUMN_DEFAULT, EXTRA, nullable, DATA_TYPE) as the server lists them.
+    fn zero(mariadb: bool, default: Option<&str>, extra: &str, nullable: bool, ty: &str) -> bool {
+        let extra = extra.to_ascii_lowercase();
+        zero_on_insert(&Defaulted {
+            default,
+            extra: &extra,
+            nullable,
+            auto_increment: extra.contains("auto_increment"),
+            write_form: write_form(ty, &extra),
+            mariadb,
+        })
+    }
+
     #[test]
     fn insert_defaults_and_elements() {
-        assert!(zero_on_insert(Some("NULL"), true, false));
-        assert!(zero_on_insert(None, true, false));
-        assert!(!zero_on_insert(None, false, false));
-        assert!(!zero_on_insert(Some("'dflt'"), false, false));
-        assert!(!zero_on_insert(Some("7"), true, false));
-        assert!(zero_on_insert(Some("current_timestamp()"), false, false));
-        assert!(!zero_on_insert(None, false, true));
+        // MariaDB's COLUMN_DEFAULT.
+        assert!(zero(true, Some("NULL"), "", true, "int"));
+        assert!(zero(true, None, "", true, "int"));
+        assert!(!zero(true, None, "", false, "int"));
+        assert!(!zero(true, Some("'dflt'"), "", false, "varchar"));
+        assert!(!zero(true, Some("7"), "", true, "int"));
+        assert!(zero(
+            true,
+            Some("current_timestamp()"),
+            "",
+            false,
+            "timestamp"
+        ));
+        assert!(!zero(true, None, "auto_increment", false, "int"));
+        assert!(!zero(true, None, "VIRTUAL GENERATED", true, "int"));
+        assert!(!zero(true, None, "PERSISTENT GENERATED", true, "int"));
+        // MySQL's: constants unquoted, expressions marked in EXTRA.
+        assert!(!zero(false, Some("dflt"), "", false, "varchar"));
+        assert!(
+            !zero(false, Some("NULL"), "", true, "varchar"),
+            "the text NULL"
+        );
+        assert!(!zero(false, Some("0x41"), "", true, "varbinary"));
+        assert!(!zero(false, Some("b'101'"), "", true, "bit"));
+        assert!(zero(false, None, "", true, "int"));
+        assert!(!zero(false, None, "", false, "int"));
+        assert!(zero(
+            false,
+            Some("CURRENT_TIMESTAMP"),
+            "DEFAULT_GENERATED",
+            true,
+            "timestamp"
+        ));
+        assert!(zero(
+            false,
+            Some("CURRENT_TIMESTAMP(3)"),
+            "DEFAULT_GENERATED on update CURRENT_TIMESTAMP(3)",
+            true,
+            "datetime"
+        ));
+        assert!(!zero(false, None, "VIRTUAL GENERATED", true, "int"));
+        assert!(!zero(false, None, "STORED GENERATED", true, "int"));
+        // JSON has no zero value to store: its default applies.
+        assert!(!zero(false, None, "", true, "json"));
+        assert!(!zero(
+            false,
+            Some("_utf8mb4\\'[]\\'"),
+            "DEFAULT_GENERATED",
+            true,
+            "json"
+        ));
+        assert_eq!(write_form("json", ""), WriteForm::Json);
+        assert_eq!(write_form("longtext", ""), WriteForm::Plain);
+        assert_eq!(
+            write_form("timestamp", "default_generated"),
+            WriteForm::Plain
+        );
         assert_eq!(
             type_elements("enum('a','b''c','')"),
             vec![b"a".to_vec(), b"b'c".to_vec(), Vec::new()]

@@ -41,6 +41,7 @@ mod connector;
 mod errors;
 mod handler;
 mod link;
+mod link_tls;
 mod literal;
 mod meta;
 mod points;
@@ -109,76 +110,61 @@ impl MysqlBackend {
         let links_per_loop = settings.links_per_loop.max(1);
         let mut all = vec![(settings.url.clone(), settings.target.clone())];
         all.extend(settings.replicas.iter().cloned());
-        let replicated = !settings.replicas.is_empty();
-        let link_settings = |url: &MysqlUrl, replicated: Replicated| LinkSettings {
-            url: url.clone(),
-            timeout: settings.timeout,
-            replicated,
-        };
+        let mut bases = Vec::with_capacity(all.len());
         for (i, (url, target)) in all.iter().enumerate() {
             let what = if i == 0 { "--backend" } else { "--replica" };
-            match Link::connect(&link_settings(url, Replicated::default())).await {
-                Ok(link) => link.quit().await,
+            let base = LinkSettings::new(url.clone(), settings.timeout)
+                .map_err(|e| anyhow::anyhow!("cannot use {target}: {e}"))?;
+            match Link::connect(&base).await {
+                Ok(link) => {
+                    link::announce(&link, &base);
+                    link.quit().await
+                }
                 Err(f) if f.link_lost && !matches!(f.error, StorageError::Refused { .. }) => {
                     tracing::warn!(
                         "cannot reach the MySQL server at {} ({}); hsd starts anyway and connects \
                          once it is up: start that server, or fix the host and port in {what}",
-                        url.address(),
+                        url.endpoint(),
                         f.error
                     )
                 }
                 Err(f) => anyhow::bail!("cannot use {target}: {}", f.error),
             }
+            bases.push(base);
         }
-        let single = || {
-            Arc::new(Connector::new(
-                link_settings(&settings.url, Replicated::default()),
-                settings.target.clone(),
-            ))
-        };
-        if !replicated {
+        if settings.replicas.is_empty() {
             return Ok(MysqlBackend {
-                connector: single(),
+                connector: Arc::new(Connector::new(bases.remove(0), settings.target)),
                 links_per_loop,
                 servers: None,
             });
         }
-        let plain: Vec<Arc<Connector>> = all
-            .iter()
-            .map(|(url, target)| {
-                Arc::new(Connector::new(
-                    link_settings(
-                        url,
-                        Replicated {
-                            track_gtids: true,
-                            causal_reads: false,
-                        },
-                    ),
-                    target.clone(),
-                ))
-            })
-            .collect();
-        let causal = all
-            .iter()
-            .map(|(url, target)| {
-                Arc::new(Connector::new(
-                    link_settings(
-                        url,
-                        Replicated {
-                            track_gtids: false,
-                            causal_reads: true,
-                        },
-                    ),
-                    target.clone(),
-                ))
-            })
-            .collect();
+        let connectors = |replicated: Replicated| -> Vec<Arc<Connector>> {
+            bases
+                .iter()
+                .zip(&all)
+                .map(|(base, (_, target))| {
+                    Arc::new(Connector::new(
+                        base.with_replicated(replicated),
+                        target.clone(),
+                    ))
+                })
+                .collect()
+        };
+        let plain = connectors(Replicated {
+            track_gtids: true,
+            causal_reads: false,
+        });
+        let causal = connectors(Replicated {
+            track_gtids: false,
+            causal_reads: true,
+        });
         let topology = Topology::start(
             TopologySettings {
                 servers: all
                     .iter()
                     .map(|(url, _)| ServerSpec {
-                        name: url.address(),
+                        name: url.endpoint(),
                         url: url.clone(),
                     })
                     .collect(),

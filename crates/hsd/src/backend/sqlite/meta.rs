@@ -34,6 +34,16 @@ fn column_kind(declared: &str) -> ColumnKind {
     }
 }
 
+/// Whether SQLite gives a declared type REAL affinity (its rules: INT
+/// first, then CHAR/CLOB/TEXT, then BLOB or nothing, then REAL/FLOA/DOUB).
+fn real_affinity(declared: &str) -> bool {
+    let t = declared.to_ascii_uppercase();
+    let integer = t.contains("INT");
+    let text = t.contains("CHAR") || t.contains("CLOB") || t.contains("TEXT");
+    let blob = t.contains("BLOB") || t.is_empty();
+    !integer && !text && !blob && (t.contains("REAL") || t.contains("FLOA") || t.contains("DOUB"))
+}
+
 /// A column from `pragma_table_info`: (name, declared type, pk ordinal).
 type ColumnRow = (String, String, i64);
 /// (NOT NULL, has a default).
@@ -98,7 +108,13 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
             ColumnMeta {
                 name: name.clone(),
                 name_sql: quote(name),
-                select_sql: format!("CAST({} AS TEXT)", quote(name)),
+                // REAL answers as its counterpart, MariaDB's DOUBLE, prints
+                // (`12345`, not `12345.0`).
+                select_sql: if real_affinity(ty) {
+                    format!("{}({})", super::double_text::FUNCTION, quote(name))
+                } else {
+                    format!("CAST({} AS TEXT)", quote(name))
+                },
                 is_blob: ty.to_ascii_uppercase().contains("BLOB"),
                 int_read: if matches!(kind, ColumnKind::Integer { .. }) {
                     IntRead::Integer
@@ -113,6 +129,7 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
                 // zero value unless they have a default; SQLite would store
                 // NULL (or refuse a NOT NULL column).
                 zero_on_insert: !rowid_alias && !has_default,
+                write_form: Default::default(),
             }
         })
         .collect();
@@ -274,6 +291,9 @@ pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableM
         indexes,
         locator_sql,
         table_sql,
-        has_autoincrement: rowid_alias,
+        // An id is answered only for an AUTOINCREMENT key, hsd's
+        // counterpart of AUTO_INCREMENT (the original answered ids for
+        // that alone); a plain INTEGER PRIMARY KEY answers `0 1`.
+        has_autoincrement: rowid_alias && declared_autoincrement,
     })
 }

@@ -12,6 +12,7 @@
 //! - `statement_clock`: the time budget of each statement.
 
 mod conn;
+pub mod double_text;
 mod meta;
 mod scan;
 mod shm;
@@ -36,8 +37,10 @@ const MMAP_SIZE: i64 = 1 << 30;
 /// a busy file's writes are retried by the group committer instead.
 const READ_BUSY_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// How hard a commit is made durable (SQLite's `synchronous` pragma).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How hard a commit is made durable before it is answered (SQLite's
+/// `synchronous` pragma; `--synchronous`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
 pub enum Synchronous {
     Off,
     Normal,
@@ -148,6 +151,7 @@ pub fn open_db(
     conn.pragma_update(None, "cache_size", -16_384)
         .map_err(refused)?;
     conn.set_prepared_statement_cache_capacity(64);
+    double_text::register(&conn).map_err(refused)?;
     Ok(conn)
 }
 

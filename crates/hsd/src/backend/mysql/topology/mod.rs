@@ -115,6 +115,9 @@ impl Drop for InFlight {
 /// Per-server parts that are not behind the lock.
 struct Server {
     spec: ServerSpec,
+    /// How the poll and wait connections reach it (the URL's options:
+    /// TLS, socket).
+    link: super::link::LinkSettings,
     in_flight: AtomicUsize,
     /// Wakes this server's waiter task: a read now waits for it.
     demand_added: Notify,
@@ -182,16 +185,18 @@ impl Topology {
         anyhow::ensure!(!settings.servers.is_empty(), "no MySQL server configured");
         let metrics = TopologyMetrics::register(registry)?;
         let n = settings.servers.len();
-        let servers = settings
-            .servers
-            .iter()
-            .map(|spec| Server {
+        let mut servers = Vec::with_capacity(n);
+        for spec in &settings.servers {
+            let link = super::link::LinkSettings::new(spec.url.clone(), settings.timeout)
+                .map_err(|e| anyhow::anyhow!("cannot use {}: {e}", spec.name))?;
+            servers.push(Server {
                 metrics: metrics.for_server(&spec.name),
                 spec: spec.clone(),
+                link,
                 in_flight: AtomicUsize::new(0),
                 demand_added: Notify::new(),
-            })
-            .collect();
+            });
+        }
         let now = Instant::now();
         let topology = Arc::new(Topology {
             servers,

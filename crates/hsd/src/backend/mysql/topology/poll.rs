@@ -9,7 +9,7 @@
 //! settings, so the same account and timeouts). The event loops never wait
 //! for this thread: they read what it found under the topology's lock.
 
-use super::super::link::{Answer, Link, LinkSettings, Replicated, ResultSink};
+use super::super::link::{Answer, Link, LinkSettings, ResultSink};
 use super::decide::Health;
 use super::gtid::Position;
 use super::observe::{self, Flavor, Table};
@@ -81,11 +81,7 @@ async fn stopped(t: &Topology) {
 }
 
 fn settings(t: &Topology, server: usize) -> LinkSettings {
-    LinkSettings {
-        url: t.server_url(server).clone(),
-        timeout: t.settings.timeout,
-        replicated: Replicated::default(),
-    }
+    t.servers[server].link.clone()
 }
 
 /// A poll connection and what it learnt once.

@@ -3,7 +3,8 @@
 # for hsd's tests and benchmarks, all on 127.0.0.1.
 #
 # Never touches the system MariaDB service. Everything lives in one directory,
-# $HSD_GALERA_DIR (default: <repo>/target/galera):
+# $HSD_GALERA_DIR (default: <repo>/target/galera, or /tmp/hsd-galera-<hash>
+# when user mysql cannot reach the checkout):
 #     template/      a data directory made once by mariadb-install-db
 #     g1/ g2/ g3/    the three nodes (data/, my.cnf, error.log, port, ...)
 #     env            shell exports for callers, present while started
@@ -55,7 +56,25 @@ TIMEOUT=${HSD_GALERA_TIMEOUT:-90}
 # shellcheck source=lib/mariadb-node.sh
 source "$ROOT/scripts/lib/mariadb-node.sh"
 
-DIR=$(realpath -m "${HSD_GALERA_DIR:-$ROOT/target/galera}")
+# The servers run as user mysql, which must reach the directory: when the
+# checkout lies where it may not (e.g. under /root), the default moves to
+# /tmp.
+searchable_by() {
+    local d=$2
+    while [[ "$d" != / ]]; do
+        if [[ -d "$d" ]] && ! su -s /bin/sh "$1" -c "test -x '$d'" 2>/dev/null; then
+            return 1
+        fi
+        d=$(dirname "$d")
+    done
+}
+if [[ -n "${HSD_GALERA_DIR:-}" ]]; then
+    DIR=$(realpath -m "$HSD_GALERA_DIR")
+elif searchable_by mysql "$ROOT/target"; then
+    DIR=$ROOT/target/galera
+else
+    DIR=/tmp/hsd-galera-$(printf '%s' "$ROOT" | md5sum | cut -c1-12)
+fi
 TEMPLATE=$DIR/template
 ENVFILE=$DIR/env
 BUFFER_POOL=${HSD_GALERA_BUFFER_POOL:-32M}
@@ -76,13 +95,8 @@ check_node() {
 # The server runs as $RUN_AS: every directory above the nodes must let it
 # through.
 check_path_access() {
-    local d=$DIR
-    while [[ "$d" != / ]]; do
-        if [[ -d "$d" ]] && ! su -s /bin/sh "$RUN_AS" -c "test -x '$d'" 2>/dev/null; then
-            die "$d is not searchable by user $RUN_AS (chmod o+x it, or set HSD_GALERA_DIR)"
-        fi
-        d=$(dirname "$d")
-    done
+    searchable_by "$RUN_AS" "$DIR" \
+        || die "a directory above $DIR is not searchable by user $RUN_AS (chmod o+x it, or set HSD_GALERA_DIR)"
 }
 
 cluster_address() {

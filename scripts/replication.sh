@@ -139,10 +139,17 @@ EOF
     fi
 }
 
+# The plugin's two ports, kept across rebuilds while they are free (so a
+# `reset` leaves every address as it was).
 pick_hs_ports() {
-    local r w
-    r=$(pick_port)
-    w=$(pick_port)
+    local r="" w=""
+    [[ -f "$HSPORTFILE" ]] && read -r r w <"$HSPORTFILE"
+    if [[ -z "$r" || -z "$w" ]] || port_in_use "$r" || port_in_use "$w"; then
+        r=$(pick_port)
+        w=$(pick_port)
+    else
+        PICKED_PORTS+="$r $w "
+    fi
     echo "$r $w" >"$HSPORTFILE"
 }
 

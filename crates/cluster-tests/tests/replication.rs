@@ -725,3 +725,74 @@ fn conformance_short_run_with_reads_on_replicas() {
     eprintln!("{msg}\nfinds on the replicas: {replica_reads}");
     assert!(replica_reads > 0.0);
 }
+
+/// A write acknowledged on a primary that died before any replica received
+/// it is lost (asynchronous replication promises nothing more): once the
+/// new primary has been in place for two topology intervals without it,
+/// reads stop waiting for it (with a warning), instead of never using the
+/// replicas again.
+#[test]
+fn a_write_lost_with_the_old_primary_stops_holding_reads() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_lost");
+    c.sql(0, "INSERT INTO hsdtest.rr_lost VALUES (1,0)");
+    c.settle_data();
+    let hsd = Hsd::start(
+        &c,
+        &[
+            "--read-from",
+            "replicas",
+            "--topology-interval",
+            "0.3",
+            "--replica-wait",
+            "0.5",
+            "--mysql-timeout",
+            "2",
+        ],
+    );
+    // The old primary's data diverges from the new one's: rebuild after.
+    let mut restore = Restore::new(&c);
+    restore.then(&["reset"]);
+    block_on(async {
+        let mut writer = client(&hsd.write).await;
+        let mut reader = client(&hsd.read).await;
+        open(&mut writer, 1, "rr_lost").await;
+        open(&mut reader, 1, "rr_lost").await;
+        assert_eq!(set(&mut writer, 1, 1, 1).await, "0|1|1");
+        assert_eq!(get(&mut reader, 1, 1).await, "0|2|1|1");
+        // The replicas stop receiving; the next write stays on s1.
+        c.script(&["sql", "2", "-e", "STOP SLAVE IO_THREAD"]);
+        c.script(&["sql", "3", "-e", "STOP SLAVE IO_THREAD"]);
+        assert_eq!(set(&mut writer, 1, 1, 2).await, "0|1|1");
+        c.script(&["kill-node", "1"]);
+        c.script(&["promote", "2"]);
+        let promoted = Instant::now();
+        // Whatever serves it, the read shows what survives (the lost write
+        // is nowhere); it falls back to the new primary until the
+        // frontier lets go of the lost write.
+        let fell_back = |h: &Hsd| h.metric("hsd_server_read_fallbacks_total", &c.address(1), "");
+        let took = loop {
+            let before = fell_back(&hsd);
+            assert_eq!(get(&mut reader, 1, 1).await, "0|2|1|1");
+            if fell_back(&hsd) == before && promoted.elapsed() > Duration::from_millis(300) {
+                break promoted.elapsed();
+            }
+            assert!(
+                promoted.elapsed() < Duration::from_secs(5),
+                "reads kept waiting for the lost write"
+            );
+        };
+        eprintln!("a write lost with the old primary: reads stopped waiting for it {took:?} after the promotion");
+        assert!(
+            hsd.log().contains("lost with an earlier primary"),
+            "no warning logged"
+        );
+        // Writes and read-after-write work on the new primary.
+        assert_eq!(set(&mut writer, 1, 1, 3).await, "0|1|1");
+        assert_eq!(get(&mut reader, 1, 1).await, "0|2|1|3");
+    });
+}

@@ -87,6 +87,10 @@ if [[ $setup_only -eq 0 ]]; then
     section "build: cargo build --workspace --all-targets, and the tests"
     cargo build --workspace --all-targets
     cargo test --workspace --no-run
+
+    section "lint gate: cargo fmt --check and cargo clippy -D warnings (workspace lints in Cargo.toml)"
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets -- -D warnings
 fi
 
 section "private MariaDB (scripts/mariadb.sh start) and MySQL 8 (scripts/mysql8.sh start)"

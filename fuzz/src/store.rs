@@ -4,7 +4,7 @@
 //! WITHOUT ROWID table with a composite key, a table with no declared key).
 //! `reset` puts the rows back after an input wrote to them.
 
-use hsd::backend::sqlite::{open_db, Synchronous};
+use hsd::harness::open_store_file;
 use rusqlite::Connection;
 use std::path::Path;
 
@@ -40,7 +40,7 @@ pub struct Store {
 
 impl Store {
     pub fn create(data_dir: &Path) -> Store {
-        let conn = open_db(data_dir, DB, true, Synchronous::Off).expect("create fz db");
+        let conn = open_store_file(data_dir, DB).expect("create fz db");
         conn.execute_batch(SCHEMA).expect("schema");
         let mut s = Store { conn };
         s.reset();

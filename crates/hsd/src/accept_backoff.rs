@@ -6,12 +6,12 @@ use std::time::Duration;
 /// The pending connection stays pending, so retrying at once
 /// would spin. Waits a little, and warns at most every ten seconds.
 #[derive(Default)]
-pub struct AcceptBackoff {
+pub(crate) struct AcceptBackoff {
     last_warning: Option<std::time::Instant>,
 }
 
 impl AcceptBackoff {
-    pub async fn failed(&mut self, error: &std::io::Error, listener: &str) {
+    pub(crate) async fn failed(&mut self, error: &std::io::Error, listener: &str) {
         let due = self
             .last_warning
             .is_none_or(|t| t.elapsed() >= Duration::from_secs(10));

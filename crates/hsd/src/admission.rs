@@ -22,7 +22,7 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 /// How long an accept waits for the newcomer it pushed out to leave.
 const MAKE_ROOM_WAIT: Duration = Duration::from_millis(500);
 
-pub struct Admission {
+pub(crate) struct Admission {
     seats: Arc<Semaphore>,
     write_reserve: Arc<Semaphore>,
     newcomers: Arc<Semaphore>,
@@ -32,7 +32,7 @@ pub struct Admission {
 }
 
 /// A connection's right to be open: a newcomer's place, then a seat.
-pub struct Place {
+pub(crate) struct Place {
     admission: Arc<Admission>,
     kind: PortKind,
     state: PlaceState,
@@ -56,7 +56,7 @@ pub fn newcomer_places(max_connections: usize) -> usize {
 }
 
 impl Admission {
-    pub fn new(max_connections: usize) -> Arc<Admission> {
+    pub(crate) fn new(max_connections: usize) -> Arc<Admission> {
         let max = max_connections.max(1);
         let reserve = (max / 10).clamp(1, 1000).min(max - 1);
         Arc::new(Admission {
@@ -70,7 +70,7 @@ impl Admission {
 
     /// A place for a connection just accepted, pushing out the oldest
     /// newcomer if the pool is full; None if none left in time.
-    pub async fn welcome(self: &Arc<Self>, kind: PortKind) -> Option<Place> {
+    pub(crate) async fn welcome(self: &Arc<Self>, kind: PortKind) -> Option<Place> {
         let permit = match self.newcomers.clone().try_acquire_owned() {
             Ok(p) => p,
             Err(_) => {
@@ -126,13 +126,13 @@ impl Admission {
 }
 
 impl Place {
-    pub fn is_seated(&self) -> bool {
+    pub(crate) fn is_seated(&self) -> bool {
         matches!(self.state, PlaceState::Seated { .. })
     }
 
     /// Turns a newcomer into a seated connection; false when every seat is
     /// taken (the caller closes the connection).
-    pub fn take_seat(&mut self) -> bool {
+    pub(crate) fn take_seat(&mut self) -> bool {
         if self.is_seated() {
             return true;
         }
@@ -148,7 +148,7 @@ impl Place {
 
     /// Resolves when this newcomer is pushed out to make room; never once
     /// seated.
-    pub async fn pushed_out(&self) {
+    pub(crate) async fn pushed_out(&self) {
         match &self.state {
             PlaceState::Newcomer { evict, .. } => evict.notified().await,
             PlaceState::Seated { .. } => std::future::pending().await,

@@ -14,7 +14,7 @@ use tokio_rustls::TlsAcceptor;
 
 /// Where the tables live: `--backend`, parsed once.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BackendChoice {
+pub(crate) enum BackendChoice {
     /// The embedded store: `<db>.sqlite` files in `--data-dir`.
     Embedded,
     /// A MySQL or MariaDB server. Its `Debug` and `Display` hide the
@@ -93,109 +93,109 @@ pub struct ServeOptions {
     /// TOML file with any of these options (kebab-case keys, e.g. `port-wr = 9999`).
     #[arg(long, env = "HSD_CONFIG")]
     #[serde(skip)]
-    pub config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// Address to listen on [default: 127.0.0.1].
     #[arg(long, env = "HSD_ADDRESS")]
-    pub address: Option<String>,
+    pub(crate) address: Option<String>,
     /// Read port: finds only [default: 9998].
     #[arg(long, env = "HSD_PORT")]
-    pub port: Option<u16>,
+    pub(crate) port: Option<u16>,
     /// Write port: finds and writes [default: 9999].
     #[arg(long, env = "HSD_PORT_WR")]
-    pub port_wr: Option<u16>,
+    pub(crate) port_wr: Option<u16>,
     /// Where the embedded store keeps `<db>.sqlite` files [default: ./hsd-data].
     #[arg(long, env = "HSD_DATA_DIR")]
-    pub data_dir: Option<PathBuf>,
+    pub(crate) data_dir: Option<PathBuf>,
     /// Create the demo table test.user with 100,000 rows unless it exists.
     #[arg(long, env = "HSD_DEMO")]
     #[serde(default)]
-    pub demo: bool,
+    pub(crate) demo: bool,
     /// Storage: `sqlite` (embedded, the default) or `mysql://user:password@host:port`.
     #[arg(long, env = "HSD_BACKEND", hide_env_values = true)]
-    pub backend: Option<String>,
+    pub(crate) backend: Option<String>,
     /// File holding the MySQL password (trailing newline ignored), put into
     /// the --backend URL, which then names a user and no password.
     #[arg(long, env = "HSD_BACKEND_PASSWORD_FILE")]
-    pub backend_password_file: Option<PathBuf>,
+    pub(crate) backend_password_file: Option<PathBuf>,
     /// Network threads, 1 to 256 [default: number of cores].
     #[arg(long, env = "HSD_THREADS")]
-    pub threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
     /// Write worker threads, each committing groups of writes, 1 to 64 [default: 1].
     #[arg(long, env = "HSD_THREADS_WR")]
-    pub threads_wr: Option<usize>,
+    pub(crate) threads_wr: Option<usize>,
     /// Shared secret for the read port (prefer --plain-secret-file: argv is visible in ps).
     #[arg(long, env = "HSD_PLAIN_SECRET", hide_env_values = true)]
-    pub plain_secret: Option<String>,
+    pub(crate) plain_secret: Option<String>,
     /// Shared secret for the write port. Set both secrets, or the port
     /// without one is open to anyone who can connect.
     #[arg(long, env = "HSD_PLAIN_SECRET_WR", hide_env_values = true)]
-    pub plain_secret_wr: Option<String>,
+    pub(crate) plain_secret_wr: Option<String>,
     /// File holding the read port's secret (trailing newline ignored).
     #[arg(long, env = "HSD_PLAIN_SECRET_FILE")]
-    pub plain_secret_file: Option<PathBuf>,
+    pub(crate) plain_secret_file: Option<PathBuf>,
     /// File holding the write port's secret.
     #[arg(long, env = "HSD_PLAIN_SECRET_WR_FILE")]
-    pub plain_secret_wr_file: Option<PathBuf>,
+    pub(crate) plain_secret_wr_file: Option<PathBuf>,
     /// Most client connections at once; more are closed at accept [default: 10000].
     #[arg(long, env = "HSD_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
     /// Serve Prometheus metrics over HTTP on ADDR:PORT.
     #[arg(long, env = "HSD_ADMIN_ADDRESS")]
-    pub admin_address: Option<String>,
+    pub(crate) admin_address: Option<String>,
     /// Close connections idle this many seconds; 0 never [default: 300].
     #[arg(long, env = "HSD_IDLE_TIMEOUT")]
-    pub idle_timeout: Option<u64>,
+    pub(crate) idle_timeout: Option<u64>,
     /// Longest request line in bytes; longer closes the connection [default: 16 MiB].
     #[arg(long, env = "HSD_MAX_LINE_SIZE")]
-    pub max_line_size: Option<usize>,
+    pub(crate) max_line_size: Option<usize>,
     /// Seconds a client may take to finish a request line it began; 0 no
     /// limit [default: 10].
     #[arg(long, env = "HSD_LINE_TIMEOUT")]
-    pub line_timeout: Option<u64>,
+    pub(crate) line_timeout: Option<u64>,
     /// Seconds a client of a port with a secret may take to authenticate;
     /// 0 no limit [default: 10].
     #[arg(long, env = "HSD_AUTH_TIMEOUT")]
-    pub auth_timeout: Option<u64>,
+    pub(crate) auth_timeout: Option<u64>,
     /// Bytes of unfinished request lines all connections together may hold
     /// beyond 16 KiB each; a connection that needs more is closed
     /// [default: 128 MiB].
     #[arg(long, env = "HSD_MAX_INPUT_MEMORY")]
-    pub max_input_memory: Option<usize>,
+    pub(crate) max_input_memory: Option<usize>,
     /// Bytes of answers all connections together may hold while waiting for
     /// their clients to read them; a connection that needs more is closed
     /// [default: 256 MiB].
     #[arg(long, env = "HSD_MAX_OUTPUT_MEMORY")]
-    pub max_output_memory: Option<usize>,
+    pub(crate) max_output_memory: Option<usize>,
     /// Bytes the answers to one connection's batch of pipelined finds may
     /// hold together; a find whose rows would go past it answers
     /// `1 1 1153` [default: 64 MiB].
     #[arg(long, env = "HSD_MAX_RESPONSE_BYTES")]
-    pub max_response_bytes: Option<usize>,
+    pub(crate) max_response_bytes: Option<usize>,
     /// Embedded store: seconds a statement may run before it is stopped and
     /// its request answered `1 1 1969`; 0 no limit [default: 5].
     #[arg(long, env = "HSD_STATEMENT_TIMEOUT")]
-    pub statement_timeout: Option<u64>,
+    pub(crate) statement_timeout: Option<u64>,
     /// Seconds shutdown waits for connections to finish what they read
     /// before closing them [default: 30].
     #[arg(long, env = "HSD_DRAIN_TIMEOUT")]
-    pub drain_timeout: Option<u64>,
+    pub(crate) drain_timeout: Option<u64>,
     /// Embedded store durability: off, normal or full [default: full].
     #[arg(long, env = "HSD_SYNCHRONOUS", value_enum)]
-    pub synchronous: Option<Synchronous>,
+    pub(crate) synchronous: Option<Synchronous>,
     /// PEM certificate chain: serve both ports over TLS (with --tls-key).
     #[arg(long, env = "HSD_TLS_CERT", requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
+    pub(crate) tls_cert: Option<PathBuf>,
     /// PEM private key for --tls-cert.
     #[arg(long, env = "HSD_TLS_KEY", requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
+    pub(crate) tls_key: Option<PathBuf>,
     /// MySQL backend: read connections per event loop (each loop groups its
     /// clients' reads on them), 1 to 256; each write thread has one more
     /// [default: 2].
     #[arg(long, env = "HSD_MYSQL_POOL")]
-    pub mysql_pool: Option<usize>,
+    pub(crate) mysql_pool: Option<usize>,
     /// MySQL backend: seconds to wait for the server before answering an error [default: 3].
     #[arg(long, env = "HSD_MYSQL_TIMEOUT")]
-    pub mysql_timeout: Option<u64>,
+    pub(crate) mysql_timeout: Option<u64>,
     /// MySQL backend: a replica of --backend, or another node of its Galera
     /// cluster (same URL form; without a password, the one of
     /// --backend-password-file); repeatable. hsd learns from the servers
@@ -207,20 +207,20 @@ pub struct ServeOptions {
         hide_env_values = true
     )]
     #[serde(default)]
-    pub replica: Vec<String>,
+    pub(crate) replica: Vec<String>,
     /// With --replica: where the read port's finds run, `primary` or
     /// `replicas` (those that have applied every write hsd acknowledged;
     /// the write port's finds always run on the primary) [default: primary].
     #[arg(long, env = "HSD_READ_FROM", value_enum)]
-    pub read_from: Option<ReadFrom>,
+    pub(crate) read_from: Option<ReadFrom>,
     /// With --replica: seconds between two looks at every server's role and
     /// replication position, 0.05 to 60 [default: 1].
     #[arg(long, env = "HSD_TOPOLOGY_INTERVAL")]
-    pub topology_interval: Option<f64>,
+    pub(crate) topology_interval: Option<f64>,
     /// With --read-from replicas: seconds a find waits for a replica to
     /// apply hsd's writes before it runs on the primary, 0 to 60 [default: 1].
     #[arg(long, env = "HSD_REPLICA_WAIT")]
-    pub replica_wait: Option<f64>,
+    pub(crate) replica_wait: Option<f64>,
 }
 
 /// `--read-from`.
@@ -228,7 +228,7 @@ pub struct ServeOptions {
     Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, clap::ValueEnum,
 )]
 #[serde(rename_all = "lowercase")]
-pub enum ReadFrom {
+pub(crate) enum ReadFrom {
     Primary,
     Replicas,
 }
@@ -271,61 +271,61 @@ fn seconds(name: &str, value: f64, range: RangeInclusive<f64>) -> anyhow::Result
 }
 
 /// `--threads`: network threads (and, on the embedded store, read workers).
-pub const THREADS: RangeInclusive<usize> = 1..=256;
+pub(crate) const THREADS: RangeInclusive<usize> = 1..=256;
 /// `--threads-wr`: write workers, each with its own storage connection.
-pub const THREADS_WR: RangeInclusive<usize> = 1..=64;
+pub(crate) const THREADS_WR: RangeInclusive<usize> = 1..=64;
 /// `--mysql-pool`: read connections to the MySQL server per event loop.
-pub const MYSQL_POOL: RangeInclusive<usize> = 1..=256;
+pub(crate) const MYSQL_POOL: RangeInclusive<usize> = 1..=256;
 
 /// `--max-response-bytes` unless set.
-pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
+pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
 /// Below this, ordinary answers would not fit.
-pub const MIN_MAX_RESPONSE_BYTES: usize = 4096;
+pub(crate) const MIN_MAX_RESPONSE_BYTES: usize = 4096;
 
 /// Settings after merging, with defaults applied and checked: thread counts
 /// in range, secrets non-empty, TLS files loaded, the data dir writable.
 /// Printing it shows no secret (see `secrets`).
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub address: String,
-    pub port: u16,
-    pub port_wr: u16,
-    pub data_dir: PathBuf,
-    pub demo: bool,
-    pub backend: BackendChoice,
-    pub threads: usize,
-    pub threads_wr: usize,
-    pub secret: Option<Secret>,
-    pub secret_wr: Option<Secret>,
+    pub(crate) address: String,
+    pub(crate) port: u16,
+    pub(crate) port_wr: u16,
+    pub(crate) data_dir: PathBuf,
+    pub(crate) demo: bool,
+    pub(crate) backend: BackendChoice,
+    pub(crate) threads: usize,
+    pub(crate) threads_wr: usize,
+    pub(crate) secret: Option<Secret>,
+    pub(crate) secret_wr: Option<Secret>,
     pub max_connections: usize,
-    pub admin_address: Option<String>,
-    pub idle_timeout: Option<Duration>,
-    pub max_line_size: usize,
-    pub line_timeout: Option<Duration>,
-    pub auth_timeout: Option<Duration>,
-    pub max_input_memory: usize,
-    pub max_output_memory: usize,
-    pub max_response_bytes: usize,
-    pub statement_timeout: Option<Duration>,
-    pub drain_timeout: Duration,
-    pub synchronous: Synchronous,
-    pub mysql_pool: Option<usize>,
-    pub mysql_timeout: Duration,
+    pub(crate) admin_address: Option<String>,
+    pub(crate) idle_timeout: Option<Duration>,
+    pub(crate) max_line_size: usize,
+    pub(crate) line_timeout: Option<Duration>,
+    pub(crate) auth_timeout: Option<Duration>,
+    pub(crate) max_input_memory: usize,
+    pub(crate) max_output_memory: usize,
+    pub(crate) max_response_bytes: usize,
+    pub(crate) statement_timeout: Option<Duration>,
+    pub(crate) drain_timeout: Duration,
+    pub(crate) synchronous: Synchronous,
+    pub(crate) mysql_pool: Option<usize>,
+    pub(crate) mysql_timeout: Duration,
     /// `--replica` servers (empty: one server).
-    pub replicas: Vec<MysqlUrl>,
-    pub read_from: ReadFrom,
-    pub topology_interval: Duration,
-    pub replica_wait: Duration,
+    pub(crate) replicas: Vec<MysqlUrl>,
+    pub(crate) read_from: ReadFrom,
+    pub(crate) topology_interval: Duration,
+    pub(crate) replica_wait: Duration,
     /// Certificate, key and the acceptor built from them when TLS is on.
-    pub tls: Option<Tls>,
+    pub(crate) tls: Option<Tls>,
 }
 
 /// TLS settings, loaded and checked before anything listens.
 #[derive(Clone)]
-pub struct Tls {
-    pub cert: PathBuf,
-    pub key: PathBuf,
-    pub acceptor: TlsAcceptor,
+pub(crate) struct Tls {
+    pub(crate) cert: PathBuf,
+    pub(crate) key: PathBuf,
+    pub(crate) acceptor: TlsAcceptor,
 }
 
 impl fmt::Debug for Tls {

@@ -22,7 +22,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
 /// What each connection's input buffer may hold without charging the budget.
-pub const INPUT_ALLOWANCE: usize = 16 * 1024;
+pub(crate) const INPUT_ALLOWANCE: usize = 16 * 1024;
 const READ_CHUNK: usize = 8 * 1024;
 /// Answers buffered beyond this are written before more lines are handled.
 const OUT_HIGH_WATER: usize = 256 * 1024;
@@ -96,7 +96,7 @@ impl Drop for Input {
 
 /// What a connection hands its request lines to: the session.
 #[allow(async_fn_in_trait)]
-pub trait LineHandler {
+pub(crate) trait LineHandler {
     /// Handles one request line (LF and a tolerated CR removed); its answer
     /// is appended to `out` now or at a later `flush`.
     async fn handle_line(&mut self, line: &[u8], out: &mut Vec<u8>);
@@ -108,7 +108,7 @@ pub trait LineHandler {
     fn must_close(&self) -> bool;
 }
 
-pub async fn serve<S, L>(
+pub(crate) async fn serve<S, L>(
     mut stream: S,
     mut session: L,
     limits: ConnectionLimits,

@@ -18,7 +18,7 @@ const LAST: &[&str] = &[
 ];
 
 /// Creates test.user in `data_dir` unless it exists; returns whether it did.
-pub fn ensure_demo(data_dir: &Path) -> anyhow::Result<bool> {
+pub(crate) fn ensure_demo(data_dir: &Path) -> anyhow::Result<bool> {
     let mut conn =
         open_db(data_dir, "test", true, Synchronous::Normal).context("opening test.sqlite")?;
     let exists: i64 = conn.query_row(
@@ -78,7 +78,7 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 }
 
 /// What to paste into `nc -C 127.0.0.1 9998` (TABs written as real TABs).
-pub fn usage_lines(read_port: u16) -> String {
+pub(crate) fn usage_lines(read_port: u16) -> String {
     format!(
         "Try it:  nc -C 127.0.0.1 {read_port}   then type (TAB between fields):\n\
          P\t0\ttest\tuser\tPRIMARY\tuser_name,user_email,created\n\

@@ -56,7 +56,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 /// One event loop's way to storage.
-pub struct Dispatcher<B: Backend> {
+pub(crate) struct Dispatcher<B: Backend> {
     shared: Shared<B>,
     reads: ReadPath<B::Storage>,
     writes: Option<GroupCommitter>,
@@ -75,7 +75,7 @@ enum ReadPath<C> {
 impl<B: Backend> Dispatcher<B> {
     /// Builds the loop's storage side; must run inside the loop's `LocalSet`
     /// (it starts the batcher and committer tasks there).
-    pub fn new(kind: PortKind, shared: Shared<B>) -> Dispatcher<B> {
+    pub(crate) fn new(kind: PortKind, shared: Shared<B>) -> Dispatcher<B> {
         let reads = match shared.backend.read_placement() {
             ReadPlacement::Inline => ReadPath::Inline(StoragePool::start()),
             ReadPlacement::Batched { links } => match shared.backend.topology() {
@@ -99,7 +99,7 @@ impl<B: Backend> Dispatcher<B> {
     }
 
     /// Resolves a `P`.
-    pub async fn open(&self, req: OpenIndexRequest) -> Result<Arc<OpenedIndex>, ErrorKind> {
+    pub(crate) async fn open(&self, req: OpenIndexRequest) -> Result<Arc<OpenedIndex>, ErrorKind> {
         match &self.reads {
             ReadPath::Inline(pool) => {
                 let Some((mut storage, _in_use)) = pool.checkout(&*self.shared.backend).await
@@ -133,7 +133,7 @@ impl<B: Backend> Dispatcher<B> {
 
     /// Runs finds that arrived together on one client connection; returns
     /// their answers, in order.
-    pub async fn reads(&self, mut tasks: Vec<ReadTask>) -> Vec<ResponseWriter> {
+    pub(crate) async fn reads(&self, mut tasks: Vec<ReadTask>) -> Vec<ResponseWriter> {
         match &self.reads {
             ReadPath::Inline(pool) => {
                 // Give the loop's other connections a turn now and then.
@@ -162,7 +162,7 @@ impl<B: Backend> Dispatcher<B> {
 
     /// Runs writes that arrived together on one client connection; returns
     /// their answers once committed. `None` on a read loop.
-    pub async fn writes(&self, tasks: Vec<WriteTask>) -> Option<Vec<ResponseWriter>> {
+    pub(crate) async fn writes(&self, tasks: Vec<WriteTask>) -> Option<Vec<ResponseWriter>> {
         match &self.writes {
             Some(committer) => Some(committer.run(tasks).await),
             None => None,
@@ -170,13 +170,13 @@ impl<B: Backend> Dispatcher<B> {
     }
 
     /// What every loop shares: the metrics live there.
-    pub fn metrics(&self) -> &Arc<Metrics> {
+    pub(crate) fn metrics(&self) -> &Arc<Metrics> {
         &self.shared.metrics
     }
 
     /// Finishes queued work: the batcher and committer run what they hold,
     /// commit, and stop.
-    pub async fn shut_down(&self) {
+    pub(crate) async fn shut_down(&self) {
         match &self.reads {
             ReadPath::Batched(b) => b.shut_down().await,
             ReadPath::Routed { batchers, .. } => {

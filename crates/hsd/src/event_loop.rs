@@ -28,22 +28,22 @@ use tokio::task::JoinSet;
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An accepted connection on its way to a loop.
-pub struct Incoming {
-    pub stream: std::net::TcpStream,
-    pub peer: SocketAddr,
+pub(crate) struct Incoming {
+    pub(crate) stream: std::net::TcpStream,
+    pub(crate) peer: SocketAddr,
     /// Its place among newcomers, later its seat (see `admission`).
-    pub place: Place,
+    pub(crate) place: Place,
 }
 
 /// The main thread's handle on a loop.
-pub struct EventLoop {
+pub(crate) struct EventLoop {
     tx: mpsc::UnboundedSender<Incoming>,
     connections: Arc<AtomicUsize>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl EventLoop {
-    pub fn spawn<B: Backend>(
+    pub(crate) fn spawn<B: Backend>(
         name: String,
         port: Port,
         shared: Shared<B>,
@@ -74,12 +74,12 @@ impl EventLoop {
     }
 
     /// Client connections the loop holds now.
-    pub fn connections(&self) -> usize {
+    pub(crate) fn connections(&self) -> usize {
         self.connections.load(Ordering::Relaxed)
     }
 
     /// Gives the loop a new connection.
-    pub fn hand(&self, incoming: Incoming) -> Result<(), Incoming> {
+    pub(crate) fn hand(&self, incoming: Incoming) -> Result<(), Incoming> {
         self.connections.fetch_add(1, Ordering::Relaxed);
         self.tx.send(incoming).map_err(|e| {
             self.connections.fetch_sub(1, Ordering::Relaxed);
@@ -88,7 +88,7 @@ impl EventLoop {
     }
 
     /// Waits for the loop's thread to end (after shutdown).
-    pub fn join(mut self) {
+    pub(crate) fn join(mut self) {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

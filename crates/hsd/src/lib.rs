@@ -5,28 +5,41 @@
 //! framing) -> `session` (auth, opened indexes, batching) -> `dispatch`
 //! (where it runs: inline, the read batcher, the group committer) -> `exec`
 //! (HandlerSocket semantics) -> `backend` (SQL for one database) and back.
+//! docs/architecture.md walks a read and a write through these files.
+//!
+//! The library is the `hsd` command's: what it uses is exported here, and
+//! `harness` runs the request path in process for the fuzz targets.
+#![warn(unreachable_pub)]
 
 mod accept_backoff;
-pub mod admission;
-pub mod allocator;
-pub mod backend;
-pub mod config;
-pub mod connection;
-pub mod demo;
-pub mod dispatch;
-pub mod event_loop;
-pub mod exec;
-pub mod group_commit;
+mod admission;
+mod allocator;
+mod backend;
+mod config;
+mod connection;
+mod demo;
+mod dispatch;
+mod event_loop;
+mod exec;
+mod group_commit;
+pub mod harness;
 mod job_queue;
-pub mod limits;
-pub mod metrics;
-pub mod port;
-pub mod read_batch;
-pub mod secrets;
-pub mod server;
-pub mod session;
-pub mod shared;
-pub mod shutdown;
-pub mod sql_command;
+mod limits;
+mod metrics;
+mod port;
+mod read_batch;
+mod secrets;
+mod server;
+mod session;
+mod shared;
+mod shutdown;
+mod sql_command;
 mod storage_pool;
-pub mod tls;
+mod tls;
+
+pub use admission::newcomer_places;
+pub use allocator::return_large_blocks;
+pub use config::ServeOptions;
+pub use demo::DEMO_ROWS;
+pub use server::run as serve;
+pub use sql_command::run as run_sql;

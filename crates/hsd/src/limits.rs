@@ -8,33 +8,33 @@ use std::time::Duration;
 
 /// Per-connection limits.
 #[derive(Debug, Clone)]
-pub struct ConnectionLimits {
+pub(crate) struct ConnectionLimits {
     /// A line longer than this closes the connection.
-    pub max_line: usize,
+    pub(crate) max_line: usize,
     /// Close a connection that sends nothing for this long (None: never).
-    pub idle_timeout: Option<Duration>,
+    pub(crate) idle_timeout: Option<Duration>,
     /// A line begun must end (LF) within this long (None: no limit).
-    pub line_timeout: Option<Duration>,
+    pub(crate) line_timeout: Option<Duration>,
     /// A port with a secret closes a connection not authenticated this long
     /// after it opened (None: no limit).
-    pub auth_timeout: Option<Duration>,
+    pub(crate) auth_timeout: Option<Duration>,
     /// Input beyond each connection's allowance is charged here.
-    pub input_budget: Arc<MemoryBudget>,
+    pub(crate) input_budget: Arc<MemoryBudget>,
     /// Answers a client has not read yet (what the kernel would not take)
     /// are charged here while they wait.
-    pub output_budget: Arc<MemoryBudget>,
+    pub(crate) output_budget: Arc<MemoryBudget>,
 }
 
 /// Bytes that all connections together may hold beyond their allowances:
 /// one for unfinished request lines, one for unread answers.
 #[derive(Debug)]
-pub struct MemoryBudget {
+pub(crate) struct MemoryBudget {
     limit: usize,
     used: AtomicUsize,
 }
 
 impl MemoryBudget {
-    pub fn new(limit: usize) -> MemoryBudget {
+    pub(crate) fn new(limit: usize) -> MemoryBudget {
         MemoryBudget {
             limit,
             used: AtomicUsize::new(0),
@@ -61,10 +61,5 @@ impl MemoryBudget {
 
     pub(crate) fn give_back(&self, n: usize) {
         self.used.fetch_sub(n, Ordering::AcqRel);
-    }
-
-    /// Bytes charged now (for metrics and tests).
-    pub fn used(&self) -> usize {
-        self.used.load(Ordering::Relaxed)
     }
 }

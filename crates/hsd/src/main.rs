@@ -26,7 +26,7 @@ enum Command {
     #[command(
         after_help = "To start: `hsd serve --demo` serves the table test.user on 127.0.0.1:9998 (reads) and 9999 (writes). Every option is also an HSD_* variable and a --config key; docs/operations.md explains them."
     )]
-    Serve(Box<hsd::config::ServeOptions>),
+    Serve(Box<hsd::ServeOptions>),
     /// Run SQL on the embedded store: hsd sql [--data-dir DIR] <db> "<statement>".
     /// A db that does not exist is created only by a CREATE statement.
     Sql {
@@ -38,7 +38,7 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    hsd::allocator::return_large_blocks();
+    hsd::return_large_blocks();
     let cli = Cli::parse();
     let level = match cli.verbose {
         0 => "info",
@@ -60,7 +60,7 @@ fn main() -> std::process::ExitCode {
             data_dir,
             db,
             statement,
-        } => hsd::sql_command::run(&data_dir, &db, &statement),
+        } => hsd::run_sql(&data_dir, &db, &statement),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -71,7 +71,7 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn serve(opts: hsd::config::ServeOptions) -> anyhow::Result<()> {
+fn serve(opts: hsd::ServeOptions) -> anyhow::Result<()> {
     let config = opts.resolve()?;
     tracing::debug!(?config, "settings");
     if let Some(warning) = config.unprotected_port() {
@@ -83,7 +83,7 @@ fn serve(opts: hsd::config::ServeOptions) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(hsd::server::run(config))
+    runtime.block_on(hsd::serve(config))
 }
 
 /// Each connection is a file descriptor: raise the soft limit towards the hard
@@ -109,7 +109,7 @@ fn raise_open_file_limit(max_connections: usize) {
         }
     }
     // Seated connections and newcomers (see hsd::admission).
-    let needed = (max_connections + hsd::admission::newcomer_places(max_connections)) as u64 + 64;
+    let needed = (max_connections + hsd::newcomer_places(max_connections)) as u64 + 64;
     if lim.rlim_cur < needed {
         tracing::warn!(
             open_files = lim.rlim_cur,

@@ -10,25 +10,25 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-pub struct Metrics {
-    pub registry: Registry,
+pub(crate) struct Metrics {
+    pub(crate) registry: Registry,
     /// Requests by command and result (`ok` or the error reason).
-    pub requests: IntCounterVec,
+    pub(crate) requests: IntCounterVec,
     /// Time from a request line being read to its response being ready.
-    pub latency: Histogram,
-    pub open_connections: IntGauge,
-    pub refused_connections: IntGauge,
+    pub(crate) latency: Histogram,
+    pub(crate) open_connections: IntGauge,
+    pub(crate) refused_connections: IntGauge,
     /// How many writes each group commit carried.
-    pub group_commit_size: Histogram,
+    pub(crate) group_commit_size: Histogram,
     /// Hot counters resolved once: label lookups hash strings.
-    pub find_ok: IntCounter,
-    pub find_error: IntCounter,
-    pub write_ok: IntCounter,
-    pub write_error: IntCounter,
+    pub(crate) find_ok: IntCounter,
+    pub(crate) find_error: IntCounter,
+    pub(crate) write_ok: IntCounter,
+    pub(crate) write_error: IntCounter,
 }
 
 impl Metrics {
-    pub fn new() -> anyhow::Result<Arc<Metrics>> {
+    pub(crate) fn new() -> anyhow::Result<Arc<Metrics>> {
         let registry = Registry::new_custom(Some("hsd".into()), None)?;
         let requests = IntCounterVec::new(
             Opts::new("requests_total", "Requests by command and result"),
@@ -71,7 +71,7 @@ impl Metrics {
         }))
     }
 
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         TextEncoder::new()
             .encode_to_string(&self.registry.gather())
             .unwrap_or_default()
@@ -79,7 +79,7 @@ impl Metrics {
 }
 
 /// Serves `GET /metrics` (any path, really) until the task is dropped.
-pub async fn serve_admin(listener: TcpListener, metrics: Arc<Metrics>) {
+pub(crate) async fn serve_admin(listener: TcpListener, metrics: Arc<Metrics>) {
     let mut backoff = crate::accept_backoff::AcceptBackoff::default();
     loop {
         let mut sock = match listener.accept().await {

@@ -9,28 +9,28 @@ use tokio_rustls::TlsAcceptor;
 
 /// Which port a connection came in on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PortKind {
+pub(crate) enum PortKind {
     /// Finds only; writes answer `readonly`.
     Read,
     Write,
 }
 
 #[derive(Clone)]
-pub struct Port {
-    pub kind: PortKind,
+pub(crate) struct Port {
+    pub(crate) kind: PortKind,
     /// Whether `A` must be given before other requests.
     has_secret: bool,
     /// SHA-256 of the secret (of the empty secret on a port without one),
     /// computed once: an `A` then costs the same whatever the secret.
     secret_digest: [u8; 32],
-    pub limits: ConnectionLimits,
-    pub tls: Option<TlsAcceptor>,
+    pub(crate) limits: ConnectionLimits,
+    pub(crate) tls: Option<TlsAcceptor>,
     /// How long shutdown waits for connections to finish what they read.
-    pub drain: Duration,
+    pub(crate) drain: Duration,
 }
 
 impl Port {
-    pub fn new(
+    pub(crate) fn new(
         kind: PortKind,
         secret: Option<&[u8]>,
         limits: ConnectionLimits,
@@ -47,7 +47,7 @@ impl Port {
         }
     }
 
-    pub fn has_secret(&self) -> bool {
+    pub(crate) fn has_secret(&self) -> bool {
         self.has_secret
     }
 
@@ -55,7 +55,7 @@ impl Port {
     /// without a secret). Digests of equal length, compared in constant
     /// time: how long it takes tells nothing about the secret, not even its
     /// length.
-    pub fn secret_matches(&self, given: &[u8]) -> bool {
+    pub(crate) fn secret_matches(&self, given: &[u8]) -> bool {
         let given = Sha256::digest(given);
         bool::from(self.secret_digest.ct_eq(given.as_slice()))
     }

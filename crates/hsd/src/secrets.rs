@@ -8,11 +8,11 @@ use std::path::Path;
 /// A shared secret (`--plain-secret`, `--plain-secret-wr`). Never empty:
 /// an empty secret would let anyone in with `A 1` and nothing after it.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Secret(Vec<u8>);
+pub(crate) struct Secret(Vec<u8>);
 
 impl Secret {
     /// Refuses an empty secret; `what` names its source for the message.
-    pub fn new(bytes: Vec<u8>, what: &str) -> anyhow::Result<Secret> {
+    pub(crate) fn new(bytes: Vec<u8>, what: &str) -> anyhow::Result<Secret> {
         anyhow::ensure!(
             !bytes.is_empty(),
             "{what} is empty: an empty secret would let any client in; give a non-empty secret, or none to leave the port open"
@@ -21,18 +21,13 @@ impl Secret {
     }
 
     /// Reads a secret from a file; trailing CR and LF are not part of it.
-    pub fn from_file(path: &Path, what: &str) -> anyhow::Result<Secret> {
+    pub(crate) fn from_file(path: &Path, what: &str) -> anyhow::Result<Secret> {
         let bytes = read_trimmed(path)
             .map_err(|e| anyhow::anyhow!("cannot read {what} {} ({e})", path.display()))?;
         Secret::new(bytes, &format!("{what} {}", path.display()))
     }
 
-    /// The secret itself, for the constant-time comparison.
-    pub fn as_slice(&self) -> &[u8] {
-        &self.0
-    }
-
-    pub fn into_bytes(self) -> Vec<u8> {
+    pub(crate) fn into_bytes(self) -> Vec<u8> {
         self.0
     }
 }
@@ -44,7 +39,7 @@ impl fmt::Debug for Secret {
 }
 
 /// The file's bytes without trailing CR/LF (editors add a final newline).
-pub fn read_trimmed(path: &Path) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_trimmed(path: &Path) -> std::io::Result<Vec<u8>> {
     let mut s = std::fs::read(path)?;
     while matches!(s.last(), Some(b'\n' | b'\r')) {
         s.pop();

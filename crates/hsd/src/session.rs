@@ -82,7 +82,7 @@ impl Batch {
     }
 }
 
-pub struct Session<B: Backend> {
+pub(crate) struct Session<B: Backend> {
     port: Rc<Port>,
     dispatcher: Rc<Dispatcher<B>>,
     /// Set by a successful `A`, cleared by a failed one; only consulted when
@@ -105,7 +105,7 @@ pub const MAX_AUTH_FAILURES: u32 = 8;
 /// Most filters one find or modify may carry. The original took any
 /// number; each is an SQL expression evaluated on every row read, so hsd
 /// answers `2 1 filterfld` beyond this (docs/protocol.md, hsd's limits).
-pub const MAX_FILTERS: usize = 128;
+pub(crate) const MAX_FILTERS: usize = 128;
 
 /// A pending batch runs once its requests may answer with this many rows,
 /// so pipelined scans cannot pile up answers far bigger than the requests.
@@ -115,7 +115,7 @@ const MAX_PENDING_ROWS: u64 = 4096;
 const MAX_PENDING_REQUESTS: usize = 128;
 
 impl<B: Backend> Session<B> {
-    pub fn new(port: Rc<Port>, dispatcher: Rc<Dispatcher<B>>) -> Self {
+    pub(crate) fn new(port: Rc<Port>, dispatcher: Rc<Dispatcher<B>>) -> Self {
         Session {
             port,
             dispatcher,
@@ -130,18 +130,18 @@ impl<B: Backend> Session<B> {
 
     /// Whether the connection must be closed once its answers are sent
     /// (too many failed `A`, see `MAX_AUTH_FAILURES`).
-    pub fn must_close(&self) -> bool {
+    pub(crate) fn must_close(&self) -> bool {
         self.auth_failures >= MAX_AUTH_FAILURES
     }
 
     /// Whether requests may run (the port has no secret, or it was given).
-    pub fn is_authenticated(&self) -> bool {
+    pub(crate) fn is_authenticated(&self) -> bool {
         self.may_run()
     }
 
     /// Handles one request line (LF and tolerated CR already removed). Its
     /// response is appended to `out` now or when the pending batch flushes.
-    pub async fn handle_line(&mut self, line: &[u8], out: &mut Vec<u8>) {
+    pub(crate) async fn handle_line(&mut self, line: &[u8], out: &mut Vec<u8>) {
         match parse_request(line) {
             Ok(Request::Exec(exec)) => self.exec(exec, out).await,
             Ok(Request::OpenIndex(req)) => {
@@ -324,7 +324,7 @@ impl<B: Backend> Session<B> {
     }
 
     /// Runs the pending batch and appends its responses, in order.
-    pub async fn flush(&mut self, out: &mut Vec<u8>) {
+    pub(crate) async fn flush(&mut self, out: &mut Vec<u8>) {
         let started = self.pending_since.take();
         self.pending_rows = 0;
         match self.pending.take() {

@@ -7,13 +7,13 @@ use crate::exec::Catalog;
 use crate::metrics::Metrics;
 use std::sync::Arc;
 
-pub struct Shared<B: Backend> {
-    pub backend: Arc<B>,
-    pub catalog: Arc<Catalog>,
-    pub metrics: Arc<Metrics>,
+pub(crate) struct Shared<B: Backend> {
+    pub(crate) backend: Arc<B>,
+    pub(crate) catalog: Arc<Catalog>,
+    pub(crate) metrics: Arc<Metrics>,
     /// `--max-response-bytes`: what the answers of one client batch of
     /// finds may hold together, and the rows one `?` modify answers.
-    pub max_response_bytes: usize,
+    pub(crate) max_response_bytes: usize,
 }
 
 impl<B: Backend> Clone for Shared<B> {

@@ -8,39 +8,39 @@ use tokio::sync::watch;
 
 /// A handle each task holds; `recv` resolves once shutdown has begun.
 #[derive(Clone)]
-pub struct Shutdown {
+pub(crate) struct Shutdown {
     rx: watch::Receiver<bool>,
 }
 
 /// The side that starts the shutdown.
-pub struct ShutdownTrigger {
+pub(crate) struct ShutdownTrigger {
     tx: watch::Sender<bool>,
 }
 
-pub fn channel() -> (ShutdownTrigger, Shutdown) {
+pub(crate) fn channel() -> (ShutdownTrigger, Shutdown) {
     let (tx, rx) = watch::channel(false);
     (ShutdownTrigger { tx }, Shutdown { rx })
 }
 
 impl ShutdownTrigger {
-    pub fn trigger(&self) {
+    pub(crate) fn trigger(&self) {
         let _ = self.tx.send(true);
     }
 }
 
 impl Shutdown {
-    pub fn is_triggered(&self) -> bool {
+    pub(crate) fn is_triggered(&self) -> bool {
         *self.rx.borrow()
     }
 
-    pub async fn recv(&mut self) {
+    pub(crate) async fn recv(&mut self) {
         // An error means the trigger is gone, which also means shutting down.
         let _ = self.rx.wait_for(|&down| down).await;
     }
 }
 
 /// Resolves on SIGTERM or SIGINT.
-pub async fn signal() {
+pub(crate) async fn signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

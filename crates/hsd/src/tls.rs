@@ -12,7 +12,7 @@ use tokio_rustls::TlsAcceptor;
 /// Loads and checks the certificate chain and key; called while the
 /// configuration is resolved, so a bad file stops hsd before it listens.
 /// Errors are one line naming the option and the file.
-pub fn acceptor(cert_path: &Path, key_path: &Path) -> anyhow::Result<TlsAcceptor> {
+pub(crate) fn acceptor(cert_path: &Path, key_path: &Path) -> anyhow::Result<TlsAcceptor> {
     let (cert_name, key_name) = (cert_path.display(), key_path.display());
     let cert_pem = std::fs::read(cert_path)
         .map_err(|e| anyhow::anyhow!("cannot read --tls-cert {cert_name} ({e})"))?;

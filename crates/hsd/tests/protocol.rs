@@ -445,7 +445,7 @@ async fn demo_session() {
     assert_eq!(two.split('\t').count(), 2 + 6, "{two}");
     assert_eq!(
         s.sql_count("SELECT count(*) FROM user"),
-        hsd::demo::DEMO_ROWS as u64
+        hsd::DEMO_ROWS as u64
     );
     assert_eq!(
         q(&mut c, "P|1|test|user|user_email|user_id").await,

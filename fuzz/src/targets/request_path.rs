@@ -15,38 +15,18 @@
 use crate::assert_response_shape;
 use crate::store::Store;
 use hs_proto::{parse_request, Request};
-use hsd::admission::Admission;
-use hsd::backend::sqlite::{SqliteBackend, Synchronous};
-use hsd::connection::{self, Close};
-use hsd::dispatch::Dispatcher;
-use hsd::exec::Catalog;
-use hsd::limits::{ConnectionLimits, MemoryBudget};
-use hsd::metrics::Metrics;
-use hsd::port::{Port, PortKind};
-use hsd::session::Session;
-use hsd::shared::Shared;
+use hsd::harness::{Close, Harness, PortSetup, MAX_AUTH_FAILURES};
 use std::cell::RefCell;
-use std::rc::Rc;
-use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const SECRET: &[u8] = b"s3cret";
 const SMALL_LINE_LIMIT: usize = 1024;
 
-/// One port and its event loop's dispatcher.
-struct Endpoint {
-    port: Rc<Port>,
-    /// Whether the port has a secret.
-    secret: bool,
-    dispatcher: Rc<Dispatcher<SqliteBackend>>,
-}
-
 /// A store and one event loop, made once per thread.
 struct World {
     runtime: tokio::runtime::Runtime,
     local: tokio::task::LocalSet,
-    /// Indexed by the input's low two bits.
-    ports: Vec<Endpoint>,
+    harness: Harness,
     store: RefCell<Store>,
     _dir: tempfile::TempDir,
 }
@@ -55,50 +35,19 @@ impl World {
     fn new() -> World {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::create(dir.path());
-        let shared = Shared {
-            backend: Arc::new(SqliteBackend::new(dir.path(), Synchronous::Off)),
-            catalog: Arc::new(Catalog::default()),
-            metrics: Metrics::new().expect("metrics"),
-            max_response_bytes: 1 << 20,
-        };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("runtime");
         let local = tokio::task::LocalSet::new();
         // The dispatchers start their tasks on the loop, so build them there.
-        let ports = local.block_on(&runtime, async {
-            let read = Rc::new(Dispatcher::new(PortKind::Read, shared.clone()));
-            let write = Rc::new(Dispatcher::new(PortKind::Write, shared.clone()));
-            (0u8..4)
-                .map(|flags| {
-                    let kind = if flags & 1 != 0 {
-                        PortKind::Write
-                    } else {
-                        PortKind::Read
-                    };
-                    let secret = flags & 2 != 0;
-                    Endpoint {
-                        port: Rc::new(Port::new(
-                            kind,
-                            secret.then_some(SECRET),
-                            limits(1 << 20),
-                            None,
-                            std::time::Duration::from_secs(1),
-                        )),
-                        secret,
-                        dispatcher: match kind {
-                            PortKind::Read => read.clone(),
-                            PortKind::Write => write.clone(),
-                        },
-                    }
-                })
-                .collect()
-        });
+        let harness = local
+            .block_on(&runtime, async { Harness::new(dir.path()) })
+            .expect("harness");
         World {
             runtime,
             local,
-            ports,
+            harness,
             store: RefCell::new(store),
             _dir: dir,
         }
@@ -116,21 +65,23 @@ pub fn run(data: &[u8]) {
     };
     WORLD.with(|w| {
         let version_before = w.store.borrow().data_version();
-        let port = &w.ports[usize::from(flags & 3)];
-        let max_line = if flags & 4 != 0 {
-            SMALL_LINE_LIMIT
-        } else {
-            1 << 20
+        let setup = PortSetup {
+            write: flags & 1 != 0,
+            secret: (flags & 2 != 0).then_some(SECRET),
+            max_line: if flags & 4 != 0 {
+                SMALL_LINE_LIMIT
+            } else {
+                1 << 20
+            },
         };
         let (out, close) = w
             .local
-            .block_on(&w.runtime, one_connection(port, input, max_line));
-        check_responses(input, &out, close, max_line);
+            .block_on(&w.runtime, one_connection(&w.harness, setup, input));
+        check_responses(input, &out, close, setup.max_line);
 
         let wrote = w.store.borrow().data_version() != version_before;
         if wrote {
-            let may_write =
-                port.port.kind == PortKind::Write && (!port.secret || sends_secret(input));
+            let may_write = setup.write && (setup.secret.is_none() || sends_secret(input));
             assert!(may_write, "data changed through a port that may not write");
             w.store.borrow_mut().reset();
         }
@@ -139,17 +90,10 @@ pub fn run(data: &[u8]) {
 
 /// Runs hsd's connection loop on `input` as one client; returns everything
 /// hsd sent back and why the connection ended.
-async fn one_connection(port: &Endpoint, input: &[u8], max_line: usize) -> (Vec<u8>, Close) {
+async fn one_connection(harness: &Harness, setup: PortSetup<'_>, input: &[u8]) -> (Vec<u8>, Close) {
     let (client, server) = tokio::io::duplex(16 * 1024);
     let (mut rd, mut wr) = tokio::io::split(client);
-    // The trigger must outlive the connection: dropping it means shutdown.
-    let (trigger, shutdown) = hsd::shutdown::channel();
-    let session = Session::new(port.port.clone(), port.dispatcher.clone());
-    let place = Admission::new(1)
-        .welcome(port.port.kind)
-        .await
-        .expect("an empty admission has room");
-    let serve = connection::serve(server, session, limits(max_line), place, shutdown);
+    let serve = harness.serve(server, setup);
     let send = async {
         let _ = wr.write_all(input).await;
         let _ = wr.shutdown().await;
@@ -160,19 +104,7 @@ async fn one_connection(port: &Endpoint, input: &[u8], max_line: usize) -> (Vec<
         out
     };
     let ((), out, close) = tokio::join!(send, receive, serve);
-    drop(trigger);
     (out, close)
-}
-
-fn limits(max_line: usize) -> ConnectionLimits {
-    ConnectionLimits {
-        max_line,
-        idle_timeout: None,
-        line_timeout: None,
-        auth_timeout: None,
-        input_budget: Arc::new(MemoryBudget::new(64 << 20)),
-        output_budget: Arc::new(MemoryBudget::new(64 << 20)),
-    }
 }
 
 fn check_responses(input: &[u8], out: &[u8], close: Close, max_line: usize) {
@@ -202,7 +134,7 @@ fn check_responses(input: &[u8], out: &[u8], close: Close, max_line: usize) {
                 .split(|&b| b == b'\n')
                 .filter(|l| *l == b"3\t1\tunauth")
                 .count();
-            assert!(unauth >= hsd::session::MAX_AUTH_FAILURES as usize);
+            assert!(unauth >= MAX_AUTH_FAILURES as usize);
             assert!(responses <= requests);
         }
         other => panic!("connection ended with {other:?}"),

@@ -7,19 +7,19 @@
 
 #[cfg(test)]
 pub(crate) mod memory;
-pub mod mysql;
-pub mod scan_sql;
-pub mod sqlite;
-pub mod values;
-pub mod write_sql;
+pub(crate) mod mysql;
+pub(crate) mod scan_sql;
+pub(crate) mod sqlite;
+pub(crate) mod values;
+pub(crate) mod write_sql;
 
 use hs_proto::{FilterKind, FilterOp, FindOp, Value};
 use std::sync::Arc;
-pub use values::IntRead;
+pub(crate) use values::IntRead;
 
 /// What a backend could not do.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum StorageError {
+pub(crate) enum StorageError {
     /// The db or table does not exist or may not be opened.
     #[error("cannot open table: {0}")]
     OpenTable(String),
@@ -39,25 +39,25 @@ pub enum StorageError {
 }
 
 /// Error number for a duplicate key, as MySQL-era clients saw it (HA_ERR_FOUND_DUPP_KEY).
-pub const ERR_DUPLICATE_KEY: u32 = 121;
+pub(crate) const ERR_DUPLICATE_KEY: u32 = 121;
 /// Error number for a NULL written to a NOT NULL column (MySQL's ER_BAD_NULL_ERROR).
-pub const ERR_NOT_NULL: u32 = 1048;
+pub(crate) const ERR_NOT_NULL: u32 = 1048;
 /// Error number for a modify on a table with no primary or unique NOT NULL
 /// key to find its rows by (MySQL's ER_REQUIRES_PRIMARY_KEY).
-pub const ERR_NO_ROW_KEY: u32 = 1173;
+pub(crate) const ERR_NO_ROW_KEY: u32 = 1173;
 /// Error number when the storage is unreachable or timed out.
-pub const ERR_UNAVAILABLE: u32 = 2013;
+pub(crate) const ERR_UNAVAILABLE: u32 = 2013;
 /// Error number when a db file stayed locked by another writer (SQLITE_BUSY).
-pub const ERR_BUSY: u32 = 5;
+pub(crate) const ERR_BUSY: u32 = 5;
 /// Error numbers of a lock wait that timed out and of a deadlock, as the
 /// original answered them (the storage engine's HA_ERR_LOCK_WAIT_TIMEOUT and
 /// HA_ERR_LOCK_DEADLOCK).
-pub const ERR_LOCK_WAIT_TIMEOUT: u32 = 146;
-pub const ERR_LOCK_DEADLOCK: u32 = 149;
+pub(crate) const ERR_LOCK_WAIT_TIMEOUT: u32 = 146;
+pub(crate) const ERR_LOCK_DEADLOCK: u32 = 149;
 
 impl StorageError {
     /// The number a client sees in `1 1 <number>`.
-    pub fn client_code(&self) -> u32 {
+    pub(crate) fn client_code(&self) -> u32 {
         match self {
             StorageError::Refused { code, .. } => *code,
             StorageError::Unavailable(_) => ERR_UNAVAILABLE,
@@ -71,7 +71,7 @@ impl StorageError {
     /// rolling this one back: the same writes may well succeed when run
     /// again. (A lock wait timeout is not one: the wait already lasted the
     /// whole timeout, for a lock someone else holds.)
-    pub fn is_deadlock(&self) -> bool {
+    pub(crate) fn is_deadlock(&self) -> bool {
         matches!(self, StorageError::Refused { code, .. } if *code == ERR_LOCK_DEADLOCK)
     }
 }
@@ -79,50 +79,50 @@ impl StorageError {
 /// A table's columns and indexes, with the SQL fragments the backend needs to
 /// address them. Built once per table by `StorageConn::describe` and shared.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TableMeta {
-    pub db: String,
-    pub name: String,
-    pub columns: Vec<ColumnMeta>,
+pub(crate) struct TableMeta {
+    pub(crate) db: String,
+    pub(crate) name: String,
+    pub(crate) columns: Vec<ColumnMeta>,
     /// PRIMARY first (when there is one), then the other indexes in a stable order.
-    pub indexes: Vec<IndexMeta>,
+    pub(crate) indexes: Vec<IndexMeta>,
     /// SQL expressions that identify one row for UPDATE/DELETE (rowid, or the
     /// primary or a unique NOT NULL key); empty when the table has none.
-    pub locator_sql: Vec<String>,
+    pub(crate) locator_sql: Vec<String>,
     /// The table's name as SQL, e.g. `"user"` or `` `test`.`user` ``.
-    pub table_sql: String,
+    pub(crate) table_sql: String,
     /// Whether inserts answer with the new auto-increment id.
-    pub has_autoincrement: bool,
+    pub(crate) has_autoincrement: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ColumnMeta {
-    pub name: String,
+pub(crate) struct ColumnMeta {
+    pub(crate) name: String,
     /// The column quoted as an identifier.
-    pub name_sql: String,
+    pub(crate) name_sql: String,
     /// The expression that selects the column as the database's own text.
-    pub select_sql: String,
+    pub(crate) select_sql: String,
     /// BLOB/TEXT-like columns cannot be filtered on (`filterblob`).
-    pub is_blob: bool,
+    pub(crate) is_blob: bool,
     /// What kind of values the column holds, as far as building SQL needs.
-    pub kind: ColumnKind,
-    pub nullable: bool,
-    pub auto_increment: bool,
+    pub(crate) kind: ColumnKind,
+    pub(crate) nullable: bool,
+    pub(crate) auto_increment: bool,
     /// An insert that does not give this column stores the empty string
     /// into it (its type's zero value), as the original did for columns
     /// whose default is NULL or an expression (it started from the
     /// table's default row with every NULL flag cleared). Otherwise the
     /// column's own default applies.
-    pub zero_on_insert: bool,
+    pub(crate) zero_on_insert: bool,
     /// What `+`/`-` read the column's value as.
-    pub int_read: IntRead,
+    pub(crate) int_read: IntRead,
     /// How a written value goes into the column.
-    pub write_form: WriteForm,
+    pub(crate) write_form: WriteForm,
 }
 
 /// How a written value goes into a column, where the plain way (the
 /// value's bytes) does not fit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum WriteForm {
+pub(crate) enum WriteForm {
     /// The value's bytes.
     #[default]
     Plain,
@@ -139,13 +139,13 @@ impl ColumnMeta {
     /// digits), so a row read to be changed also carries the exact value
     /// (`RowView::exact`): `+`/`-` add to what is stored, as the original
     /// did, not to what the text stands for.
-    pub fn text_rounds(&self) -> bool {
+    pub(crate) fn text_rounds(&self) -> bool {
         self.int_read == IntRead::Float
     }
 
     /// The integer the column reads back after `+`/`-` stored `n` into it
     /// (what a second opening of the column in one request starts from).
-    pub fn stored_readback(&self, n: i64) -> i64 {
+    pub(crate) fn stored_readback(&self, n: i64) -> i64 {
         match self.int_read {
             IntRead::Bit(bits) => values::bit_readback(bits, n),
             _ => values::stored_readback(&self.kind, n),
@@ -158,7 +158,7 @@ impl ColumnMeta {
 /// as the database would store it (only such keys can be grouped, see
 /// `mysql::scan`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ColumnKind {
+pub(crate) enum ColumnKind {
     /// An integer type with its range.
     Integer { min: i128, max: i128 },
     /// Character data in a character set (`utf8mb4`, `latin1`, ...) with a
@@ -192,34 +192,34 @@ pub enum ColumnKind {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IndexMeta {
+pub(crate) struct IndexMeta {
     /// `PRIMARY` for the primary key.
-    pub name: String,
+    pub(crate) name: String,
     /// The key columns as SQL expressions, in index order.
-    pub key_sql: Vec<String>,
+    pub(crate) key_sql: Vec<String>,
     /// The key columns' positions in the table (`None` for a part that is
     /// not a column, like SQLite's rowid).
-    pub key_columns: Vec<Option<usize>>,
+    pub(crate) key_columns: Vec<Option<usize>>,
     /// Per key part, the prefix length of a prefix part (`key_sql` then
     /// names the prefix); empty when no part is one.
-    pub key_prefix: Vec<Option<u64>>,
+    pub(crate) key_prefix: Vec<Option<u64>>,
     /// Expressions appended to ORDER BY so equal keys come back in index order.
-    pub tiebreak_sql: Vec<String>,
+    pub(crate) tiebreak_sql: Vec<String>,
     /// The tiebreak columns' positions (`None` for the rowid).
-    pub tiebreak_columns: Vec<Option<usize>>,
+    pub(crate) tiebreak_columns: Vec<Option<usize>>,
     /// FROM clause with whatever hint makes the database use this index.
-    pub from_sql: String,
+    pub(crate) from_sql: String,
     /// At most one row per full key without NULLs (PRIMARY or UNIQUE); lets
     /// a backend merge concurrent point lookups into one statement.
-    pub unique: bool,
+    pub(crate) unique: bool,
     /// Readable in key order by a handler-level read (not FULLTEXT, SPATIAL,
     /// HASH, or hidden from the optimizer).
-    pub ordered: bool,
+    pub(crate) ordered: bool,
 }
 
 impl TableMeta {
     /// A column by its exact name (the original compares byte for byte).
-    pub fn column_position(&self, name: &[u8]) -> Option<usize> {
+    pub(crate) fn column_position(&self, name: &[u8]) -> Option<usize> {
         self.columns.iter().position(|c| c.name.as_bytes() == name)
     }
 
@@ -227,7 +227,7 @@ impl TableMeta {
     /// with a digit is a key number (read as C's `atoi`: leading digits,
     /// then cut to a 32-bit int), the empty name is PRIMARY, any other name
     /// must match exactly.
-    pub fn index_position(&self, name: &[u8]) -> Option<usize> {
+    pub(crate) fn index_position(&self, name: &[u8]) -> Option<usize> {
         if name.first().is_some_and(u8::is_ascii_digit) {
             let mut n: i64 = 0;
             for &b in name.iter().take_while(|b| b.is_ascii_digit()) {
@@ -243,7 +243,7 @@ impl TableMeta {
 
 /// A value an update stores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteValue<'a> {
+pub(crate) enum WriteValue<'a> {
     /// Bytes (or NULL), stored as the original stored a request's value.
     Bytes(Option<&'a [u8]>),
     /// An integer, stored as a number (`+`/`-`: a DATE column given
@@ -253,25 +253,25 @@ pub enum WriteValue<'a> {
 
 /// One row to insert, for `StorageConn::insert_rows`.
 #[derive(Debug, Clone, Copy)]
-pub struct RowInsert<'a> {
-    pub table: &'a TableMeta,
-    pub columns: &'a [usize],
-    pub values: &'a [Option<&'a [u8]>],
+pub(crate) struct RowInsert<'a> {
+    pub(crate) table: &'a TableMeta,
+    pub(crate) columns: &'a [usize],
+    pub(crate) values: &'a [Option<&'a [u8]>],
     /// The row gives the auto-increment column a value of its own.
-    pub explicit_id: bool,
+    pub(crate) explicit_id: bool,
 }
 
 /// One change of one row, for `StorageConn::write_rows`.
 #[derive(Debug, Clone, Copy)]
-pub struct RowWrite<'a> {
-    pub table: &'a TableMeta,
-    pub target: RowTarget<'a>,
-    pub change: Change<'a>,
+pub(crate) struct RowWrite<'a> {
+    pub(crate) table: &'a TableMeta,
+    pub(crate) target: RowTarget<'a>,
+    pub(crate) change: Change<'a>,
 }
 
 /// Which row a `RowWrite` changes.
 #[derive(Debug, Clone, Copy)]
-pub enum RowTarget<'a> {
+pub(crate) enum RowTarget<'a> {
     /// The row read before, named by its locator values.
     Locator(&'a [Value]),
     /// The one row that the whole key of a unique index finds (one value
@@ -286,7 +286,7 @@ pub enum RowTarget<'a> {
 }
 
 #[derive(Debug, Clone, Copy)]
-pub enum Change<'a> {
+pub(crate) enum Change<'a> {
     /// Set these table columns to these values (none: the row is found
     /// and counted, nothing is written).
     Update {
@@ -300,7 +300,7 @@ pub enum Change<'a> {
 /// each write once either way (`exec::plan`); this only decides how many
 /// go to the connection at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteBatching {
+pub(crate) enum WriteBatching {
     /// One write at a time: a statement is a function call (the embedded
     /// store).
     OneAtATime,
@@ -315,27 +315,27 @@ pub enum WriteBatching {
 /// Shared between connections that open the same thing; `id` is unique per
 /// distinct opening and lets the executor group requests on the same index.
 #[derive(Debug)]
-pub struct OpenedIndex {
-    pub id: u64,
-    pub table: Arc<TableMeta>,
-    pub index: usize,
-    pub columns: Vec<usize>,
-    pub filter_columns: Vec<usize>,
+pub(crate) struct OpenedIndex {
+    pub(crate) id: u64,
+    pub(crate) table: Arc<TableMeta>,
+    pub(crate) index: usize,
+    pub(crate) columns: Vec<usize>,
+    pub(crate) filter_columns: Vec<usize>,
 }
 
 impl OpenedIndex {
-    pub fn index_meta(&self) -> &IndexMeta {
+    pub(crate) fn index_meta(&self) -> &IndexMeta {
         &self.table.indexes[self.index]
     }
 
-    pub fn key_len(&self) -> usize {
+    pub(crate) fn key_len(&self) -> usize {
         self.index_meta().key_sql.len()
     }
 
     /// The opened columns whose text rounds the stored value (table column
     /// numbers, in opened order): a row read to be changed also carries
     /// each one's exact value (`RowView::exact`).
-    pub fn exact_columns(&self) -> impl Iterator<Item = usize> + '_ {
+    pub(crate) fn exact_columns(&self) -> impl Iterator<Item = usize> + '_ {
         self.columns
             .iter()
             .copied()
@@ -345,16 +345,16 @@ impl OpenedIndex {
 
 /// A filter with its column resolved to a table column.
 #[derive(Debug, Clone)]
-pub struct ResolvedFilter {
-    pub kind: FilterKind,
-    pub op: FilterOp,
-    pub column: usize,
-    pub value: Value,
+pub(crate) struct ResolvedFilter {
+    pub(crate) kind: FilterKind,
+    pub(crate) op: FilterOp,
+    pub(crate) column: usize,
+    pub(crate) value: Value,
 }
 
 /// How filters take part in a scan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FilterMode {
+pub(crate) enum FilterMode {
     /// No filters.
     None,
     /// Only `F` filters and no IN: they go into WHERE, so LIMIT can count.
@@ -369,29 +369,29 @@ pub enum FilterMode {
 /// goes, what it returns. Built by the executor, turned into SQL by
 /// `scan_sql` and run by a backend.
 #[derive(Debug)]
-pub struct Scan<'a> {
-    pub index: &'a OpenedIndex,
-    pub op: FindOp,
-    pub keys: Vec<Option<&'a [u8]>>,
-    pub filters: &'a [ResolvedFilter],
-    pub filter_mode: FilterMode,
+pub(crate) struct Scan<'a> {
+    pub(crate) index: &'a OpenedIndex,
+    pub(crate) op: FindOp,
+    pub(crate) keys: Vec<Option<&'a [u8]>>,
+    pub(crate) filters: &'a [ResolvedFilter],
+    pub(crate) filter_mode: FilterMode,
     /// At most this many rows (SQL LIMIT).
-    pub fetch: u64,
+    pub(crate) fetch: u64,
     /// Also select the row locator and the row's position in the index
     /// (for modify).
-    pub with_locator: bool,
+    pub(crate) with_locator: bool,
     /// Only rows strictly after this position (the values of the index's
     /// key and tiebreak columns of a row read before) in the scan's
     /// direction: a modify walks the index one row at a time, as the
     /// original's cursor did, and sees what its earlier changes moved.
-    pub after: Option<&'a [Value]>,
+    pub(crate) after: Option<&'a [Value]>,
 }
 
 /// What a row's filters say about it. A scan with filters computes it in
 /// SQL, in its state column (`scan_sql`): the numbers are the column's
 /// values, so the SQL text and this type must agree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FilterVerdict {
+pub(crate) enum FilterVerdict {
     /// Every filter holds (or the scan has none).
     Pass = 0,
     /// An `F` filter is false: the row is skipped.
@@ -402,7 +402,7 @@ pub enum FilterVerdict {
 
 impl FilterVerdict {
     /// The verdict a state column's value names (anything else passes).
-    pub fn from_state(n: i64) -> FilterVerdict {
+    pub(crate) fn from_state(n: i64) -> FilterVerdict {
         match n {
             1 => FilterVerdict::Skip,
             2 => FilterVerdict::Stop,
@@ -413,7 +413,7 @@ impl FilterVerdict {
 
 /// A row as a backend hands it to the executor. Columns are the opened
 /// `columns`, as the database's own text or NULL.
-pub trait RowView {
+pub(crate) trait RowView {
     fn column(&self, i: usize) -> Option<&[u8]>;
     /// What the row's filters say; `Pass` when the scan has no state column.
     fn filter_state(&self) -> FilterVerdict;
@@ -427,14 +427,14 @@ pub trait RowView {
 
 /// What the executor wants after a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScanStep {
+pub(crate) enum ScanStep {
     Continue,
     /// Stop this scan (the others of a `scan_many` still run).
     Stop,
 }
 
 /// The visitor `scan_many` calls with each row: (scan number, row).
-pub type RowVisitor<'v> = dyn FnMut(usize, &dyn RowView) -> ScanStep + 'v;
+pub(crate) type RowVisitor<'v> = dyn FnMut(usize, &dyn RowView) -> ScanStep + 'v;
 
 /// One connection to a database, owned by one event-loop thread.
 ///
@@ -443,7 +443,7 @@ pub type RowVisitor<'v> = dyn FnMut(usize, &dyn RowView) -> ScanStep + 'v;
 /// over the connection type, so no call goes through a vtable and no future
 /// is boxed; futures need not be `Send` (they never leave their thread).
 #[allow(async_fn_in_trait)]
-pub trait StorageConn {
+pub(crate) trait StorageConn {
     /// Reads a table's metadata.
     async fn describe(&mut self, db: &str, table: &str) -> Result<TableMeta, StorageError>;
 
@@ -491,16 +491,16 @@ pub trait StorageConn {
 }
 
 /// What a group commit did.
-pub struct Committed {
+pub(crate) struct Committed {
     /// The dbs whose writes were rolled back, and why (`None`: none).
-    pub failure: Option<CommitFailure>,
+    pub(crate) failure: Option<CommitFailure>,
     /// How the writes that were committed reach the disk.
-    pub durability: Durability,
+    pub(crate) durability: Durability,
 }
 
 impl Committed {
     /// Everything committed, durable already.
-    pub fn done() -> Committed {
+    pub(crate) fn done() -> Committed {
         Committed {
             failure: None,
             durability: Durability::Done,
@@ -508,7 +508,7 @@ impl Committed {
     }
 
     /// Nothing committed.
-    pub fn failed(failure: CommitFailure) -> Committed {
+    pub(crate) fn failed(failure: CommitFailure) -> Committed {
         Committed {
             failure: Some(failure),
             durability: Durability::Done,
@@ -517,7 +517,7 @@ impl Committed {
 }
 
 /// How a committed group reaches the disk.
-pub enum Durability {
+pub(crate) enum Durability {
     /// It is durable already (or durability was not asked for).
     Done,
     /// It is durable once this has run (it may block on the disk); the
@@ -526,25 +526,25 @@ pub enum Durability {
 }
 
 /// A step that makes committed writes durable (e.g. fdatasync of a log).
-pub type SyncStep = Box<dyn FnOnce() -> Result<(), CommitFailure> + Send>;
+pub(crate) type SyncStep = Box<dyn FnOnce() -> Result<(), CommitFailure> + Send>;
 
 /// A group commit that did not commit everything.
 #[derive(Debug)]
-pub struct CommitFailure {
-    pub error: StorageError,
+pub(crate) struct CommitFailure {
+    pub(crate) error: StorageError,
     /// The dbs whose writes were rolled back; `None` when all of them were
     /// (one transaction spans the whole group).
-    pub dbs: Option<Vec<String>>,
+    pub(crate) dbs: Option<Vec<String>>,
 }
 
 impl CommitFailure {
     /// Everything the group wrote was rolled back.
-    pub fn all(error: StorageError) -> CommitFailure {
+    pub(crate) fn all(error: StorageError) -> CommitFailure {
         CommitFailure { error, dbs: None }
     }
 
     /// Whether a write to `db` was rolled back.
-    pub fn lost(&self, db: &str) -> bool {
+    pub(crate) fn lost(&self, db: &str) -> bool {
         self.dbs
             .as_ref()
             .is_none_or(|dbs| dbs.iter().any(|d| d == db))
@@ -554,7 +554,7 @@ impl CommitFailure {
 /// A kind of storage: one value shared by every event loop, which makes the
 /// connections each loop owns.
 #[allow(async_fn_in_trait)]
-pub trait Backend: Send + Sync + 'static {
+pub(crate) trait Backend: Send + Sync + 'static {
     type Storage: StorageConn;
     /// Opens a connection for the calling event loop (with several
     /// servers: to the one that takes writes, following it).
@@ -579,7 +579,7 @@ pub trait Backend: Send + Sync + 'static {
 
 /// How reads reach the storage on an event loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReadPlacement {
+pub(crate) enum ReadPlacement {
     /// In the connection's own task, at once: the storage is in-process and
     /// a lookup costs less than any hand-off.
     Inline,

@@ -16,20 +16,20 @@ use hs_proto::{FilterKind, FilterOp, FindOp};
 /// Everything that changes the text of a scan's statement (given a sink
 /// that writes placeholders).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ScanShape {
-    pub opened_index: u64,
-    pub op: FindOp,
+pub(crate) struct ScanShape {
+    pub(crate) opened_index: u64,
+    pub(crate) op: FindOp,
     /// One flag per key value: set when the value is NULL.
-    pub key_nulls: Vec<bool>,
-    pub filters: Vec<(FilterKind, FilterOp, usize, bool)>,
-    pub filter_mode: FilterMode,
-    pub with_locator: bool,
+    pub(crate) key_nulls: Vec<bool>,
+    pub(crate) filters: Vec<(FilterKind, FilterOp, usize, bool)>,
+    pub(crate) filter_mode: FilterMode,
+    pub(crate) with_locator: bool,
     /// One flag per `after` value (set when NULL); `None` without `after`.
-    pub after_nulls: Option<Vec<bool>>,
+    pub(crate) after_nulls: Option<Vec<bool>>,
 }
 
 impl ScanShape {
-    pub fn of(scan: &Scan<'_>) -> ScanShape {
+    pub(crate) fn of(scan: &Scan<'_>) -> ScanShape {
         ScanShape {
             opened_index: scan.index.id,
             op: scan.op,
@@ -48,7 +48,7 @@ impl ScanShape {
 
 /// Which value of the scan goes at a place in the statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Param {
+pub(crate) enum Param {
     /// Key value `i`, compared with key column `i`.
     Key(usize),
     /// Filter `i`'s value, compared with that filter's column.
@@ -61,14 +61,14 @@ pub enum Param {
 }
 
 /// Writes values into statement text.
-pub trait ValueSink {
+pub(crate) trait ValueSink {
     fn value(&mut self, sql: &mut Vec<u8>, param: Param);
 }
 
 /// A sink that writes `?` and remembers which value each stands for.
 #[derive(Debug, Default)]
-pub struct Placeholders {
-    pub params: Vec<Param>,
+pub(crate) struct Placeholders {
+    pub(crate) params: Vec<Param>,
 }
 
 impl ValueSink for Placeholders {
@@ -80,20 +80,20 @@ impl ValueSink for Placeholders {
 
 /// What a built statement returns, column by column.
 #[derive(Debug, Clone, Copy)]
-pub struct ScanLayout {
+pub(crate) struct ScanLayout {
     /// Opened columns first; then the filter state column if any.
-    pub has_state: bool,
+    pub(crate) has_state: bool,
     /// Then this many locator columns: the table's locator, then the row's
     /// position in the index (`position_columns`).
-    pub locator_len: usize,
+    pub(crate) locator_len: usize,
     /// Then, with the locator, the exact value of each opened column whose
     /// text rounds it (`exact_columns`).
-    pub exact_len: usize,
+    pub(crate) exact_len: usize,
 }
 
 impl ScanLayout {
     /// What `build` makes of `scan`.
-    pub fn of(scan: &Scan<'_>) -> ScanLayout {
+    pub(crate) fn of(scan: &Scan<'_>) -> ScanLayout {
         let index = scan.index.index_meta();
         ScanLayout {
             has_state: matches!(scan.filter_mode, FilterMode::StateColumn { .. }),
@@ -113,7 +113,7 @@ impl ScanLayout {
 
 /// `CAST(col AS DOUBLE)`: a FLOAT's stored value exactly (a double holds
 /// every float), where its text has six digits.
-pub fn push_exact(sql: &mut Vec<u8>, column_sql: &str) {
+pub(crate) fn push_exact(sql: &mut Vec<u8>, column_sql: &str) {
     sql.extend_from_slice(b"CAST(");
     sql.extend_from_slice(column_sql.as_bytes());
     sql.extend_from_slice(b" AS DOUBLE)");
@@ -121,7 +121,7 @@ pub fn push_exact(sql: &mut Vec<u8>, column_sql: &str) {
 
 /// The columns that order an index's rows (key columns, then the
 /// tiebreak), as SQL and as table column positions (`None`: the rowid).
-pub fn position_columns(index: &super::IndexMeta) -> (Vec<&str>, Vec<Option<usize>>) {
+pub(crate) fn position_columns(index: &super::IndexMeta) -> (Vec<&str>, Vec<Option<usize>>) {
     let sql = index
         .key_sql
         .iter()
@@ -139,13 +139,13 @@ pub fn position_columns(index: &super::IndexMeta) -> (Vec<&str>, Vec<Option<usiz
 
 /// Options a dialect needs beyond the metadata's fragments.
 #[derive(Debug, Clone, Copy)]
-pub struct Dialect {
+pub(crate) struct Dialect {
     /// Appended to SELECTs run inside a write transaction (`FOR UPDATE`).
-    pub lock_suffix: &'static str,
+    pub(crate) lock_suffix: &'static str,
 }
 
 /// Appends the SELECT for `scan` to `sql`.
-pub fn build(
+pub(crate) fn build(
     scan: &Scan<'_>,
     dialect: Dialect,
     sink: &mut impl ValueSink,
@@ -279,7 +279,7 @@ fn state_expr(
 /// A filter as a condition that is never NULL. NULL is equal to NULL and
 /// lower than any value; an unknown operator is false or true by the
 /// original's rules (`FilterOp::Never`, `FilterOp::Always`).
-pub fn filter_condition(
+pub(crate) fn filter_condition(
     f: &ResolvedFilter,
     i: usize,
     table: &TableMeta,

@@ -9,7 +9,7 @@
 
 /// How a column's value reads as an integer (what `+`/`-` add to).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IntRead {
+pub(crate) enum IntRead {
     /// An integer column: its value (above 2^63 it wraps negative, as a
     /// signed 64-bit read of an unsigned column does).
     Integer,
@@ -38,7 +38,7 @@ pub enum IntRead {
 
 impl IntRead {
     /// The integer the column's value `text` (as the server sends it) reads as.
-    pub fn read(&self, text: &[u8]) -> i64 {
+    pub(crate) fn read(&self, text: &[u8]) -> i64 {
         match self {
             IntRead::Integer => {
                 let (neg, digits) = match text.split_first() {
@@ -109,7 +109,7 @@ impl IntRead {
 /// What a BIT(`bits`) column reads back after `+`/`-` stored `n` into it:
 /// a number that does not fit its bits (a negative one never does, below
 /// 64) stores as all ones.
-pub fn bit_readback(bits: u32, n: i64) -> i64 {
+pub(crate) fn bit_readback(bits: u32, n: i64) -> i64 {
     if bits >= 64 {
         return n;
     }
@@ -171,7 +171,7 @@ fn trim_start(s: &[u8]) -> &[u8] {
 /// exponent are read, the result rounded half away from zero and clamped to
 /// the range; anything unreadable is 0 (`'5abc'` is 5, `'1.5'` 2, `'1e2'`
 /// 100, `'abc'` 0).
-pub fn stored_integer(bytes: &[u8], min: i128, max: i128) -> i128 {
+pub(crate) fn stored_integer(bytes: &[u8], min: i128, max: i128) -> i128 {
     let s = trim_start(bytes);
     let (neg, rest) = match s.split_first() {
         Some((b'-', rest)) => (true, rest),
@@ -256,13 +256,14 @@ pub fn stored_integer(bytes: &[u8], min: i128, max: i128) -> i128 {
 /// valid date: no date in it, a month above 12, a day beyond its month, a
 /// time beyond 23:59:59. (The server's own CAST cannot tell: compared with
 /// an indexed column, it reads invalid dates leniently.)
-pub fn invalid_date(bytes: &[u8], with_time: bool) -> bool {
+#[cfg(test)]
+fn invalid_date(bytes: &[u8], with_time: bool) -> bool {
     date_check(bytes, with_time) == DateCheck::Invalid
 }
 
 /// What storing a string into a DATE/DATETIME/TIMESTAMP column makes of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DateCheck {
+pub(crate) enum DateCheck {
     /// No valid date: the zero value.
     Invalid,
     /// A date with a zero month or day (or the zero date itself).
@@ -271,7 +272,7 @@ pub enum DateCheck {
 }
 
 /// See `invalid_date`.
-pub fn date_check(bytes: &[u8], with_time: bool) -> DateCheck {
+pub(crate) fn date_check(bytes: &[u8], with_time: bool) -> DateCheck {
     use DateCheck::*;
     let s = trim_start(bytes);
     let first = s.iter().take_while(|b| b.is_ascii_digit()).count();
@@ -359,7 +360,7 @@ fn days_in_month(y: u64, m: u64) -> u64 {
 /// The year storing `bytes` into a YEAR column keeps (0 for 0000): one or
 /// two digits (or three zeros) are 2000..2069 / 1970..1999, four digits
 /// 1901..2155, anything else 0.
-pub fn stored_year(bytes: &[u8]) -> i64 {
+pub(crate) fn stored_year(bytes: &[u8]) -> i64 {
     let s = trim_start(bytes);
     let digits = s.iter().take_while(|b| b.is_ascii_digit()).count();
     if digits == 0 {
@@ -386,7 +387,7 @@ pub fn stored_year(bytes: &[u8]) -> i64 {
 /// ENUM column keeps: the element it names (trailing spaces ignored, case
 /// too under a case-insensitive collation), else a number up to the count
 /// of elements, else 0.
-pub fn stored_enum(bytes: &[u8], elements: &[Vec<u8>], case_insensitive: bool) -> i64 {
+pub(crate) fn stored_enum(bytes: &[u8], elements: &[Vec<u8>], case_insensitive: bool) -> i64 {
     let trim = |s: &[u8]| -> usize { s.len() - s.iter().rev().take_while(|&&b| b == b' ').count() };
     let v = &bytes[..trim(bytes)];
     let same = |e: &[u8]| {
@@ -416,7 +417,7 @@ pub fn stored_enum(bytes: &[u8], elements: &[Vec<u8>], case_insensitive: bool) -
 /// second opening of the same column in one request starts from): clamped
 /// to an integer type, cut to a text column's length, zero for a number
 /// that is no valid date or time.
-pub fn stored_readback(kind: &super::ColumnKind, n: i64) -> i64 {
+pub(crate) fn stored_readback(kind: &super::ColumnKind, n: i64) -> i64 {
     use super::ColumnKind as K;
     match kind {
         K::Integer { min, max } => i128::from(n).clamp(*min, *max) as i64,
@@ -568,7 +569,7 @@ fn number_readback(cast: &str, n: i64) -> i64 {
 
 /// `atoll` as the original reads a `+`/`-` amount: an optional sign, then
 /// digits up to the first other byte, wrapping; no white space skipped.
-pub fn modify_amount(s: &[u8]) -> i64 {
+pub(crate) fn modify_amount(s: &[u8]) -> i64 {
     let (neg, digits) = match s.split_first() {
         Some((b'-', rest)) => (true, rest),
         Some((b'+', rest)) => (false, rest),
@@ -592,7 +593,7 @@ pub fn modify_amount(s: &[u8]) -> i64 {
 /// column's length), so that comparing it with the column in SQL finds
 /// what storing it first (as the plugin and `HANDLER` do) finds. Only such
 /// keys may be grouped or written by key.
-pub fn is_stored_form(kind: &super::ColumnKind, key: &[u8]) -> bool {
+pub(crate) fn is_stored_form(kind: &super::ColumnKind, key: &[u8]) -> bool {
     match kind {
         super::ColumnKind::Integer { min, max } => {
             let digits = key.strip_prefix(b"-").unwrap_or(key);

@@ -8,7 +8,7 @@ use super::{ColumnMeta, TableMeta};
 
 /// Which value goes at a place in a write statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteParam {
+pub(crate) enum WriteParam {
     /// The `i`-th new value (of the `columns` given).
     Value(usize),
     /// The `i`-th locator value.
@@ -16,7 +16,7 @@ pub enum WriteParam {
 }
 
 /// Writes values into write statements.
-pub trait WriteSink {
+pub(crate) trait WriteSink {
     fn value(&mut self, sql: &mut Vec<u8>, param: WriteParam);
 
     /// A new value for `column` (an INSERT's VALUES, an UPDATE's SET): a
@@ -28,7 +28,7 @@ pub trait WriteSink {
 
 /// A sink that writes `?`; values bind in the order they appear.
 #[derive(Debug, Default)]
-pub struct WritePlaceholders;
+pub(crate) struct WritePlaceholders;
 
 impl WriteSink for WritePlaceholders {
     fn value(&mut self, sql: &mut Vec<u8>, _param: WriteParam) {
@@ -39,7 +39,12 @@ impl WriteSink for WritePlaceholders {
 /// `INSERT INTO t (c1, ...) VALUES (v1, ...)`. With no columns the
 /// `() VALUES ()` form, which SQLite spells `DEFAULT VALUES` (its caller
 /// handles that case).
-pub fn insert(table: &TableMeta, columns: &[usize], sink: &mut impl WriteSink, sql: &mut Vec<u8>) {
+pub(crate) fn insert(
+    table: &TableMeta,
+    columns: &[usize],
+    sink: &mut impl WriteSink,
+    sql: &mut Vec<u8>,
+) {
     sql.extend_from_slice(b"INSERT INTO ");
     sql.extend_from_slice(table.table_sql.as_bytes());
     sql.extend_from_slice(b" (");
@@ -55,7 +60,7 @@ pub fn insert(table: &TableMeta, columns: &[usize], sink: &mut impl WriteSink, s
 
 /// `(v1, ...)`: one row of an INSERT's VALUES (a multi-row INSERT appends
 /// more, each after `, `).
-pub fn values_row(
+pub(crate) fn values_row(
     table: &TableMeta,
     columns: &[usize],
     sink: &mut impl WriteSink,
@@ -72,13 +77,18 @@ pub fn values_row(
 }
 
 /// `UPDATE t SET c1 = v1, ... WHERE l1 = x1 AND ...`
-pub fn update(table: &TableMeta, columns: &[usize], sink: &mut impl WriteSink, sql: &mut Vec<u8>) {
+pub(crate) fn update(
+    table: &TableMeta,
+    columns: &[usize],
+    sink: &mut impl WriteSink,
+    sql: &mut Vec<u8>,
+) {
     update_set(table, columns, sink, sql);
     locator_condition(table, sink, sql);
 }
 
 /// `UPDATE t SET c1 = v1, ...`, for a caller that writes its own WHERE.
-pub fn update_set(
+pub(crate) fn update_set(
     table: &TableMeta,
     columns: &[usize],
     sink: &mut impl WriteSink,
@@ -98,7 +108,7 @@ pub fn update_set(
 }
 
 /// `DELETE FROM t WHERE l1 = x1 AND ...`
-pub fn delete(table: &TableMeta, sink: &mut impl WriteSink, sql: &mut Vec<u8>) {
+pub(crate) fn delete(table: &TableMeta, sink: &mut impl WriteSink, sql: &mut Vec<u8>) {
     sql.extend_from_slice(b"DELETE FROM ");
     sql.extend_from_slice(table.table_sql.as_bytes());
     locator_condition(table, sink, sql);

@@ -16,20 +16,20 @@ use std::sync::Arc;
 
 /// The answer to a find whose rows would exceed the answer bytes limit:
 /// MySQL's ER_NET_PACKET_TOO_LARGE, a result bigger than the server's limit.
-pub const ERR_ANSWER_TOO_LARGE: u32 = 1153;
+pub(crate) const ERR_ANSWER_TOO_LARGE: u32 = 1153;
 
 /// One find to run and the response it produced.
-pub struct ReadTask {
-    pub index: Arc<OpenedIndex>,
-    pub req: FindRequest,
-    pub out: ResponseWriter,
+pub(crate) struct ReadTask {
+    pub(crate) index: Arc<OpenedIndex>,
+    pub(crate) req: FindRequest,
+    pub(crate) out: ResponseWriter,
     /// Which client batch the task belongs to: the answers of one batch
     /// share one limit in bytes (a batch's tasks are next to each other).
-    pub batch: usize,
+    pub(crate) batch: usize,
 }
 
 impl ReadTask {
-    pub fn new(index: Arc<OpenedIndex>, req: FindRequest) -> Self {
+    pub(crate) fn new(index: Arc<OpenedIndex>, req: FindRequest) -> Self {
         ReadTask {
             index,
             req,
@@ -42,7 +42,7 @@ impl ReadTask {
 /// When one run joins the batches of several clients (the MySQL read
 /// batcher does), their answers together may hold this many times the
 /// limit: each client gets its own limit, the run as a whole a bound.
-pub const JOINED_BATCHES_FACTOR: usize = 4;
+pub(crate) const JOINED_BATCHES_FACTOR: usize = 4;
 
 /// Bytes the answers of each client batch hold so far, against the limit.
 struct AnswerBytes {
@@ -82,7 +82,11 @@ impl AnswerBytes {
 /// client batch (see the module comment). If the grouped statement fails,
 /// each task is run on its own so one bad request cannot fail its
 /// neighbours.
-pub async fn run_reads<C: StorageConn>(storage: &mut C, tasks: &mut [ReadTask], max_bytes: usize) {
+pub(crate) async fn run_reads<C: StorageConn>(
+    storage: &mut C,
+    tasks: &mut [ReadTask],
+    max_bytes: usize,
+) {
     if tasks.len() > 1 {
         let mut bytes = AnswerBytes::new(max_bytes, tasks);
         if run_grouped(storage, tasks, &mut bytes).await.is_ok() {

@@ -9,24 +9,24 @@
 //! over the storage connection and runs on the event loop that owns it:
 //! on the embedded store it never suspends, on MySQL it awaits the server.
 
-pub mod find;
+pub(crate) mod find;
 mod modify;
-pub mod open;
+pub(crate) mod open;
 mod plan;
 #[cfg(test)]
 pub(crate) mod testing;
-pub mod write;
+pub(crate) mod write;
 mod write_batch;
 
-pub use find::{run_reads, ReadTask};
-pub use open::{open_index, Catalog};
-pub use write::{run_writes, WriteOp, WriteOutcome, WriteTask};
+pub(crate) use find::{run_reads, ReadTask};
+pub(crate) use open::{open_index, Catalog};
+pub(crate) use write::{run_writes, WriteOp, WriteOutcome, WriteTask};
 
 use crate::backend::{FilterMode, FilterVerdict, OpenedIndex, ResolvedFilter, Scan, StorageError};
 use hs_proto::{ErrorKind, FilterKind, FindRequest};
 
 /// Maps a storage failure to the error line a client sees.
-pub fn storage_error_kind(e: &StorageError) -> ErrorKind {
+pub(crate) fn storage_error_kind(e: &StorageError) -> ErrorKind {
     match e {
         StorageError::OpenTable(_) => ErrorKind::OpenTable,
         other => ErrorKind::Storage(other.client_code()),
@@ -34,20 +34,20 @@ pub fn storage_error_kind(e: &StorageError) -> ErrorKind {
 }
 
 /// A find request checked against its opened index: everything a scan needs.
-pub struct PreparedFind<'a> {
-    pub index: &'a OpenedIndex,
-    pub req: &'a FindRequest,
+pub(crate) struct PreparedFind<'a> {
+    pub(crate) index: &'a OpenedIndex,
+    pub(crate) req: &'a FindRequest,
     /// The key values as the scan uses them: a NULL key on a NOT NULL
     /// column is the empty string (the original cannot store NULL there and
     /// stores the type's zero value).
-    pub keys: Vec<Option<&'a [u8]>>,
-    pub filters: Vec<ResolvedFilter>,
+    pub(crate) keys: Vec<Option<&'a [u8]>>,
+    pub(crate) filters: Vec<ResolvedFilter>,
 }
 
 /// The checks that need the opened index, in the original's order:
 /// `kpnum`, then `filterblob` (a non-NULL value on a BLOB/TEXT column).
 /// `filterfld` was answered while parsing.
-pub fn prepare_find<'a>(
+pub(crate) fn prepare_find<'a>(
     index: &'a OpenedIndex,
     req: &'a FindRequest,
 ) -> Result<PreparedFind<'a>, ErrorKind> {
@@ -101,7 +101,7 @@ impl<'a> PreparedFind<'a> {
     /// the key at the IN position, and a position beyond the keys given
     /// replaces nothing (the same seek runs once per value, as on the
     /// original).
-    pub fn scans(&'a self, with_locator: bool) -> Vec<Scan<'a>> {
+    pub(crate) fn scans(&'a self, with_locator: bool) -> Vec<Scan<'a>> {
         let has_while = self.filters.iter().any(|f| f.kind == FilterKind::While);
         match self.req.active_in() {
             None => {
@@ -167,16 +167,16 @@ impl<'a> PreparedFind<'a> {
 /// offset wraps), an `F` filter's false row is passed over, a `W` filter's
 /// ends the scan, the first `offset` passing rows are skipped.
 #[derive(Debug)]
-pub struct RowCounter {
+pub(crate) struct RowCounter {
     limit: u32,
     skip: u32,
     taken: u32,
-    pub done: bool,
+    pub(crate) done: bool,
 }
 
 /// What to do with one row.
 #[derive(Debug, PartialEq, Eq)]
-pub enum RowDecision {
+pub(crate) enum RowDecision {
     Take,
     Skip,
     /// Ignore it and everything after it.
@@ -184,7 +184,7 @@ pub enum RowDecision {
 }
 
 impl RowCounter {
-    pub fn new(req: &FindRequest) -> Self {
+    pub(crate) fn new(req: &FindRequest) -> Self {
         let mut c = RowCounter {
             limit: req.effective_limit(),
             skip: req.offset,
@@ -196,7 +196,7 @@ impl RowCounter {
     }
 
     /// At most how many rows passing the filters the loop reads.
-    pub fn reads(req: &FindRequest) -> u64 {
+    pub(crate) fn reads(req: &FindRequest) -> u64 {
         u64::from(req.effective_limit().wrapping_add(req.offset))
     }
 
@@ -206,7 +206,7 @@ impl RowCounter {
 
     /// Decides about the next row read, given what its filters say. `done`
     /// tells afterwards whether the loop reads any further row.
-    pub fn decide(&mut self, filter_state: FilterVerdict) -> RowDecision {
+    pub(crate) fn decide(&mut self, filter_state: FilterVerdict) -> RowDecision {
         if self.done {
             return RowDecision::End;
         }

@@ -4,7 +4,7 @@
 
 use super::find::ERR_ANSWER_TOO_LARGE;
 use crate::backend::values::modify_amount;
-use crate::backend::{Change, IntRead, OpenedIndex, RowView, WriteValue};
+use crate::backend::{Change, FilterVerdict, IntRead, OpenedIndex, RowView, WriteValue};
 use hs_proto::{ErrorKind, ModifyOp, ModifySpec, ResponseWriter, Value};
 
 /// An opened row's values before a change: their text (what the `?` forms
@@ -26,6 +26,30 @@ impl Before {
             exact: (0..rounded)
                 .map(|k| row.exact(k).map(<[u8]>::to_vec))
                 .collect(),
+        }
+    }
+}
+
+/// A row a modify read: what its filters say, its locator, its position
+/// in the index (what a walk goes on from) and its values before any
+/// change.
+pub(super) struct ReadRow {
+    pub(super) verdict: FilterVerdict,
+    pub(super) locator: Vec<Value>,
+    pub(super) position: Vec<Value>,
+    pub(super) before: Before,
+}
+
+impl ReadRow {
+    /// Copies a row read with its locator.
+    pub(super) fn of(index: &OpenedIndex, row: &dyn RowView) -> ReadRow {
+        let mut locator = row.locator();
+        let position = locator.split_off(index.table.locator_sql.len().min(locator.len()));
+        ReadRow {
+            verdict: row.filter_state(),
+            locator,
+            position,
+            before: Before::of(index, row),
         }
     }
 }

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 type OpenKey = (Vec<u8>, Vec<u8>, Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>);
 
 /// Opened indexes shared by all connections.
-pub struct Catalog {
+pub(crate) struct Catalog {
     next_id: AtomicU64,
     opened: Mutex<Remembered>,
     /// Bytes the remembered openings may hold (`MAX_REMEMBERED_BYTES`).
@@ -49,14 +49,14 @@ const MAX_REMEMBERED_BYTES: usize = 64 << 20;
 /// has is only ever repeats), and at least `MIN_LISTED_COLUMNS` so a small
 /// table's columns can still be repeated. The original took any number; a
 /// longer list answers `2 1 fld` (docs/protocol.md, hsd's limits).
-pub fn max_listed_columns(table: &TableMeta) -> usize {
+pub(crate) fn max_listed_columns(table: &TableMeta) -> usize {
     table.columns.len().max(MIN_LISTED_COLUMNS)
 }
 
 /// See `max_listed_columns`.
-pub const MIN_LISTED_COLUMNS: usize = 64;
+pub(crate) const MIN_LISTED_COLUMNS: usize = 64;
 
-pub async fn open_index<C: StorageConn>(
+pub(crate) async fn open_index<C: StorageConn>(
     storage: &mut C,
     catalog: &Catalog,
     req: &OpenIndexRequest,
@@ -103,7 +103,7 @@ pub async fn open_index<C: StorageConn>(
 
 impl Catalog {
     /// A catalog whose openings may hold `max_bytes`.
-    pub fn with_byte_limit(max_bytes: usize) -> Catalog {
+    pub(crate) fn with_byte_limit(max_bytes: usize) -> Catalog {
         Catalog {
             next_id: AtomicU64::new(0),
             opened: Mutex::new(Remembered::default()),
@@ -112,7 +112,8 @@ impl Catalog {
     }
 
     /// Distinct openings remembered, and about how many bytes they hold.
-    pub fn remembered(&self) -> (usize, usize) {
+    #[cfg(test)]
+    fn remembered(&self) -> (usize, usize) {
         let opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
         (opened.map.len(), opened.bytes)
     }

@@ -6,30 +6,30 @@
 //! inside the transaction the group committer opened; an answer is only
 //! sent once that transaction has committed.
 
-use super::modify::{row_change, Before, ModifyAnswer};
+use super::modify::{row_change, ModifyAnswer, ReadRow};
 use super::plan::{plan, InsertRow, ModifyPlan, WritePlan};
 use super::{storage_error_kind, RowCounter, RowDecision};
 use crate::backend::{
-    FilterVerdict, OpenedIndex, RowInsert, RowTarget, RowView, RowWrite, Scan, ScanStep,
-    StorageConn, StorageError, WriteBatching,
+    OpenedIndex, RowInsert, RowTarget, RowView, RowWrite, Scan, ScanStep, StorageConn,
+    StorageError, WriteBatching,
 };
 use hs_proto::{ErrorKind, FindRequest, InsertRequest, ResponseWriter, Value};
 use std::sync::Arc;
 
-pub enum WriteOp {
+pub(crate) enum WriteOp {
     Insert(InsertRequest),
     Modify(FindRequest),
 }
 
 /// One write to run.
-pub struct WriteTask {
-    pub index: Arc<OpenedIndex>,
-    pub op: WriteOp,
+pub(crate) struct WriteTask {
+    pub(crate) index: Arc<OpenedIndex>,
+    pub(crate) op: WriteOp,
 }
 
 /// How a write went.
 #[derive(Debug)]
-pub enum WriteOutcome {
+pub(crate) enum WriteOutcome {
     /// Done, or refused with an error line: its answer.
     Answered(ResponseWriter),
     /// Its db was locked by another writer and nothing was done: run it
@@ -81,7 +81,7 @@ pub(super) fn settle(result: Result<ResponseWriter, WriteFailure>) -> WriteOutco
 /// Runs a group's writes in order inside the open transaction; one outcome
 /// per task. The `?` forms answer at most `max_answer` bytes of rows each
 /// (`--max-response-bytes`; past it `1 1 1153` and the walk ends).
-pub async fn run_writes<C: StorageConn>(
+pub(crate) async fn run_writes<C: StorageConn>(
     storage: &mut C,
     tasks: &[&WriteTask],
     max_answer: usize,
@@ -151,15 +151,6 @@ pub(super) fn answer_insert(row: &InsertRow<'_>, id: Option<u64>) -> ResponseWri
     out
 }
 
-/// A row a modify read: its filter verdict, locator, position in the
-/// index and values before any change.
-struct ReadRow {
-    verdict: FilterVerdict,
-    locator: Vec<Value>,
-    position: Vec<Value>,
-    before: Before,
-}
-
 /// Find-and-modify, as the original's loop: one row is read, answered (the
 /// `?` forms, with its values before the change) and changed before the
 /// next is read, so a later read sees what earlier changes did (a row whose
@@ -172,7 +163,6 @@ async fn walk<C: StorageConn>(
     max_answer: usize,
 ) -> Result<ResponseWriter, WriteFailure> {
     let table = &p.index.table;
-    let locator_len = table.locator_sql.len();
     let seeks = p.find.scans(true);
     let in_list = p.req.active_in().is_some();
     let mut counter = RowCounter::new(p.req);
@@ -201,14 +191,7 @@ async fn walk<C: StorageConn>(
         };
         let mut read: Option<ReadRow> = None;
         let mut visit = |_: usize, row: &dyn RowView| {
-            let mut locator = row.locator();
-            let position = locator.split_off(locator_len.min(locator.len()));
-            read = Some(ReadRow {
-                verdict: row.filter_state(),
-                locator,
-                position,
-                before: Before::of(p.index, row),
-            });
+            read = Some(ReadRow::of(p.index, row));
             ScanStep::Stop
         };
         storage

@@ -18,13 +18,12 @@
 //!   later modify of the batch looks its row up by.
 //! - Anything else runs alone, in order.
 
-use super::modify::{row_change, Before, ModifyAnswer, RowChange};
+use super::modify::{row_change, ModifyAnswer, ReadRow, RowChange};
 use super::plan::{ModifyPlan, WritePlan};
 use super::write::{answer_insert, run_one, settle, WriteFailure, WriteOutcome};
 use super::{RowCounter, RowDecision};
 use crate::backend::{
-    FilterMode, FilterVerdict, RowInsert, RowTarget, RowView, RowWrite, Scan, ScanStep,
-    StorageConn, StorageError,
+    FilterMode, RowInsert, RowTarget, RowView, RowWrite, Scan, ScanStep, StorageConn, StorageError,
 };
 use hs_proto::{ResponseWriter, Value};
 use std::collections::HashSet;
@@ -150,13 +149,6 @@ async fn by_key_batch<C: StorageConn>(
         .collect()
 }
 
-/// What a modify of the batch read.
-struct ReadRow {
-    verdict: FilterVerdict,
-    locator: Vec<Value>,
-    before: Before,
-}
-
 /// Runs a batch of modifies that read one row at most: returns how many of
 /// them it ran (a batch may end early, see the module comment) and their
 /// outcomes.
@@ -189,13 +181,7 @@ async fn one_row_batch<C: StorageConn>(
     rows.resize_with(batch.len(), || None);
     let read = if scans.len() == batch.len() {
         let mut visit = |i: usize, row: &dyn RowView| {
-            let mut locator = row.locator();
-            locator.truncate(batch[i].index.table.locator_sql.len());
-            rows[i] = Some(ReadRow {
-                verdict: row.filter_state(),
-                locator,
-                before: Before::of(batch[i].index, row),
-            });
+            rows[i] = Some(ReadRow::of(batch[i].index, row));
             ScanStep::Stop
         };
         storage.scan_many(&scans, &mut visit).await

@@ -55,7 +55,7 @@ pub(super) enum Placement {
     Fixed { causal: bool },
 }
 
-pub struct MysqlConn {
+pub(crate) struct MysqlConn {
     connector: Arc<Connector>,
     placement: Placement,
     link: Option<Link>,

@@ -5,31 +5,31 @@ use crate::backend::{StorageError, ERR_DUPLICATE_KEY, ERR_NOT_NULL};
 use mysql_wire::ErrPacket;
 
 /// MySQL server error numbers hsd treats specially.
-pub mod codes {
-    pub const ER_DUP_KEY: u16 = 1022;
+pub(super) mod codes {
+    pub(crate) const ER_DUP_KEY: u16 = 1022;
     /// What a Galera node answers while it is not ready to serve ("WSREP
     /// has not yet prepared node for application use").
-    pub const ER_UNKNOWN_COM_ERROR: u16 = 1047;
-    pub const ER_BAD_NULL_ERROR: u16 = 1048;
-    pub const ER_SERVER_SHUTDOWN: u16 = 1053;
-    pub const ER_DUP_ENTRY: u16 = 1062;
-    pub const ER_LOCK_DEADLOCK: u16 = 1213;
-    pub const ER_DUP_ENTRY_WITH_KEY_NAME: u16 = 1586;
-    pub const ER_CONNECTION_KILLED: u16 = 1927;
-    pub const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
-    pub const ER_ROW_IS_REFERENCED_2: u16 = 1451;
-    pub const ER_NO_REFERENCED_ROW_2: u16 = 1452;
-    pub const ER_AUTOINC_READ_FAILED: u16 = 1467;
+    pub(crate) const ER_UNKNOWN_COM_ERROR: u16 = 1047;
+    pub(crate) const ER_BAD_NULL_ERROR: u16 = 1048;
+    pub(crate) const ER_SERVER_SHUTDOWN: u16 = 1053;
+    pub(crate) const ER_DUP_ENTRY: u16 = 1062;
+    pub(crate) const ER_LOCK_DEADLOCK: u16 = 1213;
+    pub(crate) const ER_DUP_ENTRY_WITH_KEY_NAME: u16 = 1586;
+    pub(crate) const ER_CONNECTION_KILLED: u16 = 1927;
+    pub(crate) const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
+    pub(crate) const ER_ROW_IS_REFERENCED_2: u16 = 1451;
+    pub(crate) const ER_NO_REFERENCED_ROW_2: u16 = 1452;
+    pub(crate) const ER_AUTOINC_READ_FAILED: u16 = 1467;
 }
 
 /// The storage engine's handler error numbers the original answered
 /// (`1 1 <n>`) where MariaDB's SQL layer reports its own.
 mod handler_errors {
-    pub const LOCK_WAIT_TIMEOUT: u32 = crate::backend::ERR_LOCK_WAIT_TIMEOUT;
-    pub const LOCK_DEADLOCK: u32 = crate::backend::ERR_LOCK_DEADLOCK;
-    pub const NO_REFERENCED_ROW: u32 = 151;
-    pub const ROW_IS_REFERENCED: u32 = 152;
-    pub const AUTO_INC_READ_FAILED: u32 = 166;
+    pub(super) const LOCK_WAIT_TIMEOUT: u32 = crate::backend::ERR_LOCK_WAIT_TIMEOUT;
+    pub(super) const LOCK_DEADLOCK: u32 = crate::backend::ERR_LOCK_DEADLOCK;
+    pub(super) const NO_REFERENCED_ROW: u32 = 151;
+    pub(super) const ROW_IS_REFERENCED: u32 = 152;
+    pub(super) const AUTO_INC_READ_FAILED: u32 = 166;
 }
 
 /// A server error as a client sees it.

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// How long a handle stays open before it is reopened.
-pub const LEASE: Duration = Duration::from_millis(50);
+pub(super) const LEASE: Duration = Duration::from_millis(50);
 
 struct OpenHandle {
     alias: Vec<u8>,
@@ -31,7 +31,7 @@ struct OpenHandle {
 
 /// The handles open on one connection, by table.
 #[derive(Default)]
-pub struct Handles {
+pub(super) struct Handles {
     open: HashMap<String, OpenHandle>,
     next_alias: u64,
 }
@@ -40,7 +40,7 @@ impl Handles {
     /// The alias of an open handle on `table`, queueing a (re)open first
     /// when there is none or its lease ran out. The housekeeping statements
     /// queued (their answers come before the read's) are in `queued`.
-    pub fn alias_for(
+    pub(super) fn alias_for(
         &mut self,
         link: &mut Link,
         table: &TableMeta,
@@ -78,22 +78,22 @@ impl Handles {
 
     /// Forgets the handle on `table`: the server has none (its OPEN
     /// failed, or it does not know the alias).
-    pub fn forget(&mut self, table: &TableMeta) {
+    pub(super) fn forget(&mut self, table: &TableMeta) {
         self.open.remove(&table.table_sql);
     }
 
     /// The connection was lost: the server closed every handle.
-    pub fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.open.clear();
     }
 
     /// When the oldest lease runs out.
-    pub fn next_expiry(&self) -> Option<Instant> {
+    pub(super) fn next_expiry(&self) -> Option<Instant> {
         self.open.values().map(|h| h.opened + LEASE).min()
     }
 
     /// Queues a CLOSE for every open handle; returns how many.
-    pub fn close_all(&mut self, link: &mut Link) -> usize {
+    pub(super) fn close_all(&mut self, link: &mut Link) -> usize {
         let n = self.open.len();
         for (_, h) in self.open.drain() {
             close(link, &h.alias);
@@ -104,7 +104,7 @@ impl Handles {
 
 /// A statement queued to keep handles, whose answer has no rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Housekeeping {
+pub(super) enum Housekeeping {
     Open,
     Close,
 }
@@ -118,6 +118,6 @@ fn close(link: &mut Link, alias: &[u8]) {
 }
 
 /// Appends the index name as HANDLER READ wants it.
-pub fn push_index_name(sql: &mut Vec<u8>, name: &str) {
+pub(super) fn push_index_name(sql: &mut Vec<u8>, name: &str) {
     push_identifier(sql, name.as_bytes());
 }

@@ -36,9 +36,9 @@ const READ_CHUNK: usize = 64 * 1024;
 
 /// The oldest MySQL hsd serves: CAST(... AS DOUBLE), which the +/- read
 /// of FLOAT columns uses, came in 8.0.17.
-pub const MIN_MYSQL: (u32, u32, u32) = (8, 0, 17);
+pub(super) const MIN_MYSQL: (u32, u32, u32) = (8, 0, 17);
 /// The oldest MariaDB hsd is tested on.
-pub const MIN_MARIADB: (u32, u32, u32) = (10, 11, 0);
+pub(super) const MIN_MARIADB: (u32, u32, u32) = (10, 11, 0);
 
 /// MySQL 8.0.24+ sends this error, unasked, before it closes a connection
 /// that stayed idle past wait_timeout (ER_CLIENT_INTERACTION_TIMEOUT).
@@ -52,15 +52,15 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 /// A failure, and whether it cost us the connection.
 #[derive(Debug)]
-pub struct Failure {
-    pub error: StorageError,
+pub(super) struct Failure {
+    pub(crate) error: StorageError,
     /// The connection is unusable: drop it and connect again.
-    pub link_lost: bool,
+    pub(crate) link_lost: bool,
     /// The server closed the connection (EOF, reset): a statement that
     /// failed this way before anything was read may safely be retried on a
     /// fresh connection. False for timeouts, where retrying would double
     /// the wait.
-    pub retryable: bool,
+    pub(crate) retryable: bool,
 }
 
 impl Failure {
@@ -92,34 +92,34 @@ impl Failure {
 
 /// Session settings and timeouts of every connection.
 #[derive(Clone)]
-pub struct LinkSettings {
-    pub url: MysqlUrl,
+pub(super) struct LinkSettings {
+    pub(crate) url: MysqlUrl,
     /// --mysql-timeout: connect, every read and write, lock waits,
     /// statement time.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     tls: TlsSetup,
     /// Which RSA key may encrypt the password on a plain link.
     keys: KeyPolicy,
     /// What a connection to one of several servers needs (see `Replicated`).
-    pub replicated: Replicated,
+    pub(crate) replicated: Replicated,
 }
 
 /// Session duties of a connection to a replicated set-up (`topology`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Replicated {
+pub(crate) struct Replicated {
     /// Learn the GTID of each commit from the server's answer (session
     /// tracking), so that reads on replicas can wait for it.
-    pub track_gtids: bool,
+    pub(crate) track_gtids: bool,
     /// Every read waits until the node has applied what the Galera cluster
     /// committed before it (`wsrep_sync_wait = 1`); the caller reads by
     /// SELECT only, since HANDLER reads do not wait.
-    pub causal_reads: bool,
+    pub(crate) causal_reads: bool,
 }
 
 impl LinkSettings {
     /// Resolves the URL's options: reads `ssl-ca` and
     /// `server-public-key-path` now, so a bad file stops hsd at start.
-    pub fn new(url: MysqlUrl, timeout: Duration) -> Result<LinkSettings, String> {
+    pub(super) fn new(url: MysqlUrl, timeout: Duration) -> Result<LinkSettings, String> {
         let tls = TlsSetup::new(&url)?;
         let keys = match (
             &url.options.server_public_key_path,
@@ -148,7 +148,7 @@ impl LinkSettings {
     }
 
     /// The same settings with these session duties.
-    pub fn with_replicated(&self, replicated: Replicated) -> LinkSettings {
+    pub(crate) fn with_replicated(&self, replicated: Replicated) -> LinkSettings {
         LinkSettings {
             replicated,
             ..self.clone()
@@ -168,7 +168,7 @@ impl std::fmt::Debug for LinkSettings {
 
 /// What a statement answered.
 #[derive(Debug)]
-pub enum Answer {
+pub(super) enum Answer {
     /// A statement without rows (or the end of a result set's rows).
     Done(OkPacket),
     /// The server refused the statement; the connection is fine.
@@ -176,7 +176,7 @@ pub enum Answer {
 }
 
 /// Receives a result set as it is read.
-pub trait ResultSink {
+pub(super) trait ResultSink {
     /// Column `i`'s name, before any row.
     fn column(&mut self, _i: usize, _name: &[u8]) {}
     /// One row; `false` means the rest is not wanted (it is still read).
@@ -184,7 +184,7 @@ pub trait ResultSink {
 }
 
 /// A sink for statements whose rows, if any, are not wanted.
-pub struct Discard;
+pub(super) struct Discard;
 
 impl ResultSink for Discard {
     fn row(&mut self, _: &[u8], _: &TextRow) -> bool {
@@ -192,12 +192,12 @@ impl ResultSink for Discard {
     }
 }
 
-pub struct Link {
+pub(super) struct Link {
     stream: Box<dyn Io>,
     /// The server's kind and version, from its greeting.
-    pub server: ServerVersion,
+    pub(crate) server: ServerVersion,
     /// The link is encrypted.
-    pub tls: bool,
+    pub(crate) tls: bool,
     rbuf: Vec<u8>,
     rpos: usize,
     wbuf: Vec<u8>,
@@ -210,7 +210,7 @@ pub struct Link {
     /// and drops itself (session switches queued ahead of a batch).
     quiet: usize,
     /// The session's autocommit, as hsd last set it.
-    pub autocommit: bool,
+    pub(crate) autocommit: bool,
     /// The server reports each commit's GTID (`Replicated::track_gtids`,
     /// and the server agreed).
     tracks_gtids: bool,
@@ -219,7 +219,7 @@ pub struct Link {
 }
 
 impl Link {
-    pub async fn connect(settings: &LinkSettings) -> Result<Link, Failure> {
+    pub(super) async fn connect(settings: &LinkSettings) -> Result<Link, Failure> {
         let t = settings.timeout;
         let endpoint = settings.url.endpoint();
         let what = format!("connecting to {endpoint}");
@@ -475,18 +475,18 @@ impl Link {
     }
 
     /// Whether the server reports the GTID of each commit.
-    pub fn tracks_gtids(&self) -> bool {
+    pub(crate) fn tracks_gtids(&self) -> bool {
         self.tracks_gtids
     }
 
     /// The GTID the server reported since the last call, if any.
-    pub fn take_reported_gtid(&mut self) -> Option<Vec<u8>> {
+    pub(crate) fn take_reported_gtid(&mut self) -> Option<Vec<u8>> {
         self.reported_gtid.take()
     }
 
     /// Queues one statement; `build` appends its text. It leaves with the
     /// next `send` (or the next `answer`, which sends what is queued).
-    pub fn queue(&mut self, build: impl FnOnce(&mut Vec<u8>)) {
+    pub(super) fn queue(&mut self, build: impl FnOnce(&mut Vec<u8>)) {
         let w = PacketWriter::begin(&mut self.wbuf, 0);
         self.wbuf.push(COM_QUERY);
         build(&mut self.wbuf);
@@ -498,14 +498,14 @@ impl Link {
     /// reads it first and drops it (a refusal loses the link, as a session
     /// in an unknown state must not be used). Only ahead of other
     /// statements.
-    pub fn queue_quiet(&mut self, statement: &[u8]) {
+    pub(super) fn queue_quiet(&mut self, statement: &[u8]) {
         debug_assert_eq!(self.in_flight, self.quiet, "quiet statements go first");
         self.queue(|sql| sql.extend_from_slice(statement));
         self.quiet += 1;
     }
 
     /// Sends everything queued.
-    pub async fn send(&mut self) -> Result<(), Failure> {
+    pub(super) async fn send(&mut self) -> Result<(), Failure> {
         if self.wbuf.is_empty() {
             return Ok(());
         }
@@ -523,7 +523,7 @@ impl Link {
 
     /// Reads the answer of the oldest statement in flight, handing its rows
     /// to `sink`. Sends what is queued first.
-    pub async fn answer(&mut self, sink: &mut impl ResultSink) -> Result<Answer, Failure> {
+    pub(super) async fn answer(&mut self, sink: &mut impl ResultSink) -> Result<Answer, Failure> {
         self.send().await?;
         while self.quiet > 0 {
             if let Answer::Refused(e) = self.read_answer(&mut Discard).await? {
@@ -543,7 +543,7 @@ impl Link {
     }
 
     /// Reads and drops the answers of every statement in flight.
-    pub async fn drain(&mut self) -> Result<(), Failure> {
+    pub(super) async fn drain(&mut self) -> Result<(), Failure> {
         while self.in_flight > 0 {
             self.answer(&mut Discard).await?;
         }
@@ -671,7 +671,7 @@ impl Link {
     }
 
     /// Says goodbye (best effort) so the server does not log an abort.
-    pub async fn quit(mut self) {
+    pub(super) async fn quit(mut self) {
         self.wbuf.clear();
         let w = PacketWriter::begin(&mut self.wbuf, 0);
         self.wbuf.push(COM_QUIT);
@@ -697,7 +697,7 @@ fn payload<'a>(
 }
 
 /// Logs, once per process, which server hsd serves and how the link runs.
-pub fn announce(link: &Link, settings: &LinkSettings) {
+pub(super) fn announce(link: &Link, settings: &LinkSettings) {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         tracing::info!(

@@ -24,17 +24,17 @@ use tokio_rustls::rustls::{
 
 /// What the link does about TLS, resolved from the URL at start.
 #[derive(Clone)]
-pub struct TlsSetup {
-    pub mode: SslMode,
+pub(super) struct TlsSetup {
+    pub(crate) mode: SslMode,
     /// The rustls configuration; None for DISABLED.
-    pub config: Option<Arc<ClientConfig>>,
+    pub(crate) config: Option<Arc<ClientConfig>>,
     /// The name the certificate must carry (VERIFY_IDENTITY), or the
     /// host for the handshake's SNI.
-    pub server_name: ServerName<'static>,
+    pub(crate) server_name: ServerName<'static>,
 }
 
 impl TlsSetup {
-    pub fn new(url: &MysqlUrl) -> Result<TlsSetup, String> {
+    pub(super) fn new(url: &MysqlUrl) -> Result<TlsSetup, String> {
         let mode = url.options.ssl_mode;
         let server_name = ServerName::try_from(url.host.clone())
             .map_err(|e| format!("the host {:?} is not a name TLS can check ({e})", url.host))?;

@@ -14,7 +14,7 @@ use mysql_wire::literal::{push_binary, push_identifier};
 use mysql_wire::TextRow;
 
 /// An identifier in backticks.
-pub fn quote(name: &str) -> String {
+pub(super) fn quote(name: &str) -> String {
     let mut out = Vec::with_capacity(name.len() + 2);
     push_identifier(&mut out, name.as_bytes());
     String::from_utf8_lossy(&out).into_owned()
@@ -74,7 +74,7 @@ fn open_table(db: &str, table: &str, why: &str) -> Failure {
 }
 
 /// BLOB/TEXT-like columns (the original refused filters on them).
-pub fn is_blob(data_type: &str) -> bool {
+pub(super) fn is_blob(data_type: &str) -> bool {
     data_type.ends_with("blob")
         || data_type.ends_with("text")
         || matches!(
@@ -92,7 +92,7 @@ pub fn is_blob(data_type: &str) -> bool {
 }
 
 /// The column's type family from information_schema's description.
-pub fn column_kind(
+pub(super) fn column_kind(
     data_type: &str,
     column_type: &str,
     charset: Option<&str>,
@@ -340,7 +340,7 @@ struct RawIndex {
     unordered: bool,
 }
 
-pub async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMeta, Failure> {
+pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMeta, Failure> {
     let mut filter = Vec::new();
     filter.extend_from_slice(b" WHERE TABLE_SCHEMA = ");
     push_binary(&mut filter, Some(db.as_bytes()));

@@ -47,9 +47,9 @@ mod meta;
 mod points;
 mod rows;
 mod scan;
-pub mod topology;
+pub(crate) mod topology;
 
-pub use self::conn::MysqlConn;
+pub(crate) use self::conn::MysqlConn;
 use self::conn::Placement;
 use self::connector::Connector;
 use self::link::{Link, LinkSettings, Replicated};
@@ -61,26 +61,26 @@ use std::time::Duration;
 
 /// Settings the backend needs from the configuration.
 #[derive(Debug, Clone)]
-pub struct MysqlSettings {
-    pub url: MysqlUrl,
+pub(crate) struct MysqlSettings {
+    pub(crate) url: MysqlUrl,
     /// Shown in logs instead of the URL (no password).
-    pub target: String,
-    pub timeout: Duration,
+    pub(crate) target: String,
+    pub(crate) timeout: Duration,
     /// Read connections per event loop (per server, with replicas).
-    pub links_per_loop: usize,
+    pub(crate) links_per_loop: usize,
     /// `--replica`: the --backend server's replicas (or its Galera peers),
     /// each with its name for logs. With any, a `topology` decides which
     /// server takes writes and where the read port's finds run.
-    pub replicas: Vec<(MysqlUrl, String)>,
+    pub(crate) replicas: Vec<(MysqlUrl, String)>,
     /// `--read-from`.
-    pub read_from: ReadFrom,
+    pub(crate) read_from: ReadFrom,
     /// `--topology-interval`.
-    pub topology_interval: Duration,
+    pub(crate) topology_interval: Duration,
     /// `--replica-wait`.
-    pub replica_wait: Duration,
+    pub(crate) replica_wait: Duration,
 }
 
-pub struct MysqlBackend {
+pub(crate) struct MysqlBackend {
     /// The --backend server's (the only one without replicas).
     connector: Arc<Connector>,
     links_per_loop: usize,
@@ -103,7 +103,7 @@ impl MysqlBackend {
     /// connects once it is up). With replicas, starts the topology (whose
     /// metrics go to `registry`) and waits for its first look at every
     /// server.
-    pub async fn start(
+    pub(crate) async fn start(
         settings: MysqlSettings,
         registry: &prometheus::Registry,
     ) -> anyhow::Result<MysqlBackend> {

@@ -135,7 +135,7 @@ fn handler_can_read(scan: &Scan<'_>) -> bool {
 }
 
 /// What a queued statement answers.
-enum Pending {
+enum Queued {
     /// HANDLER OPEN/CLOSE of the next scan's handle: no rows.
     Handle(Housekeeping),
     /// A scan's own statement.
@@ -203,22 +203,22 @@ pub(super) async fn scan_many(
     }
 
     // Every other scan's statement, in scan order, then the answers.
-    let mut pending: Vec<Pending> = Vec::new();
+    let mut pending: Vec<Queued> = Vec::new();
     for (scan, route) in scans.iter().zip(&routes) {
         match route {
             Route::Points(_) => {}
             Route::Handler => {
                 let mut housekeeping = Vec::new();
                 let alias = handles.alias_for(link, &scan.index.table, &mut housekeeping);
-                pending.extend(housekeeping.into_iter().map(Pending::Handle));
+                pending.extend(housekeeping.into_iter().map(Queued::Handle));
                 link.queue(|sql| handler_read(sql, &alias, scan));
-                pending.push(Pending::Scan);
+                pending.push(Queued::Scan);
             }
             Route::Select => {
                 link.queue(|sql| {
                     scan_sql::build(scan, DIALECT, &mut Literals { scan }, sql);
                 });
-                pending.push(Pending::Scan);
+                pending.push(Queued::Scan);
             }
         }
     }
@@ -263,7 +263,7 @@ pub(super) async fn scan_many(
             continue;
         }
         // Housekeeping answers queued ahead of this scan's statement.
-        while let Some(&Pending::Handle(kind)) = next.peek() {
+        while let Some(&Queued::Handle(kind)) = next.peek() {
             next.next();
             if let Answer::Refused(e) = link.answer(&mut super::link::Discard).await? {
                 // An OPEN that failed left nothing open; a CLOSE that failed

@@ -74,7 +74,7 @@ enum DbGroup {
     Doomed(StorageError),
 }
 
-pub struct SqliteConn {
+pub(crate) struct SqliteConn {
     data_dir: PathBuf,
     synchronous: Synchronous,
     /// Set when commits are made durable by syncing the WAL beside the loop.
@@ -91,7 +91,7 @@ pub struct SqliteConn {
 }
 
 impl SqliteConn {
-    pub fn new(
+    pub(crate) fn new(
         data_dir: PathBuf,
         synchronous: Synchronous,
         syncer: Option<Arc<WalSyncer>>,

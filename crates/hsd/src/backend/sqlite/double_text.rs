@@ -18,10 +18,10 @@ use rusqlite::types::{Value, ValueRef};
 use rusqlite::Connection;
 
 /// The SQL function's name.
-pub const FUNCTION: &str = "hsd_double_text";
+pub(crate) const FUNCTION: &str = "hsd_double_text";
 
 /// `x` as MariaDB prints a DOUBLE holding it.
-pub fn double_text(x: f64) -> String {
+pub(crate) fn double_text(x: f64) -> String {
     if x.is_nan() {
         // SQLite stores NaN as NULL; kept for completeness.
         return "nan".into();
@@ -47,7 +47,7 @@ pub fn double_text(x: f64) -> String {
 }
 
 /// Registers `hsd_double_text(x)` on a connection.
-pub fn register(conn: &Connection) -> rusqlite::Result<()> {
+pub(crate) fn register(conn: &Connection) -> rusqlite::Result<()> {
     conn.create_scalar_function(
         FUNCTION,
         1,

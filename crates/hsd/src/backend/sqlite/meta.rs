@@ -50,7 +50,11 @@ type ColumnRow = (String, String, i64);
 type ColumnFlags = (bool, bool);
 
 /// Reads a table's columns and indexes from SQLite's catalog.
-pub fn describe_table(conn: &Connection, db: &str, table: &str) -> Result<TableMeta, StorageError> {
+pub(super) fn describe_table(
+    conn: &Connection,
+    db: &str,
+    table: &str,
+) -> Result<TableMeta, StorageError> {
     let not_found = || StorageError::OpenTable(format!("no table {db}.{table}"));
     let exists: bool = conn
         .query_row(

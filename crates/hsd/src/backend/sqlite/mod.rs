@@ -12,7 +12,7 @@
 //! - `statement_clock`: the time budget of each statement.
 
 mod conn;
-pub mod double_text;
+pub(crate) mod double_text;
 mod meta;
 mod scan;
 mod shm;
@@ -20,7 +20,7 @@ mod statement_clock;
 mod stmt;
 mod wal_sync;
 
-pub use conn::SqliteConn;
+pub(crate) use conn::SqliteConn;
 
 use super::{Backend, ReadPlacement, StorageError, ERR_DUPLICATE_KEY, ERR_NOT_NULL};
 use rusqlite::{ffi, Connection, OpenFlags};
@@ -41,7 +41,7 @@ const READ_BUSY_TIMEOUT: Duration = Duration::from_secs(2);
 /// `synchronous` pragma; `--synchronous`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
-pub enum Synchronous {
+pub(crate) enum Synchronous {
     Off,
     Normal,
     Full,
@@ -57,7 +57,7 @@ impl Synchronous {
     }
 }
 
-pub struct SqliteBackend {
+pub(crate) struct SqliteBackend {
     data_dir: PathBuf,
     synchronous: Synchronous,
     /// How long one statement may run (None: no limit).
@@ -67,7 +67,7 @@ pub struct SqliteBackend {
 }
 
 impl SqliteBackend {
-    pub fn new(data_dir: impl Into<PathBuf>, synchronous: Synchronous) -> Self {
+    pub(crate) fn new(data_dir: impl Into<PathBuf>, synchronous: Synchronous) -> Self {
         let data_dir = data_dir.into();
         let syncer =
             (synchronous == Synchronous::Full).then(|| Arc::new(WalSyncer::new(&data_dir)));
@@ -80,7 +80,7 @@ impl SqliteBackend {
     }
 
     /// Stops statements that run longer than `timeout` (None: never).
-    pub fn with_statement_timeout(mut self, timeout: Option<Duration>) -> Self {
+    pub(crate) fn with_statement_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.statement_timeout = timeout;
         self
     }
@@ -108,7 +108,7 @@ impl Backend for SqliteBackend {
 }
 
 /// A db name is a file name: keep it to a safe alphabet.
-pub fn valid_db_name(db: &str) -> bool {
+pub(crate) fn valid_db_name(db: &str) -> bool {
     !db.is_empty()
         && db.len() <= 64
         && db
@@ -116,12 +116,12 @@ pub fn valid_db_name(db: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'$')
 }
 
-pub fn db_path(data_dir: &Path, db: &str) -> PathBuf {
+pub(crate) fn db_path(data_dir: &Path, db: &str) -> PathBuf {
     data_dir.join(format!("{db}.sqlite"))
 }
 
 /// Opens (or with `create`, creates) a db file with hsd's settings.
-pub fn open_db(
+pub(crate) fn open_db(
     data_dir: &Path,
     db: &str,
     create: bool,
@@ -157,13 +157,10 @@ pub fn open_db(
 
 /// What a statement stopped by its time budget answers: MariaDB's
 /// ER_STATEMENT_TIMEOUT, as the MySQL backend answers it.
-pub const ERR_STATEMENT_TIMEOUT: u32 = 1969;
-
-/// SQLite's result code for a lock held by another connection.
-pub const SQLITE_BUSY: u32 = ffi::SQLITE_BUSY as u32;
+pub(crate) const ERR_STATEMENT_TIMEOUT: u32 = 1969;
 
 /// Maps an SQLite error to what a client sees.
-pub fn refused(e: rusqlite::Error) -> StorageError {
+pub(crate) fn refused(e: rusqlite::Error) -> StorageError {
     match &e {
         rusqlite::Error::SqliteFailure(err, msg) => refused_code(
             err.extended_code,
@@ -177,7 +174,7 @@ pub fn refused(e: rusqlite::Error) -> StorageError {
 }
 
 /// Maps an extended SQLite result code and its message.
-pub fn refused_code(extended_code: i32, message: String) -> StorageError {
+pub(crate) fn refused_code(extended_code: i32, message: String) -> StorageError {
     let code = match extended_code {
         ffi::SQLITE_CONSTRAINT_PRIMARYKEY | ffi::SQLITE_CONSTRAINT_UNIQUE => ERR_DUPLICATE_KEY,
         ffi::SQLITE_CONSTRAINT_NOTNULL => ERR_NOT_NULL,

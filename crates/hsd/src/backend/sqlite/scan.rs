@@ -27,15 +27,15 @@ const MAX_INDEXES: usize = 1024;
 /// Most statements of other shapes per opened index.
 const MAX_SHAPED: usize = 64;
 /// Longest SQL of a statement that is kept for the next scan of its shape.
-pub const MAX_KEPT_SQL: usize = 16 << 10;
+pub(super) const MAX_KEPT_SQL: usize = 16 << 10;
 /// Most bytes the kept statements of one db file hold together.
-pub const MAX_KEPT_BYTES: usize = 4 << 20;
+pub(super) const MAX_KEPT_BYTES: usize = 4 << 20;
 
 /// A scan statement and how to bind and read it.
-pub struct ScanStatement {
-    pub stmt: RawStatement,
+pub(super) struct ScanStatement {
+    pub(crate) stmt: RawStatement,
     params: Vec<Param>,
-    pub layout: ScanLayout,
+    pub(crate) layout: ScanLayout,
     /// Length of its SQL text.
     sql_len: usize,
 }
@@ -67,7 +67,7 @@ impl ScanStatement {
     /// A value compared with an INTEGER column is bound as the integer the
     /// original's column would have stored (`'5abc'` is 5, `''` 0), so
     /// that the comparison is numeric as it was there.
-    pub fn bind(&mut self, scan: &Scan<'_>) -> Result<(), StorageError> {
+    pub(super) fn bind(&mut self, scan: &Scan<'_>) -> Result<(), StorageError> {
         let table = &scan.index.table;
         let key_columns = &scan.index.index_meta().key_columns;
         for (i, p) in self.params.iter().enumerate() {
@@ -113,7 +113,7 @@ const ROWID: ColumnKind = ColumnKind::Integer {
 };
 
 /// Binds a value as what storing it into a column of `kind` makes.
-pub fn bind_stored(
+pub(super) fn bind_stored(
     stmt: &mut RawStatement,
     i: usize,
     kind: &ColumnKind,
@@ -137,7 +137,7 @@ struct IndexStatements {
 
 /// Every scan statement of one db file, by opened index.
 #[derive(Default)]
-pub struct ScanStatements {
+pub(super) struct ScanStatements {
     by_index: HashMap<u64, IndexStatements>,
     /// What the kept statements cost (`ScanStatement::bytes`).
     kept_bytes: usize,
@@ -172,7 +172,7 @@ fn plain_slot(scan: &Scan<'_>) -> Option<usize> {
 impl ScanStatements {
     /// The statement for `scan`, prepared on first use (and kept, unless
     /// too big: see the module comment).
-    pub fn get(
+    pub(super) fn get(
         &mut self,
         conn: &Connection,
         scan: &Scan<'_>,
@@ -250,12 +250,12 @@ impl ScanStatements {
     }
 
     /// Drops the statement too big to keep, once its scan is done.
-    pub fn release_passing(&mut self) {
+    pub(super) fn release_passing(&mut self) {
         self.passing = None;
     }
 
     /// Drops every statement.
-    pub fn clear(&mut self) {
+    pub(super) fn clear(&mut self) {
         self.by_index.clear();
         self.kept_bytes = 0;
         self.passing = None;
@@ -263,7 +263,8 @@ impl ScanStatements {
 
     /// What the kept statements cost, and how many there are.
     #[cfg(test)]
-    pub fn kept(&self) -> (usize, usize) {
+    #[cfg(test)]
+    fn kept(&self) -> (usize, usize) {
         let count = self
             .by_index
             .values()
@@ -274,10 +275,10 @@ impl ScanStatements {
 }
 
 /// The current row of a scan statement, as the executor sees it.
-pub struct SqliteRow<'s> {
-    pub stmt: &'s RawStatement,
-    pub ncols: usize,
-    pub layout: ScanLayout,
+pub(super) struct SqliteRow<'s> {
+    pub(crate) stmt: &'s RawStatement,
+    pub(crate) ncols: usize,
+    pub(crate) layout: ScanLayout,
 }
 
 impl RowView for SqliteRow<'_> {
@@ -309,7 +310,7 @@ impl RowView for SqliteRow<'_> {
 }
 
 /// Steps `stmt` once; `Ok(false)` at the end.
-pub fn next_row(stmt: &mut RawStatement) -> Result<bool, StorageError> {
+pub(super) fn next_row(stmt: &mut RawStatement) -> Result<bool, StorageError> {
     Ok(stmt.step()? == Step::Row)
 }
 

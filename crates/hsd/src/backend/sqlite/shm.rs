@@ -14,12 +14,12 @@ use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
 /// Bytes of one copy of the WAL-index header.
-pub const HEADER_LEN: usize = 48;
+pub(super) const HEADER_LEN: usize = 48;
 
 /// One copy of the header, as a fingerprint of the committed state.
-pub type Fingerprint = [u8; HEADER_LEN];
+pub(super) type Fingerprint = [u8; HEADER_LEN];
 
-pub struct WalIndexView {
+pub(super) struct WalIndexView {
     ptr: *const u8,
     len: usize,
 }
@@ -27,7 +27,7 @@ pub struct WalIndexView {
 impl WalIndexView {
     /// Maps the header of `db_file`'s shm file; `None` when there is none
     /// yet (or it is too short, or cannot be mapped).
-    pub fn open(db_file: &Path) -> Option<WalIndexView> {
+    pub(super) fn open(db_file: &Path) -> Option<WalIndexView> {
         let real = std::fs::canonicalize(db_file).ok()?;
         let mut path = real.into_os_string();
         path.push("-shm");
@@ -60,7 +60,7 @@ impl WalIndexView {
 
     /// The committed state's fingerprint; `None` while a writer is between
     /// the two copies (treat it as changed).
-    pub fn fingerprint(&self) -> Option<Fingerprint> {
+    pub(super) fn fingerprint(&self) -> Option<Fingerprint> {
         let mut first = [0u8; HEADER_LEN];
         let mut second = [0u8; HEADER_LEN];
         // SAFETY: both ranges lie in the mapping (2 * 48 < 4096). Another

@@ -22,7 +22,7 @@ const STEPS_PER_LOOK: i32 = 4096;
 
 /// One storage connection's deadline, shared with its progress handlers.
 #[derive(Clone)]
-pub struct StatementClock {
+pub(super) struct StatementClock {
     budget: Option<Duration>,
     base: Instant,
     /// Nanoseconds after `base` when the running statement must stop; 0
@@ -31,7 +31,7 @@ pub struct StatementClock {
 }
 
 impl StatementClock {
-    pub fn new(budget: Option<Duration>) -> StatementClock {
+    pub(super) fn new(budget: Option<Duration>) -> StatementClock {
         StatementClock {
             budget,
             base: Instant::now(),
@@ -40,7 +40,7 @@ impl StatementClock {
     }
 
     /// Lets this clock stop statements on `conn`.
-    pub fn watch(&self, conn: &Connection) {
+    pub(super) fn watch(&self, conn: &Connection) {
         if self.budget.is_none() {
             return;
         }
@@ -57,7 +57,7 @@ impl StatementClock {
 
     /// Arms the deadline for a statement starting now; disarmed when the
     /// returned guard drops.
-    pub fn start(&self) -> Armed<'_> {
+    pub(super) fn start(&self) -> Armed<'_> {
         if let Some(budget) = self.budget {
             let at = nanos(self.base.elapsed() + budget).max(1);
             self.deadline.store(at, Ordering::Relaxed);
@@ -67,14 +67,14 @@ impl StatementClock {
 }
 
 /// A running statement's deadline; dropping it disarms the clock.
-pub struct Armed<'a> {
+pub(super) struct Armed<'a> {
     clock: &'a StatementClock,
 }
 
 impl Armed<'_> {
     /// Moves the deadline on by time the statement spent waiting (not
     /// running) while the event loop served others.
-    pub fn excuse(&self, waited: Duration) {
+    pub(super) fn excuse(&self, waited: Duration) {
         if self.clock.budget.is_some() {
             let d = &self.clock.deadline;
             let at = d.load(Ordering::Relaxed);

@@ -19,20 +19,20 @@ use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
 use std::ptr::NonNull;
 
-pub struct RawStatement {
+pub(super) struct RawStatement {
     raw: NonNull<ffi::sqlite3_stmt>,
 }
 
 /// What a step produced.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Step {
+pub(super) enum Step {
     Row,
     Done,
 }
 
 impl RawStatement {
     /// Prepares `sql` on `conn` for repeated use.
-    pub fn prepare(conn: &Connection, sql: &str) -> Result<RawStatement, StorageError> {
+    pub(super) fn prepare(conn: &Connection, sql: &str) -> Result<RawStatement, StorageError> {
         // SAFETY: the handle is valid while `conn` lives; the statement is
         // finalized before the connection closes (see the module comment).
         let db = unsafe { conn.handle() };
@@ -65,7 +65,7 @@ impl RawStatement {
 
     /// Binds parameter `i` (from 1) to text bytes or NULL, without copying:
     /// the bytes must outlive the next `reset`.
-    pub fn bind_text(&mut self, i: usize, value: Option<&[u8]>) -> Result<(), StorageError> {
+    pub(super) fn bind_text(&mut self, i: usize, value: Option<&[u8]>) -> Result<(), StorageError> {
         let i = i as c_int;
         // SAFETY: valid statement; SQLITE_STATIC is sound because callers
         // keep the value alive until `reset` (module comment).
@@ -84,13 +84,13 @@ impl RawStatement {
         self.check(rc)
     }
 
-    pub fn bind_int(&mut self, i: usize, value: i64) -> Result<(), StorageError> {
+    pub(super) fn bind_int(&mut self, i: usize, value: i64) -> Result<(), StorageError> {
         // SAFETY: valid statement.
         let rc = unsafe { ffi::sqlite3_bind_int64(self.raw.as_ptr(), i as c_int, value) };
         self.check(rc)
     }
 
-    pub fn step(&mut self) -> Result<Step, StorageError> {
+    pub(super) fn step(&mut self) -> Result<Step, StorageError> {
         // SAFETY: valid statement.
         match unsafe { ffi::sqlite3_step(self.raw.as_ptr()) } {
             ffi::SQLITE_ROW => Ok(Step::Row),
@@ -101,7 +101,7 @@ impl RawStatement {
 
     /// Column `i` (from 0) of the current row as bytes; `None` for NULL.
     /// Integers and reals are turned into their text by SQLite.
-    pub fn column(&self, i: usize) -> Option<&[u8]> {
+    pub(super) fn column(&self, i: usize) -> Option<&[u8]> {
         let stmt = self.raw.as_ptr();
         let i = i as c_int;
         // SAFETY: valid statement positioned on a row; the pointer SQLite
@@ -121,7 +121,7 @@ impl RawStatement {
     }
 
     /// Heap bytes SQLite holds for this prepared statement.
-    pub fn memory_used(&self) -> usize {
+    pub(super) fn memory_used(&self) -> usize {
         // SAFETY: valid statement; reading a counter changes nothing.
         let n = unsafe {
             ffi::sqlite3_stmt_status(self.raw.as_ptr(), ffi::SQLITE_STMTSTATUS_MEMUSED, 0)
@@ -129,13 +129,13 @@ impl RawStatement {
         usize::try_from(n).unwrap_or(0)
     }
 
-    pub fn column_int(&self, i: usize) -> i64 {
+    pub(super) fn column_int(&self, i: usize) -> i64 {
         // SAFETY: valid statement positioned on a row.
         unsafe { ffi::sqlite3_column_int64(self.raw.as_ptr(), i as c_int) }
     }
 
     /// Ends the current execution and forgets the bound values.
-    pub fn reset(&mut self) {
+    pub(super) fn reset(&mut self) {
         // SAFETY: valid statement. Errors of the last step were reported by
         // `step` already.
         unsafe {

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(250);
 
 /// The WAL files of every db, shared by the backend's connections.
-pub struct WalSyncer {
+pub(crate) struct WalSyncer {
     data_dir: PathBuf,
     files: Mutex<HashMap<String, Arc<WalFile>>>,
     /// The checkpoint thread's queue (started on first use).
@@ -62,13 +62,13 @@ struct SyncState {
 }
 
 /// A commit to make durable: its file and its number there.
-pub struct Ticket {
+pub(crate) struct Ticket {
     file: Arc<WalFile>,
     n: u64,
 }
 
 impl WalSyncer {
-    pub fn new(data_dir: &Path) -> WalSyncer {
+    pub(crate) fn new(data_dir: &Path) -> WalSyncer {
         WalSyncer {
             data_dir: data_dir.to_path_buf(),
             files: Mutex::new(HashMap::new()),
@@ -78,7 +78,7 @@ impl WalSyncer {
 
     /// Whether the writer should rewind `db`'s WAL before its next
     /// transaction there; answers each request once.
-    pub fn restart_due(&self, db: &str) -> bool {
+    pub(crate) fn restart_due(&self, db: &str) -> bool {
         let files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         files
             .get(db)
@@ -86,7 +86,7 @@ impl WalSyncer {
     }
 
     /// Notes a commit just made on `db`.
-    pub fn committed(&self, db: &str) -> Ticket {
+    pub(crate) fn committed(&self, db: &str) -> Ticket {
         let file = {
             let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
             files
@@ -112,7 +112,7 @@ impl WalSyncer {
 
     /// The step that makes these commits durable (the committer runs it
     /// before answering).
-    pub fn step(self: &Arc<Self>, tickets: Vec<Ticket>) -> SyncStep {
+    pub(crate) fn step(self: &Arc<Self>, tickets: Vec<Ticket>) -> SyncStep {
         let syncer = self.clone();
         Box::new(move || syncer.sync(&tickets))
     }

@@ -13,7 +13,7 @@ use super::observe::Observation;
 
 /// What the last poll of a server said.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Health {
+pub(crate) enum Health {
     /// Not polled yet.
     Unknown,
     /// The poll failed: unreachable, or an unreadable answer.
@@ -22,7 +22,7 @@ pub enum Health {
 }
 
 impl Health {
-    pub fn observation(&self) -> Option<&Observation> {
+    pub(crate) fn observation(&self) -> Option<&Observation> {
         match self {
             Health::Up(o) => Some(o),
             _ => None,
@@ -32,7 +32,7 @@ impl Health {
 
 /// Which server takes writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Writer {
+pub(crate) enum Writer {
     One(usize),
     /// No server may take writes; why.
     None(String),
@@ -43,7 +43,7 @@ pub enum Writer {
 
 /// What a server is used for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     /// Takes the writes (and the reads that no replica may serve).
     Primary,
     /// An asynchronous replica: serves a read when its applied position
@@ -59,7 +59,7 @@ pub enum Role {
 
 impl Role {
     /// A short name for metrics labels.
-    pub fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             Role::Primary => "primary",
             Role::Replica => "replica",
@@ -75,7 +75,7 @@ impl Role {
 /// their own, within --mysql-timeout), and among the nodes of one Galera
 /// cluster it stays the writer while usable, so writes do not hop between
 /// nodes and conflict.
-pub fn choose_writer(servers: &[Health], previous: Option<usize>) -> Writer {
+pub(crate) fn choose_writer(servers: &[Health], previous: Option<usize>) -> Writer {
     // Not polled yet (the first polls finish one by one): no news.
     if let Some(p) = previous {
         if matches!(servers.get(p), Some(Health::Unknown)) {
@@ -129,7 +129,7 @@ pub fn choose_writer(servers: &[Health], previous: Option<usize>) -> Writer {
 }
 
 /// Each server's role, given the writer.
-pub fn roles(servers: &[Health], writer: &Writer) -> Vec<Role> {
+pub(crate) fn roles(servers: &[Health], writer: &Writer) -> Vec<Role> {
     let writer_at = match writer {
         Writer::One(w) => Some(*w),
         _ => None,
@@ -191,7 +191,7 @@ pub fn roles(servers: &[Health], writer: &Writer) -> Vec<Role> {
 
 /// Where a read on the read port runs (with `--read-from replicas`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReadChoice {
+pub(crate) enum ReadChoice {
     /// On this server, now.
     Run(usize),
     /// No replica has applied the frontier yet; these replicas may soon:
@@ -206,7 +206,7 @@ pub enum ReadChoice {
 /// in flight (ties broken by `turn`, so equal servers share the load).
 /// `known[i]` is the best knowledge of server i's applied position (polls
 /// and waits); `in_flight[i]` its reads running now.
-pub fn choose_read(
+pub(crate) fn choose_read(
     roles: &[Role],
     known: &[Position],
     frontier: &Position,

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Position {
+pub(crate) struct Position {
     /// MariaDB: per domain, (server id, sequence number) of its latest GTID.
     domains: BTreeMap<u32, (u32, u64)>,
     /// MySQL: per source, sorted, disjoint, non-adjacent inclusive ranges.
@@ -29,9 +29,9 @@ pub struct Position {
 /// Text that is not a GTID position.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unreadable GTID position {text:?}: {why}")]
-pub struct GtidError {
-    pub text: String,
-    pub why: &'static str,
+pub(crate) struct GtidError {
+    pub(crate) text: String,
+    pub(crate) why: &'static str,
 }
 
 fn err(text: &str, why: &'static str) -> GtidError {
@@ -45,7 +45,7 @@ impl Position {
     /// Parses MariaDB's `gtid_slave_pos` / `gtid_binlog_pos` / `last_gtid`
     /// text: GTIDs separated by commas (blanks allowed), empty for none. A
     /// domain named twice keeps its highest sequence number.
-    pub fn parse_mariadb(text: &str) -> Result<Position, GtidError> {
+    pub(crate) fn parse_mariadb(text: &str) -> Result<Position, GtidError> {
         let mut p = Position::default();
         for part in text.split(',') {
             let part = part.trim();
@@ -68,7 +68,7 @@ impl Position {
 
     /// Parses a MySQL GTID set (`gtid_executed`, `session_track_gtids`):
     /// `uuid:1-5:7,uuid2[:tag]:1-3`, blanks and newlines allowed.
-    pub fn parse_mysql(text: &str) -> Result<Position, GtidError> {
+    pub(crate) fn parse_mysql(text: &str) -> Result<Position, GtidError> {
         let mut p = Position::default();
         for part in text.split(',') {
             let part: String = part.chars().filter(|c| !c.is_whitespace()).collect();
@@ -117,12 +117,13 @@ impl Position {
         Ok(p)
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.domains.is_empty() && self.sources.is_empty()
     }
 
     /// Whether a server at `self` has applied everything in `want`.
-    pub fn covers(&self, want: &Position) -> bool {
+    pub(crate) fn covers(&self, want: &Position) -> bool {
         want.domains
             .iter()
             .all(|(d, &(_, n))| self.domains.get(d).is_some_and(|&(_, have)| have >= n))
@@ -133,7 +134,7 @@ impl Position {
     }
 
     /// Adds `other`: the position of a server that applied both.
-    pub fn merge(&mut self, other: &Position) {
+    pub(crate) fn merge(&mut self, other: &Position) {
         for (&d, &(s, n)) in &other.domains {
             self.raise_domain(d, s, n);
         }
@@ -144,43 +145,9 @@ impl Position {
         }
     }
 
-    /// Keeps only what `other` also has (per domain the lower sequence
-    /// number; per source the common transactions).
-    pub fn intersect(&mut self, other: &Position) {
-        self.domains.retain(|d, (s, n)| match other.domains.get(d) {
-            Some(&(os, on)) => {
-                if on < *n {
-                    *s = os;
-                    *n = on;
-                }
-                true
-            }
-            None => false,
-        });
-        let mut sources = BTreeMap::new();
-        for (src, ranges) in &self.sources {
-            let Some(theirs) = other.sources.get(src) else {
-                continue;
-            };
-            let mut common = Vec::new();
-            for &(a, b) in ranges {
-                for &(c, d) in theirs {
-                    let (lo, hi) = (a.max(c), b.min(d));
-                    if lo <= hi {
-                        common.push((lo, hi));
-                    }
-                }
-            }
-            if !common.is_empty() {
-                sources.insert(src.clone(), common);
-            }
-        }
-        self.sources = sources;
-    }
-
     /// How many transactions of `want` a server at `self` has not applied
     /// (a replica's lag in transactions, `want` being its primary's).
-    pub fn missing(&self, want: &Position) -> u64 {
+    pub(crate) fn missing(&self, want: &Position) -> u64 {
         let mut n: u64 = 0;
         for (d, &(_, seq)) in &want.domains {
             let have = self.domains.get(d).map_or(0, |&(_, h)| h);
@@ -207,7 +174,7 @@ impl Position {
     /// stays: a MariaDB domain that moved on since is kept as it is (its
     /// newer transaction came from the writer, and orders after the lost
     /// ones); a MySQL set loses exactly the lost transactions.
-    pub fn without_lost(&self, then: &Position, logged: &Position) -> Position {
+    pub(crate) fn without_lost(&self, then: &Position, logged: &Position) -> Position {
         let mut out = self.clone();
         for (d, &(_, n)) in &then.domains {
             let have = logged.domains.get(d).copied();
@@ -237,7 +204,7 @@ impl Position {
     }
 
     /// How many ranges the MySQL sets hold (a measure of fragmentation).
-    pub fn range_count(&self) -> usize {
+    pub(crate) fn range_count(&self) -> usize {
         self.sources.values().map(Vec::len).sum()
     }
 
@@ -412,7 +379,7 @@ mod tests {
     }
 
     #[test]
-    fn mariadb_merge_intersect_missing() {
+    fn mariadb_merge_and_missing() {
         let mut f = m("0-1-10");
         f.merge(&m("0-1-12"));
         f.merge(&m("0-1-11"));
@@ -421,12 +388,6 @@ mod tests {
         assert_eq!(m("0-1-5").missing(&f), 7 + 2);
         assert_eq!(f.missing(&f), 0);
         assert_eq!(m("0-1-20,3-1-9").missing(&f), 0);
-        let mut c = f.clone();
-        c.intersect(&m("0-2-9"));
-        assert_eq!(c.to_string(), "0-2-9");
-        let mut c = f.clone();
-        c.intersect(&m("0-2-90,3-1-1"));
-        assert_eq!(c.to_string(), "0-1-12,3-1-1");
     }
 
     #[test]
@@ -470,18 +431,14 @@ mod tests {
     }
 
     #[test]
-    fn mysql_merge_intersect_missing() {
+    fn mysql_merge_and_missing() {
         let mut f = y(&format!("{U1}:1-5"));
         f.merge(&y(&format!("{U1}:7")));
         f.merge(&y(&format!("{U1}:6")));
         assert_eq!(f.to_string(), format!("{U1}:1-7"));
         let replica = y(&format!("{U1}:1-3:6"));
         assert_eq!(replica.missing(&f), 3);
-        let mut c = f.clone();
-        c.intersect(&replica);
-        assert_eq!(c.to_string(), format!("{U1}:1-3:6"));
-        c.intersect(&y(&format!("{U2}:1")));
-        assert!(c.is_empty());
+        assert_eq!(y(&format!("{U2}:1")).missing(&f), 7);
     }
 
     #[test]

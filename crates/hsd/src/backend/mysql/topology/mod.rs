@@ -19,9 +19,9 @@
 //! Servers are numbered as configured: 0 is `--backend`, then each
 //! `--replica` in order.
 
-pub mod decide;
-pub mod gtid;
-pub mod observe;
+pub(crate) mod decide;
+pub(crate) mod gtid;
+pub(crate) mod observe;
 mod poll;
 
 use self::decide::{Health, ReadChoice, Role, Writer};
@@ -52,35 +52,35 @@ fn role_index(r: &Role) -> usize {
 
 /// Where the read port's finds run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReadFrom {
+pub(crate) enum ReadFrom {
     Primary,
     Replicas,
 }
 
 /// One configured server.
 #[derive(Debug, Clone)]
-pub struct ServerSpec {
-    pub url: MysqlUrl,
+pub(crate) struct ServerSpec {
+    pub(crate) url: MysqlUrl,
     /// `host:port`, for logs and metrics (no password).
-    pub name: String,
+    pub(crate) name: String,
 }
 
 #[derive(Debug, Clone)]
-pub struct TopologySettings {
+pub(crate) struct TopologySettings {
     /// `--backend` first, then every `--replica`.
-    pub servers: Vec<ServerSpec>,
-    pub read_from: ReadFrom,
+    pub(crate) servers: Vec<ServerSpec>,
+    pub(crate) read_from: ReadFrom,
     /// `--topology-interval`.
-    pub interval: Duration,
+    pub(crate) interval: Duration,
     /// `--replica-wait`.
-    pub replica_wait: Duration,
+    pub(crate) replica_wait: Duration,
     /// `--mysql-timeout`: the poll's connections, and their statements.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
 }
 
 /// What a commit reported.
 #[derive(Debug, Clone, Copy)]
-pub enum Commit<'a> {
+pub(crate) enum Commit<'a> {
     /// The GTID text the server reported for it.
     Gtid(&'a [u8]),
     /// The connection could not learn the GTID (no session tracking): the
@@ -91,11 +91,8 @@ pub enum Commit<'a> {
 
 /// Where a read runs, and its place among the server's reads in flight
 /// (held until the read is done).
-pub struct ReadRoute {
-    pub server: usize,
-    /// A Galera peer: the read must be a SELECT run with `wsrep_sync_wait`
-    /// (HANDLER reads do not wait for the cluster).
-    pub causal_select: bool,
+pub(crate) struct ReadRoute {
+    pub(crate) server: usize,
     _in_flight: InFlight,
 }
 
@@ -162,7 +159,7 @@ struct State {
     turn: usize,
 }
 
-pub struct Topology {
+pub(crate) struct Topology {
     settings: TopologySettings,
     servers: Vec<Server>,
     state: Mutex<State>,
@@ -178,7 +175,7 @@ impl Topology {
     /// first poll of every server, so that hsd starts with the roles the
     /// servers have. Unreachable servers are no error: they are polled
     /// again every interval.
-    pub async fn start(
+    pub(crate) async fn start(
         settings: TopologySettings,
         registry: &Registry,
     ) -> anyhow::Result<Arc<Topology>> {
@@ -226,7 +223,7 @@ impl Topology {
     }
 
     /// Stops the poll thread (and waits for it).
-    pub fn shut_down(&self) {
+    pub(crate) fn shut_down(&self) {
         self.stopping.store(true, Ordering::SeqCst);
         self.stop.notify_waiters();
         let handle = lock(&self.thread).take();
@@ -235,30 +232,26 @@ impl Topology {
         }
     }
 
-    pub fn server_count(&self) -> usize {
+    pub(crate) fn server_count(&self) -> usize {
         self.servers.len()
     }
 
-    pub fn server_url(&self, server: usize) -> &MysqlUrl {
-        &self.servers[server].spec.url
-    }
-
-    pub fn server_name(&self, server: usize) -> &str {
+    pub(crate) fn server_name(&self, server: usize) -> &str {
         &self.servers[server].spec.name
     }
 
-    pub fn read_from(&self) -> ReadFrom {
+    pub(crate) fn read_from(&self) -> ReadFrom {
         self.settings.read_from
     }
 
     /// Where reads go that must run on the primary: the writer, or the
     /// last one while no server may take writes.
-    pub fn read_primary(&self) -> usize {
+    pub(crate) fn read_primary(&self) -> usize {
         lock(&self.state).read_primary()
     }
 
     /// Whether the server is a Galera node (as last polled).
-    pub fn is_galera(&self, server: usize) -> bool {
+    pub(crate) fn is_galera(&self, server: usize) -> bool {
         lock(&self.state)
             .health
             .get(server)
@@ -267,12 +260,12 @@ impl Topology {
     }
 
     /// The position of every write hsd acknowledged so far.
-    pub fn frontier(&self) -> Arc<Position> {
+    pub(crate) fn frontier(&self) -> Arc<Position> {
         lock(&self.state).frontier.clone()
     }
 
     /// Records a commit made on `server`, before it is answered.
-    pub fn note_commit(&self, server: usize, commit: Commit<'_>) {
+    pub(crate) fn note_commit(&self, server: usize, commit: Commit<'_>) {
         let flavor = {
             let st = lock(&self.state);
             st.health
@@ -318,7 +311,7 @@ impl Topology {
     }
 
     /// The server that takes writes now, or why none does.
-    pub fn writer(&self) -> Result<usize, StorageError> {
+    pub(crate) fn writer(&self) -> Result<usize, StorageError> {
         match &lock(&self.state).writer {
             Writer::One(w) => Ok(*w),
             Writer::None(why) => Err(StorageError::Unavailable(format!(
@@ -336,10 +329,14 @@ impl Topology {
     /// metrics). With `--read-from replicas`, on a replica that has applied
     /// `frontier` (the least busy), waiting up to `--replica-wait` for one
     /// to catch up; else on the primary.
-    pub async fn route_read(self: &Arc<Self>, frontier: &Position, finds: usize) -> ReadRoute {
+    pub(crate) async fn route_read(
+        self: &Arc<Self>,
+        frontier: &Position,
+        finds: usize,
+    ) -> ReadRoute {
         if self.settings.read_from == ReadFrom::Primary {
             let p = lock(&self.state).read_primary();
-            return self.route_to(p, false, finds);
+            return self.route_to(p, finds);
         }
         let deadline = tokio::time::Instant::now() + self.settings.replica_wait;
         let mut waiting_on: Vec<usize> = Vec::new();
@@ -365,20 +362,19 @@ impl Topology {
             };
             match choice {
                 (ReadChoice::Run(i), _) => {
-                    let causal = matches!(lock(&self.state).roles[i], Role::GaleraPeer);
                     if !waiting_on.is_empty() {
                         self.servers[i].metrics.waits.inc();
                     }
-                    break self.route_to(i, causal, finds);
+                    break self.route_to(i, finds);
                 }
                 (ReadChoice::Primary, p) => {
                     self.servers[p].metrics.fallbacks.inc();
-                    break self.route_to(p, false, finds);
+                    break self.route_to(p, finds);
                 }
                 (ReadChoice::Wait(_), p) => {
                     if tokio::time::Instant::now() >= deadline {
                         self.servers[p].metrics.fallbacks.inc();
-                        break self.route_to(p, false, finds);
+                        break self.route_to(p, finds);
                     }
                     tokio::select! {
                         _ = &mut changed => {}
@@ -399,13 +395,12 @@ impl Topology {
         route
     }
 
-    fn route_to(self: &Arc<Self>, server: usize, causal_select: bool, finds: usize) -> ReadRoute {
+    fn route_to(self: &Arc<Self>, server: usize, finds: usize) -> ReadRoute {
         let s = &self.servers[server];
         s.in_flight.fetch_add(1, Ordering::Relaxed);
         s.metrics.reads.inc_by(finds as u64);
         ReadRoute {
             server,
-            causal_select,
             _in_flight: InFlight {
                 topology: self.clone(),
                 server,
@@ -415,7 +410,7 @@ impl Topology {
 
     /// A read on `server` failed because the server could not be reached:
     /// it serves no more reads until a poll reaches it again.
-    pub fn note_unreachable(&self, server: usize, error: &StorageError) {
+    pub(crate) fn note_unreachable(&self, server: usize, error: &StorageError) {
         let mut st = lock(&self.state);
         if matches!(st.health[server], Health::Down(_)) {
             return;
@@ -424,11 +419,6 @@ impl Topology {
             "server failed a read; its reads move elsewhere until a poll reaches it again");
         st.health[server] = Health::Down(error.to_string());
         self.decide(&mut st);
-    }
-
-    /// The roles as they stand, for logs and tests.
-    pub fn roles(&self) -> Vec<Role> {
-        lock(&self.state).roles.clone()
     }
 
     fn names(&self, servers: &[usize]) -> String {

@@ -9,22 +9,22 @@ use super::gtid::Position;
 
 /// Which server family answers: the two name and compare GTIDs differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flavor {
+pub(crate) enum Flavor {
     Mariadb,
     Mysql,
 }
 
 /// A result set as text: the poller's statements return a few small rows.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Table {
-    pub columns: Vec<String>,
-    pub rows: Vec<Vec<Option<String>>>,
+pub(crate) struct Table {
+    pub(crate) columns: Vec<String>,
+    pub(crate) rows: Vec<Vec<Option<String>>>,
 }
 
 impl Table {
     /// Row `row`'s value of column `name` (case-insensitive); `None` for
     /// NULL or a column the result does not have.
-    pub fn get(&self, row: usize, name: &str) -> Option<&str> {
+    pub(crate) fn get(&self, row: usize, name: &str) -> Option<&str> {
         let i = self
             .columns
             .iter()
@@ -34,7 +34,7 @@ impl Table {
 
     /// For `SHOW VARIABLES`/`SHOW STATUS` results: the value of the row
     /// whose first column is `name`.
-    pub fn value_of(&self, name: &str) -> Option<&str> {
+    pub(crate) fn value_of(&self, name: &str) -> Option<&str> {
         self.rows
             .iter()
             .find(|r| {
@@ -47,12 +47,12 @@ impl Table {
 }
 
 /// First statement on a new poll connection: which family and version.
-pub const FLAVOR_SQL: &str =
+pub(crate) const FLAVOR_SQL: &str =
     "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('version', 'version_comment')";
 
 /// The poll's statements for a server of this family, in order: its
 /// variables, its replication threads, and (MariaDB) its Galera state.
-pub fn poll_statements(flavor: Flavor) -> &'static [&'static str] {
+pub(crate) fn poll_statements(flavor: Flavor) -> &'static [&'static str] {
     match flavor {
         Flavor::Mariadb => &[
             "SHOW GLOBAL VARIABLES WHERE Variable_name IN \
@@ -73,10 +73,10 @@ pub fn poll_statements(flavor: Flavor) -> &'static [&'static str] {
 }
 
 /// The older name of MySQL's replica status statement.
-pub const MYSQL_OLD_REPLICA_STATUS_SQL: &str = "SHOW SLAVE STATUS";
+pub(crate) const MYSQL_OLD_REPLICA_STATUS_SQL: &str = "SHOW SLAVE STATUS";
 
 /// The family, from `FLAVOR_SQL`'s answer.
-pub fn flavor(vars: &Table) -> Flavor {
+pub(crate) fn flavor(vars: &Table) -> Flavor {
     let version = vars.value_of("version").unwrap_or_default();
     let comment = vars.value_of("version_comment").unwrap_or_default();
     if version.contains("MariaDB") || comment.contains("MariaDB") {
@@ -89,39 +89,39 @@ pub fn flavor(vars: &Table) -> Flavor {
 /// A server's replication threads (from `SHOW ALL SLAVES STATUS` /
 /// `SHOW REPLICA STATUS`; several rows with multi-source replication).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Replication {
+pub(crate) struct Replication {
     /// Every channel's SQL (applier) thread runs.
-    pub sql_running: bool,
+    pub(crate) sql_running: bool,
     /// Every channel's I/O (receiver) thread is connected.
-    pub io_running: bool,
+    pub(crate) io_running: bool,
     /// The largest `Seconds_Behind_Master` of the channels (`None`: NULL,
     /// which a stopped thread shows).
-    pub seconds_behind: Option<u64>,
+    pub(crate) seconds_behind: Option<u64>,
     /// The first non-empty `Last_SQL_Error`, for logs.
-    pub last_error: String,
+    pub(crate) last_error: String,
 }
 
 /// A Galera node's state (MariaDB with wsrep_on).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Galera {
-    pub ready: bool,
+pub(crate) struct Galera {
+    pub(crate) ready: bool,
     /// `wsrep_local_state_comment`: `Synced`, `Donor/Desynced`, `Joining`...
-    pub state: String,
+    pub(crate) state: String,
     /// In the primary component (`wsrep_cluster_status = Primary`).
-    pub primary_component: bool,
-    pub cluster_uuid: String,
+    pub(crate) primary_component: bool,
+    pub(crate) cluster_uuid: String,
     /// Write sets received and not applied yet.
-    pub recv_queue: u64,
+    pub(crate) recv_queue: u64,
 }
 
 impl Galera {
     /// Whether the node may take writes or causal reads.
-    pub fn usable(&self) -> bool {
+    pub(crate) fn usable(&self) -> bool {
         self.ready && self.primary_component && self.state == "Synced"
     }
 
     /// Why it may not (for logs), when it may not.
-    pub fn why_unusable(&self) -> Option<String> {
+    pub(crate) fn why_unusable(&self) -> Option<String> {
         if !self.primary_component {
             Some("Galera node outside the primary component".into())
         } else if !self.ready {
@@ -136,25 +136,25 @@ impl Galera {
 
 /// What one poll learnt about a server.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Observation {
-    pub flavor: Flavor,
-    pub read_only: bool,
+pub(crate) struct Observation {
+    pub(crate) flavor: Flavor,
+    pub(crate) read_only: bool,
     /// It writes a binary log (a primary without one replicates nothing).
-    pub log_bin: bool,
+    pub(crate) log_bin: bool,
     /// What it has applied as a replica is asked (MariaDB
     /// `gtid_slave_pos`, the position `MASTER_GTID_WAIT` compares; MySQL
     /// `gtid_executed`).
-    pub applied: Position,
+    pub(crate) applied: Position,
     /// What its binary log holds (MariaDB `gtid_binlog_pos`; MySQL
     /// `gtid_executed`): a primary's, to tell replicas' lag.
-    pub logged: Position,
+    pub(crate) logged: Position,
     /// `None`: no replication configured (or not visible).
-    pub replication: Option<Replication>,
+    pub(crate) replication: Option<Replication>,
     /// The replication status could be read (the account may lack the
     /// privilege: then a read-only server's threads are unknown).
-    pub replication_visible: bool,
+    pub(crate) replication_visible: bool,
     /// `None`: not a Galera node.
-    pub galera: Option<Galera>,
+    pub(crate) galera: Option<Galera>,
 }
 
 fn on(v: Option<&str>) -> bool {
@@ -164,7 +164,7 @@ fn on(v: Option<&str>) -> bool {
 /// Reads the answers of `poll_statements(flavor)`; `replicas` is `None`
 /// when the server refused the replication status statement (a replica
 /// whose threads cannot be seen is not used: see `decide`).
-pub fn observation(
+pub(crate) fn observation(
     flavor: Flavor,
     vars: &Table,
     replicas: Option<&Table>,

@@ -96,6 +96,27 @@ pub(crate) struct ReadRoute {
     _in_flight: InFlight,
 }
 
+/// A read's registration as waiting for some servers (`route_read`).
+struct Waiting<'a> {
+    topology: &'a Topology,
+    servers: Vec<usize>,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self.servers.is_empty() {
+            return;
+        }
+        let mut st = lock(&self.topology.state);
+        for &c in &self.servers {
+            st.waiting[c] = st.waiting[c].saturating_sub(1);
+            if st.waiting[c] == 0 {
+                st.demand[c] = Position::default();
+            }
+        }
+    }
+}
+
 struct InFlight {
     topology: Arc<Topology>,
     server: usize,
@@ -133,8 +154,6 @@ struct ServerMetrics {
 
 struct State {
     health: Vec<Health>,
-    /// When each server's last poll began (`None`: never).
-    polled_at: Vec<Option<Instant>>,
     /// Best knowledge of each server's applied position: set by its polls,
     /// raised by its waits.
     known: Vec<Position>,
@@ -179,6 +198,14 @@ impl Topology {
         settings: TopologySettings,
         registry: &Registry,
     ) -> anyhow::Result<Arc<Topology>> {
+        let topology = Topology::new(settings, registry)?;
+        let first_round = poll::spawn(topology.clone())?;
+        let _ = tokio::time::timeout(topology.settings.timeout, first_round).await;
+        Ok(topology)
+    }
+
+    /// The topology before any poll (the poll thread not started).
+    fn new(settings: TopologySettings, registry: &Registry) -> anyhow::Result<Arc<Topology>> {
         anyhow::ensure!(!settings.servers.is_empty(), "no MySQL server configured");
         let metrics = TopologyMetrics::register(registry)?;
         let n = settings.servers.len();
@@ -199,7 +226,6 @@ impl Topology {
             servers,
             state: Mutex::new(State {
                 health: vec![Health::Unknown; n],
-                polled_at: vec![None; n],
                 known: vec![Position::default(); n],
                 writer: Writer::One(0),
                 last_writer: 0,
@@ -217,8 +243,6 @@ impl Topology {
             thread: Mutex::new(None),
             settings,
         });
-        let first_round = poll::spawn(topology.clone())?;
-        let _ = tokio::time::timeout(topology.settings.timeout, first_round).await;
         Ok(topology)
     }
 
@@ -339,7 +363,12 @@ impl Topology {
             return self.route_to(p, finds);
         }
         let deadline = tokio::time::Instant::now() + self.settings.replica_wait;
-        let mut waiting_on: Vec<usize> = Vec::new();
+        // The replicas this read waits for; they stop being asked when it
+        // is done, or dropped (its client went away).
+        let mut waiting_on = Waiting {
+            topology: self,
+            servers: Vec::new(),
+        };
         let route = loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
@@ -350,8 +379,8 @@ impl Topology {
                 if let ReadChoice::Wait(candidates) = &choice {
                     // Ask the candidates to report once they have it.
                     for &c in candidates {
-                        if !waiting_on.contains(&c) {
-                            waiting_on.push(c);
+                        if !waiting_on.servers.contains(&c) {
+                            waiting_on.servers.push(c);
                             st.waiting[c] += 1;
                             st.demand[c].merge(frontier);
                             self.servers[c].demand_added.notify_one();
@@ -362,7 +391,7 @@ impl Topology {
             };
             match choice {
                 (ReadChoice::Run(i), _) => {
-                    if !waiting_on.is_empty() {
+                    if !waiting_on.servers.is_empty() {
                         self.servers[i].metrics.waits.inc();
                     }
                     break self.route_to(i, finds);
@@ -383,15 +412,6 @@ impl Topology {
                 }
             }
         };
-        if !waiting_on.is_empty() {
-            let mut st = lock(&self.state);
-            for c in waiting_on {
-                st.waiting[c] = st.waiting[c].saturating_sub(1);
-                if st.waiting[c] == 0 {
-                    st.demand[c] = Position::default();
-                }
-            }
-        }
         route
     }
 
@@ -451,7 +471,6 @@ impl Topology {
             }
         }
         st.health[server] = health;
-        st.polled_at[server] = Some(started);
         self.decide(&mut st);
         if st.writer == Writer::One(server) {
             self.check_frontier(&mut st, server, started, frontier_then);
@@ -704,5 +723,213 @@ impl TopologyMetrics {
             waits: self.waits.with_label_values(&[name]),
             fallbacks: self.fallbacks.with_label_values(&[name]),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The topology's state without servers: polls and waits are fed by
+    //! hand, as the poll thread would.
+    use super::observe::{Observation, Replication};
+    use super::*;
+
+    fn topology(read_from: ReadFrom, replica_wait_ms: u64) -> Arc<Topology> {
+        let servers = (1..=3)
+            .map(|i| ServerSpec {
+                url: MysqlUrl::parse(&format!("mysql://u:p@127.0.0.1:{i}")).expect("url"),
+                name: format!("s{i}"),
+            })
+            .collect();
+        Topology::new(
+            TopologySettings {
+                servers,
+                read_from,
+                interval: Duration::from_millis(100),
+                replica_wait: Duration::from_millis(replica_wait_ms),
+                timeout: Duration::from_secs(3),
+            },
+            &Registry::new(),
+        )
+        .expect("topology")
+    }
+
+    fn pos(s: &str) -> Position {
+        Position::parse_mariadb(s).expect("position")
+    }
+
+    fn up(read_only: bool, pos_text: &str, replicating: bool) -> Health {
+        Health::Up(Observation {
+            flavor: Flavor::Mariadb,
+            read_only,
+            log_bin: true,
+            applied: pos(if replicating { pos_text } else { "" }),
+            logged: pos(pos_text),
+            replication: replicating.then(|| Replication {
+                sql_running: true,
+                io_running: true,
+                seconds_behind: Some(0),
+                last_error: String::new(),
+            }),
+            replication_visible: true,
+            galera: None,
+        })
+    }
+
+    /// s1 primary at `p1`, s2 and s3 replicas at `p2`, `p3`.
+    fn poll_all(t: &Topology, p1: &str, p2: &str, p3: &str) {
+        let now = Instant::now();
+        let f = t.frontier();
+        t.apply_poll(0, now, &f, up(false, p1, false));
+        t.apply_poll(1, now, &f, up(true, p2, true));
+        t.apply_poll(2, now, &f, up(true, p3, true));
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    }
+
+    #[test]
+    fn reads_go_to_replicas_that_have_the_frontier() {
+        let t = topology(ReadFrom::Replicas, 1000);
+        poll_all(&t, "0-1-10", "0-1-10", "0-1-9");
+        t.note_commit(0, Commit::Gtid(b"0-1-10"));
+        rt().block_on(async {
+            for _ in 0..4 {
+                assert_eq!(t.route_read(&t.frontier(), 1).await.server, 1);
+            }
+            // Both caught up: they take turns (or the less busy one).
+            poll_all(&t, "0-1-10", "0-1-10", "0-1-10");
+            let a = t.route_read(&t.frontier(), 1).await;
+            let b = t.route_read(&t.frontier(), 1).await;
+            assert_ne!(a.server, b.server, "the busier replica was chosen");
+        });
+    }
+
+    #[test]
+    fn a_read_waits_until_a_replica_reports_the_position() {
+        let t = topology(ReadFrom::Replicas, 1000);
+        poll_all(&t, "0-1-10", "0-1-9", "0-1-9");
+        t.note_commit(0, Commit::Gtid(b"0-1-10"));
+        let rt = rt();
+        let started = Instant::now();
+        let route = rt.block_on(async {
+            let reporter = {
+                let t = t.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    // The wait task asked s3: it has it now.
+                    assert_eq!(lock(&t.state).waiting, vec![0, 1, 1]);
+                    t.apply_wait(2, &pos("0-1-10"));
+                })
+            };
+            let route = t.route_read(&t.frontier(), 1).await;
+            reporter.await.expect("reporter");
+            route
+        });
+        assert_eq!(route.server, 2);
+        assert!(started.elapsed() < Duration::from_millis(500));
+        // Nobody waits any more: the wait tasks are asked nothing.
+        let st = lock(&t.state);
+        assert_eq!(st.waiting, vec![0, 0, 0]);
+        assert!(st.demand.iter().all(|d| d.is_empty()));
+        drop(st);
+        assert_eq!(t.servers[2].metrics.waits.get(), 1);
+    }
+
+    #[test]
+    fn a_read_nobody_catches_up_for_runs_on_the_primary_after_the_wait() {
+        let t = topology(ReadFrom::Replicas, 150);
+        poll_all(&t, "0-1-10", "0-1-9", "0-1-9");
+        t.note_commit(0, Commit::Gtid(b"0-1-10"));
+        let started = Instant::now();
+        let route = rt().block_on(t.route_read(&t.frontier(), 1));
+        assert_eq!(route.server, 0);
+        assert!(started.elapsed() >= Duration::from_millis(150));
+        assert_eq!(t.servers[0].metrics.fallbacks.get(), 1);
+    }
+
+    #[test]
+    fn a_read_given_up_leaves_no_demand_behind() {
+        let t = topology(ReadFrom::Replicas, 5000);
+        poll_all(&t, "0-1-10", "0-1-9", "0-1-9");
+        t.note_commit(0, Commit::Gtid(b"0-1-10"));
+        rt().block_on(async {
+            let gave_up =
+                tokio::time::timeout(Duration::from_millis(50), t.route_read(&t.frontier(), 1))
+                    .await;
+            assert!(gave_up.is_err());
+        });
+        let st = lock(&t.state);
+        assert_eq!(st.waiting, vec![0, 0, 0]);
+        assert!(st.demand.iter().all(|d| d.is_empty()));
+    }
+
+    #[test]
+    fn an_unknown_commit_holds_reads_on_the_primary_until_a_later_poll() {
+        let t = topology(ReadFrom::Replicas, 1000);
+        poll_all(&t, "0-1-10", "0-1-10", "0-1-10");
+        let before = Instant::now();
+        t.note_commit(0, Commit::Untracked);
+        let rt = rt();
+        assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 0);
+        // A poll that began before the commit proves nothing.
+        t.apply_poll(0, before, &t.frontier(), up(false, "0-1-11", false));
+        assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 0);
+        // One that began after: its position holds the commit.
+        t.apply_poll(0, Instant::now(), &t.frontier(), up(false, "0-1-11", false));
+        assert_eq!(*t.frontier(), pos("0-1-11"));
+        t.apply_poll(1, Instant::now(), &t.frontier(), up(true, "0-1-11", true));
+        assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 1);
+    }
+
+    #[test]
+    fn writes_lost_with_an_old_primary_leave_the_frontier_after_two_intervals() {
+        let t = topology(ReadFrom::Replicas, 1000);
+        poll_all(&t, "0-1-12", "0-1-10", "0-1-10");
+        t.note_commit(0, Commit::Gtid(b"0-1-12"));
+        // s1 dies; s2 promoted with 0-1-10: two transactions lost.
+        let f = t.frontier();
+        t.apply_poll(0, Instant::now(), &f, Health::Down("refused".into()));
+        t.apply_poll(1, Instant::now(), &f, up(false, "0-1-10", false));
+        assert_eq!(t.writer().ok(), Some(1));
+        // Right after the promotion the new writer may still be applying
+        // what it received: nothing is cut yet.
+        t.apply_poll(1, Instant::now(), &f, up(false, "0-1-10", false));
+        assert_eq!(*t.frontier(), pos("0-1-12"));
+        std::thread::sleep(Duration::from_millis(210));
+        t.apply_poll(1, Instant::now(), &f, up(false, "0-1-10", false));
+        assert_eq!(*t.frontier(), pos("0-1-10"));
+    }
+
+    #[test]
+    fn an_unreachable_replica_is_left_out_until_a_poll_reaches_it() {
+        let t = topology(ReadFrom::Replicas, 1000);
+        poll_all(&t, "0-1-10", "0-1-10", "0-1-10");
+        t.note_unreachable(1, &StorageError::Unavailable("reset".into()));
+        let rt = rt();
+        for _ in 0..4 {
+            assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 2);
+        }
+        t.apply_poll(1, Instant::now(), &t.frontier(), up(true, "0-1-10", true));
+        let servers: Vec<usize> = (0..4)
+            .map(|_| rt.block_on(t.route_read(&t.frontier(), 1)).server)
+            .collect();
+        assert!(servers.contains(&1), "{servers:?}");
+    }
+
+    #[test]
+    fn two_writable_servers_refuse_writes_naming_both() {
+        let t = topology(ReadFrom::Primary, 1000);
+        poll_all(&t, "0-1-10", "0-1-10", "0-1-10");
+        t.apply_poll(2, Instant::now(), &t.frontier(), up(false, "0-1-10", true));
+        let e = t.writer().expect_err("refused").to_string();
+        assert!(e.contains("s1 and s3 are all writable"), "{e}");
+        // Reads on the primary go on.
+        assert_eq!(rt().block_on(t.route_read(&t.frontier(), 1)).server, 0);
+        t.apply_poll(2, Instant::now(), &t.frontier(), up(true, "0-1-10", true));
+        assert_eq!(t.writer().ok(), Some(0));
     }
 }

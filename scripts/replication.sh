@@ -42,6 +42,9 @@
 #                                        GTID position, SQL thread
 #   scripts/replication.sh stop-node N   clean shutdown of server N (1..3)
 #   scripts/replication.sh kill-node N   kill -9 server N (a crash)
+#   scripts/replication.sh freeze N      SIGSTOP server N (a hung server: its
+#                                        port still accepts connections)
+#   scripts/replication.sh thaw N        SIGCONT it
 #   scripts/replication.sh start-node N  start server N again on its port; a
 #                                        replica is pointed at the current
 #                                        primary
@@ -388,6 +391,11 @@ case "$cmd" in
     stop) with_lock "$DIR/lock" do_stop ;;
     stop-node) check_node "${1:-}"; with_lock "$DIR/lock" node_stop "$(node_dir "$1")" ;;
     kill-node) check_node "${1:-}"; with_lock "$DIR/lock" node_kill "$(node_dir "$1")" ;;
+    freeze|thaw)
+        check_node "${1:-}"
+        pid=$(node_pid "$(node_dir "$1")") || die "s$1 is not running"
+        if [[ $cmd == freeze ]]; then kill -STOP "$pid"; else kill -CONT "$pid"; fi
+        ;;
     start-node) check_node "${1:-}"; with_lock "$DIR/lock" do_start_node "$1" ;;
     promote) check_node "${1:-}"; with_lock "$DIR/lock" do_promote "$1" ;;
     read-only)

@@ -651,3 +651,79 @@ fn a_write_lost_with_the_old_primary_stops_holding_reads() {
         assert_eq!(get(&mut reader, 1, 1).await, "0|2|1|3");
     });
 }
+
+/// The primary hung (SIGSTOP: its port still accepts connections, nothing
+/// answers): writes are answered with an error within --mysql-timeout,
+/// never hang; reads go on from the replicas; writes work again once it
+/// answers.
+#[test]
+fn hung_primary_writes_fail_within_the_timeout() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_hung");
+    c.sql(0, "INSERT INTO hsdtest.rr_hung VALUES (1,0)");
+    c.settle_data();
+    let hsd = Hsd::start(
+        &c,
+        &[
+            "--read-from",
+            "replicas",
+            "--topology-interval",
+            "0.5",
+            "--mysql-timeout",
+            "2",
+        ],
+    );
+    let mut restore = Restore::new(&c);
+    restore.then(&["thaw", "1"]);
+    block_on(async {
+        let mut writer = client(&hsd.write).await;
+        let mut reader = client(&hsd.read).await;
+        open(&mut writer, 1, "rr_hung").await;
+        open(&mut reader, 1, "rr_hung").await;
+        assert_eq!(set(&mut writer, 1, 1, 5).await, "0|1|1");
+        assert_eq!(get(&mut reader, 1, 1).await, "0|2|1|5");
+        c.script(&["freeze", "1"]);
+        let mut slowest_read = Duration::ZERO;
+        for _ in 0..20 {
+            let t = Instant::now();
+            assert_eq!(get(&mut reader, 1, 1).await, "0|2|1|5");
+            slowest_read = slowest_read.max(t.elapsed());
+        }
+        let mut slowest_write = Duration::ZERO;
+        for i in 0..3 {
+            let t = Instant::now();
+            let answer = set(&mut writer, 1, 1, 6).await;
+            let took = t.elapsed();
+            eprintln!("primary hung: write {i} answered {answer:?} after {took:?}");
+            assert!(answer.starts_with("1|1|"), "{answer}");
+            slowest_write = slowest_write.max(took);
+        }
+        eprintln!("primary hung: slowest read {slowest_read:?}, slowest write {slowest_write:?} (--mysql-timeout 2)");
+        assert!(
+            slowest_write < Duration::from_millis(2600),
+            "{slowest_write:?}"
+        );
+        assert!(
+            slowest_read < Duration::from_millis(500),
+            "{slowest_read:?}"
+        );
+        c.script(&["thaw", "1"]);
+        let back = Instant::now();
+        while set(&mut writer, 1, 1, 7).await != "0|1|1" {
+            assert!(
+                back.elapsed() < Duration::from_secs(10),
+                "writes never came back"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        eprintln!(
+            "primary answering again: writes back after {:?}",
+            back.elapsed()
+        );
+        assert_eq!(get(&mut reader, 1, 1).await, "0|2|1|7");
+    });
+}

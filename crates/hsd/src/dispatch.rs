@@ -28,24 +28,22 @@
 //! - Several MySQL servers (`--replica`): the backend's topology
 //!   (`backend::mysql::topology`) knows which server takes writes and how
 //!   far each has applied. The write port's connections follow the writer
-//!   (between groups). With `--read-from replicas`, a read loop has a read
-//!   batcher per server, and each client batch of finds goes to the one the
-//!   topology names for it: a replica that has applied every write hsd
-//!   acknowledged before the batch arrived, else (after `--replica-wait`)
-//!   the primary. Finds a server failed for being unreachable run again
-//!   elsewhere, so a replica going down costs clients no error.
+//!   (between groups). With `--read-from replicas`, a read loop's batcher
+//!   asks the topology where each batch runs: a replica that has applied
+//!   every write hsd acknowledged before the batch's finds arrived, else
+//!   (after `--replica-wait`) the primary; finds a server failed for being
+//!   unreachable run again elsewhere (`read_batch`).
 //!
 //! Work for storage yields to the loop's other connections: the read
 //! batcher and committer take bounded batches, inline finds spend tokio's
 //! cooperative budget, and an embedded-store scan hands the thread back
 //! every couple of milliseconds.
 
-use crate::backend::mysql::topology::gtid::Position;
-use crate::backend::mysql::topology::{ReadFrom, Topology};
-use crate::backend::{Backend, OpenedIndex, ReadPlacement, StorageError, ERR_UNAVAILABLE};
+use crate::backend::mysql::topology::ReadFrom;
+use crate::backend::{Backend, OpenedIndex, ReadPlacement};
 use crate::exec::{self, ReadTask, WriteTask};
 use crate::group_commit::GroupCommitter;
-use crate::job_queue::{error_answer, unavailable};
+use crate::job_queue::unavailable;
 use crate::metrics::Metrics;
 use crate::port::PortKind;
 use crate::read_batch::ReadBatcher;
@@ -65,11 +63,6 @@ pub(crate) struct Dispatcher<B: Backend> {
 enum ReadPath<C> {
     Inline(Rc<StoragePool<C>>),
     Batched(ReadBatcher),
-    /// The read port with `--read-from replicas`: a batcher per server.
-    Routed {
-        topology: Arc<Topology>,
-        batchers: Vec<ReadBatcher>,
-    },
 }
 
 impl<B: Backend> Dispatcher<B> {
@@ -82,10 +75,7 @@ impl<B: Backend> Dispatcher<B> {
                 Some(topology)
                     if kind == PortKind::Read && topology.read_from() == ReadFrom::Replicas =>
                 {
-                    let batchers = (0..topology.server_count())
-                        .map(|i| ReadBatcher::start_on(shared.clone(), links, Some(i)))
-                        .collect();
-                    ReadPath::Routed { topology, batchers }
+                    ReadPath::Batched(ReadBatcher::start_routed(shared.clone(), links, topology))
                 }
                 _ => ReadPath::Batched(ReadBatcher::start(shared.clone(), links)),
             },
@@ -111,23 +101,6 @@ impl<B: Backend> Dispatcher<B> {
                 result
             }
             ReadPath::Batched(batcher) => batcher.open(req).await,
-            ReadPath::Routed { topology, batchers } => {
-                // Metadata needs no particular position: any usable server.
-                let route = topology.route_read(&Position::default(), 0).await;
-                let at = route.server;
-                match batchers[at].open(req.clone()).await {
-                    Ok(index) => Ok(index),
-                    // Perhaps the server went away: the primary decides.
-                    Err(e) => {
-                        drop(route);
-                        let primary = topology.read_primary();
-                        if primary == at {
-                            return Err(e);
-                        }
-                        batchers[primary].open(req).await
-                    }
-                }
-            }
         }
     }
 
@@ -154,9 +127,6 @@ impl<B: Backend> Dispatcher<B> {
                 tasks.into_iter().map(|t| t.out).collect()
             }
             ReadPath::Batched(batcher) => batcher.reads(tasks).await,
-            ReadPath::Routed { topology, batchers } => {
-                routed_reads(topology, batchers, tasks).await
-            }
         }
     }
 
@@ -177,82 +147,11 @@ impl<B: Backend> Dispatcher<B> {
     /// Finishes queued work: the batcher and committer run what they hold,
     /// commit, and stop.
     pub(crate) async fn shut_down(&self) {
-        match &self.reads {
-            ReadPath::Batched(b) => b.shut_down().await,
-            ReadPath::Routed { batchers, .. } => {
-                for b in batchers {
-                    b.shut_down().await;
-                }
-            }
-            ReadPath::Inline(_) => {}
+        if let ReadPath::Batched(b) = &self.reads {
+            b.shut_down().await;
         }
         if let Some(c) = &self.writes {
             c.shut_down().await;
         }
-    }
-}
-
-/// Runs a client batch of finds where the topology says: on a server that
-/// has applied every write hsd acknowledged before the batch arrived (the
-/// frontier, taken now: the batch arrived before this point). Finds that a
-/// server failed for being unreachable (`1 1 2013`) run again elsewhere, at
-/// most once per server; the topology leaves that server out meanwhile.
-async fn routed_reads(
-    topology: &Arc<Topology>,
-    batchers: &[ReadBatcher],
-    tasks: Vec<ReadTask>,
-) -> Vec<ResponseWriter> {
-    let frontier = topology.frontier();
-    let n = tasks.len();
-    let mut answers: Vec<Option<ResponseWriter>> = (0..n).map(|_| None).collect();
-    let mut pending: Vec<(usize, ReadTask)> = tasks.into_iter().enumerate().collect();
-    for attempt in 0..=batchers.len() {
-        let route = topology.route_read(&frontier, pending.len()).await;
-        let (slots, batch): (Vec<usize>, Vec<ReadTask>) = pending.into_iter().unzip();
-        let Some(done) = batchers[route.server].run(batch).await else {
-            // Shutting down: nothing ran.
-            break;
-        };
-        let mut again = Vec::new();
-        for (slot, mut task) in slots.into_iter().zip(done) {
-            if is_unreachable(&task.out) && attempt < batchers.len() {
-                task.out.clear();
-                again.push((slot, task));
-            } else {
-                answers[slot] = Some(task.out);
-            }
-        }
-        if again.is_empty() {
-            break;
-        }
-        topology.note_unreachable(
-            route.server,
-            &StorageError::Unavailable("finds failed with 2013".into()),
-        );
-        pending = again;
-    }
-    // Not run (shutting down): unavailable.
-    answers
-        .into_iter()
-        .map(|a| a.unwrap_or_else(|| error_answer(ERR_UNAVAILABLE)))
-        .collect()
-}
-
-/// An answer saying the server could not be reached (`1 1 2013`).
-fn is_unreachable(answer: &ResponseWriter) -> bool {
-    answer.is_error() && answer.as_bytes() == UNREACHABLE_ANSWER
-}
-
-const UNREACHABLE_ANSWER: &[u8] = b"1\t1\t2013\n";
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_unreachable_answer_is_the_unavailable_error() {
-        assert_eq!(error_answer(ERR_UNAVAILABLE).as_bytes(), UNREACHABLE_ANSWER);
-        assert!(is_unreachable(&error_answer(ERR_UNAVAILABLE)));
-        assert!(!is_unreachable(&error_answer(1146)));
     }
 }

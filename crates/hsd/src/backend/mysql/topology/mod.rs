@@ -441,6 +441,12 @@ impl Topology {
         self.decide(&mut st);
     }
 
+    /// The roles as they stand.
+    #[cfg(test)]
+    pub(crate) fn roles(&self) -> Vec<Role> {
+        lock(&self.state).roles.clone()
+    }
+
     fn names(&self, servers: &[usize]) -> String {
         servers
             .iter()
@@ -726,6 +732,15 @@ impl TopologyMetrics {
     }
 }
 
+/// A topology without servers for other modules' tests: three servers,
+/// polled by hand (s1 the primary, s2 and s3 replicas at its position).
+#[cfg(test)]
+pub(crate) fn polled_for_tests(read_from: ReadFrom) -> Arc<Topology> {
+    let t = tests::topology(read_from, 1000);
+    tests::poll_all(&t, "0-1-10", "0-1-10", "0-1-10");
+    t
+}
+
 #[cfg(test)]
 mod tests {
     //! The topology's state without servers: polls and waits are fed by
@@ -733,7 +748,7 @@ mod tests {
     use super::observe::{Observation, Replication};
     use super::*;
 
-    fn topology(read_from: ReadFrom, replica_wait_ms: u64) -> Arc<Topology> {
+    pub(super) fn topology(read_from: ReadFrom, replica_wait_ms: u64) -> Arc<Topology> {
         let servers = (1..=3)
             .map(|i| ServerSpec {
                 url: MysqlUrl::parse(&format!("mysql://u:p@127.0.0.1:{i}")).expect("url"),
@@ -776,7 +791,7 @@ mod tests {
     }
 
     /// s1 primary at `p1`, s2 and s3 replicas at `p2`, `p3`.
-    fn poll_all(t: &Topology, p1: &str, p2: &str, p3: &str) {
+    pub(super) fn poll_all(t: &Topology, p1: &str, p2: &str, p3: &str) {
         let now = Instant::now();
         let f = t.frontier();
         t.apply_poll(0, now, &f, up(false, p1, false));

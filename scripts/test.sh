@@ -17,11 +17,12 @@
 #     hs4j and node-handlersocket (compat/run.sh) against hsd on MySQL 8.
 #     Tests that need the original plugin stay MariaDB-only: it cannot load
 #     into MySQL.
-#   - replication (background, output in target/test-replication.log): a
-#     GTID primary with two replicas (scripts/replication.sh) and a 3-node
-#     Galera cluster (scripts/galera.sh), started while cargo builds, and
-#     the suites of crates/cluster-tests against them (tests/replication.rs
-#     and tests/galera.rs, side by side: each has its own servers).
+#   - replication (background once `cargo test --workspace` is done, output
+#     in target/test-replication-half.log): a GTID primary with two
+#     replicas (scripts/replication.sh) and a 3-node Galera cluster
+#     (scripts/galera.sh), started while cargo builds, and the suites of
+#     crates/cluster-tests against them (tests/replication.rs and
+#     tests/galera.rs, side by side: each has its own servers).
 # Any failure, in any half, including a server failing to start, fails the
 # whole run.
 #
@@ -268,8 +269,16 @@ mysql8_started=$((SECONDS - START))
 set +m
 echo "MySQL 8 half running in the background (pid $mysql8_pid, log $mysql8_log)"
 
+
+section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed)"
+cargo test --workspace --exclude hsd-cluster-tests
+
 # The replication half: both suites side by side (each has its servers),
 # run from their binaries (no second cargo competes for the build lock).
+# It starts once the workspace's tests are done, beside the compat, Python
+# and bench smoke steps: the hostile suite's timing bounds (statement
+# timeouts, read timeouts) are not to share two cores with six more
+# servers.
 cluster_test_bins=$(cargo test -p hsd-cluster-tests --no-run --message-format=json 2>/dev/null \
     | python3 -c 'import json,sys
 for line in sys.stdin:
@@ -310,9 +319,6 @@ repl_pid=$!
 repl_started=$((SECONDS - START))
 set +m
 echo "replication half running in the background (pid $repl_pid, log $repl_log)"
-
-section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed)"
-cargo test --workspace --exclude hsd-cluster-tests
 
 # --- compat and bench smoke (added by their owners) ---
 # Each step: a `section "..."` header, then commands that fail the run on error.

@@ -370,7 +370,7 @@ fn promoted_replica_takes_the_writes() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
         eprintln!("s2 promoted: writes went to it after {took:?} (interval {interval:?})");
-        assert!(took < 2 * interval + Duration::from_millis(500), "{took:?}");
+        assert!(took < 2 * interval + Duration::from_secs(1), "{took:?}");
         assert_eq!(
             c.value(1, "SELECT v FROM hsdtest.rr_promote WHERE id = 1")
                 .as_deref(),

@@ -9,7 +9,8 @@
 # halves run side by side:
 #   - MariaDB and the rest (foreground): `cargo test --workspace`, the compat
 #     steps, the Python client's tests (clients/python, in a venv under
-#     target/), and the bench smoke steps;
+#     target/), the Go client's tests (clients/go, go vet and go test
+#     -race), and the bench smoke steps;
 #   - MySQL 8 (background, output in target/test-mysql8.log, printed when it
 #     ends): the MySQL backend's suites (the mysql_* tests and the
 #     both-backend protocol, operations and crash tests) run again with
@@ -340,6 +341,33 @@ pylog=$ROOT/target/pyclient-pytest.log
 (cd "$ROOT/clients/python" && HSD_BIN="$ROOT/target/debug/hsd" \
     "$PYVENV/bin/python" -m pytest -p no:cacheprovider -q -rsxX tests) 2>&1 | tee "$pylog"
 no_skips "$pylog" "python client" || exit 1
+
+section "go client: go vet and go test -race against hsd (embedded store, MariaDB) and the original plugin"
+# clients/go, standard library only. The tests start their own hsd processes
+# from target/debug/hsd, use the private MariaDB and its plugin (the variables
+# exported above; under CI a missing one fails the test) and build and run the
+# README's programs (TestReadmeExamples). gofmt must have nothing to say, and
+# nothing may be skipped.
+GO=$(command -v go || true)
+if [[ -z "$GO" && -x /usr/local/go/bin/go ]]; then GO=/usr/local/go/bin/go; fi
+[[ -n "$GO" ]] || { echo "go client: no go on PATH (install Go 1.26 from https://go.dev/dl/)" >&2; exit 1; }
+"$GO" version
+unformatted=$(cd "$ROOT/clients/go" && "$("$GO" env GOROOT)/bin/gofmt" -l .)
+[[ -z "$unformatted" ]] || { echo "go client: gofmt would change: $unformatted" >&2; exit 1; }
+(cd "$ROOT/clients/go" && "$GO" vet ./...)
+golog=$ROOT/target/goclient-test.log
+if ! (cd "$ROOT/clients/go" && HSD_BIN="$ROOT/target/debug/hsd" "$GO" test -race -count=1 -v ./...) >"$golog" 2>&1; then
+    grep -Ev '^ *(=== (RUN|PAUSE|CONT)|--- PASS)' "$golog" >&2 || true
+    echo "go client: tests failed (whole log: $golog)" >&2
+    exit 1
+fi
+grep -E '^(ok|FAIL|\?) ' "$golog"
+echo "go client: $(grep -c -- '--- PASS' "$golog") tests and subtests passed"
+if grep -q -- '--- SKIP' "$golog"; then
+    grep -A2 -- '--- SKIP' "$golog" >&2
+    echo "go client: a test was skipped (see above)" >&2
+    exit 1
+fi
 
 section "bench smoke: scripts/bench.sh --quick (every system and workload; checks it runs, not how fast)"
 bash "$ROOT/scripts/bench.sh" --quick --profile debug --json "$ROOT/target/bench-quick.json"

@@ -68,11 +68,11 @@ fn push_exec(out: &mut Vec<u8>, e: &ExecRequest) {
         push_decimal(out, inc.position.map_or(1 << 31, u64::from));
         out.push(b'\t');
         push_decimal(out, u64::from(inc.count));
-        for v in &inc.values {
+        for i in 0..inc.given() {
             out.push(b'\t');
-            encode_bytes(v, out);
+            encode_bytes(inc.value(i), out);
         }
-        if inc.count == 0 || (inc.values.len() as u64) < u64::from(inc.count) {
+        if inc.count == 0 || (inc.given() as u64) < u64::from(inc.count) {
             return;
         }
     }

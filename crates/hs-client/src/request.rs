@@ -404,7 +404,10 @@ mod tests {
         assert_eq!((f.limit, f.offset), (10, 2));
         let inc = f.in_clause.unwrap();
         assert_eq!(inc.position, Some(1));
-        assert_eq!(inc.values, vec![b"x".to_vec(), b"y".to_vec()]);
+        assert_eq!(
+            (inc.given(), inc.value(0), inc.value(1)),
+            (2, &b"x"[..], &b"y"[..])
+        );
         assert_eq!(f.filters.len(), 2);
         assert_eq!(
             (f.filters[0].kind, f.filters[0].op),

@@ -75,7 +75,7 @@ pub fn counts_beyond_the_line(request: &[u8]) -> bool {
     beyond(e.key_count, e.keys.len())
         || e.in_clause
             .as_ref()
-            .is_some_and(|i| beyond(i.count, i.values.len()))
+            .is_some_and(|i| beyond(i.count, i.given()))
 }
 
 /// The index id a `P` or find/insert line names, read as the original reads

@@ -1,4 +1,4 @@
-//! The HandlerSocket wire format, as specified in `shared/spec/protocol.md`.
+//! The HandlerSocket wire format, as `docs/protocol.md` specifies it.
 //!
 //! This crate is pure data transformation: bytes in, typed requests out, and
 //! responses encoded back to bytes. It performs no I/O and knows nothing about

@@ -191,21 +191,57 @@ pub struct InClause {
     pub position: Option<u32>,
     /// `m` as given (never 0: that is `invalueslen`).
     pub count: u32,
-    /// The values the line holds, at most `count`; never NULL (the NULL
-    /// token is the byte 0x00 here). The others are empty strings.
-    pub values: Vec<Vec<u8>>,
+    /// The values the line holds (at most `count`), unescaped, end to end:
+    /// a line may hold millions, so they take one buffer, not one
+    /// allocation each. Never NULL (the NULL token is the byte 0x00 here).
+    bytes: Vec<u8>,
+    /// Where each value ends in `bytes`.
+    ends: Vec<u32>,
 }
 
 impl InClause {
+    /// A clause holding `values` (as the line held them).
+    pub fn new(position: Option<u32>, count: u32, values: &[&[u8]]) -> InClause {
+        let mut clause = InClause {
+            position,
+            count,
+            bytes: Vec::new(),
+            ends: Vec::with_capacity(values.len()),
+        };
+        for v in values {
+            clause.push(v);
+        }
+        clause
+    }
+
+    fn push(&mut self, value: &[u8]) {
+        self.bytes.extend_from_slice(value);
+        // A line is at most a few GiB only if a server allows it; a value
+        // past u32 ends where the buffer does.
+        self.ends
+            .push(u32::try_from(self.bytes.len()).unwrap_or(u32::MAX));
+    }
+
+    /// How many values the line holds.
+    pub fn given(&self) -> usize {
+        self.ends.len()
+    }
+
     /// How many seeks the clause makes: `count`, but never more than
     /// `MAX_PADDED_VALUES` past the values the line holds.
     pub fn seeks(&self) -> usize {
-        (self.count as usize).min(self.values.len() + MAX_PADDED_VALUES)
+        (self.count as usize).min(self.given() + MAX_PADDED_VALUES)
     }
 
     /// Value `i`: the token, or an empty string past the line.
     pub fn value(&self, i: usize) -> &[u8] {
-        self.values.get(i).map_or(b"", Vec::as_slice)
+        let Some(&end) = self.ends.get(i) else {
+            return b"";
+        };
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        self.bytes
+            .get(start as usize..end as usize)
+            .unwrap_or_default()
     }
 }
 
@@ -451,20 +487,14 @@ fn parse_exec(index_id: u32, tokens: &mut Tokens<'_>) -> ExecRequest {
         tokens.next_raw();
         let position = parse_u32(tokens.next_raw());
         let count = parse_u32(tokens.next_raw());
-        let mut values = Vec::new();
-        if count > 0 {
-            for _ in 0..count {
-                if tokens.is_done() {
-                    break;
-                }
-                values.push(unescape(tokens.next_raw()));
+        let mut clause = InClause::new(i32::try_from(position).ok().map(|p| p as u32), count, &[]);
+        for _ in 0..count {
+            if tokens.is_done() {
+                break;
             }
+            clause.push(&unescape(tokens.next_raw()));
         }
-        req.in_clause = Some(InClause {
-            position: i32::try_from(position).ok().map(|p| p as u32),
-            count,
-            values,
-        });
+        req.in_clause = Some(clause);
         if count == 0 {
             // `invalueslen`: the original stops reading here.
             return req;
@@ -707,12 +737,8 @@ mod tests {
         assert_eq!((f.limit, f.offset), (10, 2));
         assert_eq!(
             f.in_clause,
-            Some(InClause {
-                position: Some(1),
-                count: 2,
-                // The NULL token is the byte 0x00 in an IN clause.
-                values: vec![b"x".to_vec(), vec![0]],
-            })
+            // The NULL token is the byte 0x00 in an IN clause.
+            Some(InClause::new(Some(1), 2, &[b"x", &[0]]))
         );
         assert_eq!(f.filters.len(), 2);
         assert_eq!(f.filters[0].kind, FilterKind::Skip);
@@ -843,7 +869,7 @@ mod tests {
         }
         let f = find(b"0\t=\t1\tk\t1\t0\t@\t0\t4294967295\tv");
         let inc = f.in_clause.unwrap();
-        assert_eq!(inc.values.len(), 1);
+        assert_eq!(inc.given(), 1);
         assert_eq!(inc.seeks(), 1 + MAX_PADDED_VALUES);
     }
 

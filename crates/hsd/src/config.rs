@@ -120,7 +120,7 @@ pub struct ServeOptions {
     /// Network threads, 1 to 256 [default: number of cores].
     #[arg(long, env = "HSD_THREADS")]
     pub(crate) threads: Option<usize>,
-    /// Write worker threads, each committing groups of writes, 1 to 64 [default: 1].
+    /// Write-port event loops, each committing groups of writes on its own storage connection, 1 to 64 [default: 1].
     #[arg(long, env = "HSD_THREADS_WR")]
     pub(crate) threads_wr: Option<usize>,
     /// Shared secret for the read port (prefer --plain-secret-file: argv is visible in ps).
@@ -270,9 +270,9 @@ fn seconds(name: &str, value: f64, range: RangeInclusive<f64>) -> anyhow::Result
     Ok(Duration::from_secs_f64(value))
 }
 
-/// `--threads`: network threads (and, on the embedded store, read workers).
+/// `--threads`: read-port event loops.
 pub(crate) const THREADS: RangeInclusive<usize> = 1..=256;
-/// `--threads-wr`: write workers, each with its own storage connection.
+/// `--threads-wr`: write-port event loops, each committing on its own storage connection.
 pub(crate) const THREADS_WR: RangeInclusive<usize> = 1..=64;
 /// `--mysql-pool`: read connections to the MySQL server per event loop.
 pub(crate) const MYSQL_POOL: RangeInclusive<usize> = 1..=256;

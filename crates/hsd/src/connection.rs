@@ -113,7 +113,7 @@ pub(crate) async fn serve<S, L>(
     mut session: L,
     limits: ConnectionLimits,
     mut place: Place,
-    mut shutdown: Shutdown,
+    shutdown: Shutdown,
 ) -> Close
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -142,6 +142,11 @@ where
     let never = Instant::now() + Duration::from_secs(86_400 * 365);
     let deadline = tokio::time::sleep_until(never);
     tokio::pin!(deadline);
+    // Waited on for the connection's whole life, not made anew per read: a
+    // waiter registers once.
+    let mut watcher = shutdown.clone();
+    let stopping = watcher.recv();
+    tokio::pin!(stopping);
     loop {
         if shutdown.is_triggered() {
             return Close::Shutdown;
@@ -157,16 +162,19 @@ where
         if due < deadline.deadline() || deadline.is_elapsed() {
             deadline.as_mut().reset(due);
         }
+        // The read first: it is ready whenever a client's request woke
+        // the task, and then nothing else is polled.
         let read = tokio::select! {
+            biased;
             r = stream.read_buf(&mut input.buf) => r,
+            _ = &mut stopping => return Close::Shutdown,
             _ = &mut deadline => {
                 if Instant::now() >= due {
                     return why;
                 }
                 continue;
             }
-            _ = place.pushed_out() => return Close::PushedOut,
-            _ = shutdown.recv() => return Close::Shutdown,
+            _ = place.pushed_out(), if !place.is_seated() => return Close::PushedOut,
         };
         match read {
             Ok(0) => return Close::PeerClosed,

@@ -12,121 +12,108 @@
 //!
 //! An event loop is a thread with its own single-threaded runtime. It owns
 //! its client connections and its storage connections, and runs everything
-//! of theirs itself, so a request never changes threads on its way through
+//! of theirs itself, so a lookup never changes threads on its way through
 //! hsd:
 //!
-//! - `P` and finds: on the embedded store, in the client connection's own
-//!   task, at once, on a storage connection checked out of the loop's pool
-//!   (finds a connection pipelined share one read transaction). On MySQL,
-//!   through the loop's read batcher: each of its `links` tasks owns a
-//!   server connection and, whenever it is free, takes everything the
-//!   loop's connections queued meanwhile and runs it as one batch (grouped
-//!   lookups, one round trip). A lone request runs at once.
+//! - `P` and short finds (`exec::is_short`: a lookup by a whole unique key,
+//!   a scan of a few rows without filters): through the loop's read
+//!   batcher. Each of its `links` tasks owns a storage connection and,
+//!   whenever it is free, takes everything the loop's connections queued
+//!   meanwhile and runs it as one batch, as the original's loop runs every
+//!   ready connection's requests in one pass: on MySQL grouped lookups in
+//!   one round trip, on the embedded store one read transaction and one
+//!   pass for all. A lone request runs at once: nothing waits for company.
+//! - Long finds (filters, IN lists and ranges that may walk many rows): on
+//!   MySQL, through a second batcher on links of their own, one client
+//!   batch at a time; on the embedded store, on the `hsd-scan-N` threads
+//!   that every loop shares (`read_threads`), so that a scan never holds a
+//!   loop's thread. Either way they never share a batch with lookups.
 //! - Writes (write loops only): through the loop's group committer, one task
 //!   owning one storage connection, which runs every write queued meanwhile
 //!   in one transaction, commits once, and only then answers.
 //! - Several MySQL servers (`--replica`): the backend's topology
 //!   (`backend::mysql::topology`) knows which server takes writes and how
 //!   far each has applied. The write port's connections follow the writer
-//!   (between groups). With `--read-from replicas`, a read loop's batcher
-//!   asks the topology where each batch runs: a replica that has applied
-//!   every write hsd acknowledged before the batch's finds arrived, else
-//!   (after `--replica-wait`) the primary; finds a server failed for being
-//!   unreachable run again elsewhere (`read_batch`).
+//!   (between groups). With `--read-from replicas`, the read port's
+//!   batchers ask the topology where each batch runs: a replica that has
+//!   applied every write hsd acknowledged before the batch's finds arrived,
+//!   else (after `--replica-wait`) the primary; finds a server failed for
+//!   being unreachable run again elsewhere (`read_batch`).
 //!
-//! Work for storage yields to the loop's other connections: the read
-//! batcher and committer take bounded batches, inline finds spend tokio's
-//! cooperative budget, and an embedded-store scan hands the thread back
-//! every couple of milliseconds.
+//! Work for storage yields to the loop's other connections: the batchers
+//! and the committer take bounded batches, and a modify walk or an embedded
+//! store scan hands the thread back every couple of milliseconds.
 
 use crate::backend::mysql::topology::ReadFrom;
-use crate::backend::{Backend, OpenedIndex, ReadPlacement};
+use crate::backend::{Backend, LongReads, OpenedIndex};
 use crate::exec::{self, ReadTask, WriteTask};
 use crate::group_commit::GroupCommitter;
-use crate::job_queue::unavailable;
 use crate::metrics::Metrics;
 use crate::port::PortKind;
-use crate::read_batch::ReadBatcher;
+use crate::read_batch::{BatchOf, ReadBatcher};
+use crate::read_threads::ReadThreads;
 use crate::shared::Shared;
-use crate::storage_pool::StoragePool;
 use hs_proto::{ErrorKind, OpenIndexRequest, ResponseWriter};
-use std::rc::Rc;
 use std::sync::Arc;
 
 /// One event loop's way to storage.
 pub(crate) struct Dispatcher<B: Backend> {
     shared: Shared<B>,
-    reads: ReadPath<B::Storage>,
+    short_reads: ReadBatcher,
+    long_reads: LongReadPath,
     writes: Option<GroupCommitter>,
 }
 
-enum ReadPath<C> {
-    Inline(Rc<StoragePool<C>>),
-    Batched(ReadBatcher),
+enum LongReadPath {
+    Links(ReadBatcher),
+    Threads(Arc<ReadThreads>),
 }
 
 impl<B: Backend> Dispatcher<B> {
     /// Builds the loop's storage side; must run inside the loop's `LocalSet`
-    /// (it starts the batcher and committer tasks there).
+    /// (it starts the batchers' and the committer's tasks there).
     pub(crate) fn new(kind: PortKind, shared: Shared<B>) -> Dispatcher<B> {
-        let reads = match shared.backend.read_placement() {
-            ReadPlacement::Inline => ReadPath::Inline(StoragePool::start()),
-            ReadPlacement::Batched { links } => match shared.backend.topology() {
-                Some(topology)
-                    if kind == PortKind::Read && topology.read_from() == ReadFrom::Replicas =>
-                {
-                    ReadPath::Batched(ReadBatcher::start_routed(shared.clone(), links, topology))
-                }
-                _ => ReadPath::Batched(ReadBatcher::start(shared.clone(), links)),
-            },
+        let placement = shared.backend.read_placement();
+        // The read port with --read-from replicas: its batches go where the
+        // topology says.
+        let routing = shared
+            .backend
+            .topology()
+            .filter(|t| kind == PortKind::Read && t.read_from() == ReadFrom::Replicas);
+        let batcher = |links: usize, batch: BatchOf| match &routing {
+            Some(t) => ReadBatcher::start_routed(shared.clone(), links, batch, t.clone()),
+            None => ReadBatcher::start(shared.clone(), links, batch),
+        };
+        let short_reads = batcher(placement.links, BatchOf::Many);
+        let long_reads = match (placement.long_reads, &shared.read_threads) {
+            (LongReads::Threads(_), Some(threads)) => LongReadPath::Threads(threads.clone()),
+            (LongReads::Links(links), _) | (LongReads::Threads(links), None) => {
+                LongReadPath::Links(batcher(links, BatchOf::One))
+            }
         };
         let writes = (kind == PortKind::Write).then(|| GroupCommitter::start(shared.clone()));
         Dispatcher {
             shared,
-            reads,
+            short_reads,
+            long_reads,
             writes,
         }
     }
 
     /// Resolves a `P`.
     pub(crate) async fn open(&self, req: OpenIndexRequest) -> Result<Arc<OpenedIndex>, ErrorKind> {
-        match &self.reads {
-            ReadPath::Inline(pool) => {
-                let Some((mut storage, _in_use)) = pool.checkout(&*self.shared.backend).await
-                else {
-                    return Err(ErrorKind::OpenTable);
-                };
-                let result = exec::open_index(&mut storage, &self.shared.catalog, &req).await;
-                pool.checkin(storage);
-                result
-            }
-            ReadPath::Batched(batcher) => batcher.open(req).await,
-        }
+        self.short_reads.open(req).await
     }
 
     /// Runs finds that arrived together on one client connection; returns
-    /// their answers, in order.
-    pub(crate) async fn reads(&self, mut tasks: Vec<ReadTask>) -> Vec<ResponseWriter> {
-        match &self.reads {
-            ReadPath::Inline(pool) => {
-                // Give the loop's other connections a turn now and then.
-                tokio::task::consume_budget().await;
-                match pool.checkout(&*self.shared.backend).await {
-                    Some((mut storage, _in_use)) => {
-                        exec::run_reads(&mut storage, &mut tasks, self.shared.max_response_bytes)
-                            .await;
-                        pool.checkin(storage);
-                    }
-                    None => {
-                        let answers = unavailable(tasks.len());
-                        for (t, answer) in tasks.iter_mut().zip(answers) {
-                            t.out = answer;
-                        }
-                    }
-                }
-                tasks.into_iter().map(|t| t.out).collect()
-            }
-            ReadPath::Batched(batcher) => batcher.reads(tasks).await,
+    /// their answers, in order. They go where the longest of them belongs.
+    pub(crate) async fn reads(&self, tasks: Vec<ReadTask>) -> Vec<ResponseWriter> {
+        if tasks.iter().all(exec::is_short) {
+            return self.short_reads.reads(tasks).await;
+        }
+        match &self.long_reads {
+            LongReadPath::Links(batcher) => batcher.reads(tasks).await,
+            LongReadPath::Threads(threads) => threads.reads(tasks).await,
         }
     }
 
@@ -144,11 +131,13 @@ impl<B: Backend> Dispatcher<B> {
         &self.shared.metrics
     }
 
-    /// Finishes queued work: the batcher and committer run what they hold,
-    /// commit, and stop.
+    /// Finishes queued work: the batchers and the committer run what they
+    /// hold, commit, and stop. (The shared scan threads stop with the
+    /// server.)
     pub(crate) async fn shut_down(&self) {
-        if let ReadPath::Batched(b) = &self.reads {
-            b.shut_down().await;
+        self.short_reads.shut_down().await;
+        if let LongReadPath::Links(batcher) = &self.long_reads {
+            batcher.shut_down().await;
         }
         if let Some(c) = &self.writes {
             c.shut_down().await;

@@ -5,7 +5,7 @@
 //! everything about that connection happens on the loop's thread. On
 //! shutdown a loop lets its connections finish the requests they read, up
 //! to the drain timeout, closes whatever is left, then lets its committer
-//! commit what it holds.
+//! commit what it holds (for at most `SHUTDOWN_GRACE`).
 
 use crate::admission::Place;
 use crate::backend::Backend;
@@ -23,6 +23,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
+
+/// How long queued writes may take to finish after the drain.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// How long a client may take to complete its TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -103,6 +106,15 @@ async fn run_loop<B: Backend>(
     mut shutdown: Shutdown,
 ) {
     let dispatcher = Rc::new(Dispatcher::new(port.kind, shared.clone()));
+    // The loop's own copy of the shutdown signal: its connections check it
+    // on every request, and a channel of their own keeps those checks off
+    // the cache lines every other loop's connections use.
+    let (relay, local) = crate::shutdown::channel();
+    let mut global = shutdown.clone();
+    tokio::task::spawn_local(async move {
+        global.recv().await;
+        relay.trigger();
+    });
     let metrics = shared.metrics.clone();
     let drain = port.drain;
     let port = Rc::new(port);
@@ -116,7 +128,7 @@ async fn run_loop<B: Backend>(
                         port.clone(),
                         dispatcher.clone(),
                         metrics.clone(),
-                        shutdown.clone(),
+                        local.clone(),
                         count.clone(),
                     ));
                 }
@@ -139,7 +151,18 @@ async fn run_loop<B: Backend>(
         clients.abort_all();
         while clients.join_next().await.is_some() {}
     }
-    dispatcher.shut_down().await;
+    // What is queued still runs and commits; a write that would run on
+    // (a walk within its budget, a stalled server) is dropped after a
+    // moment, uncommitted and unanswered, so shutdown ends within the drain
+    // timeout and this grace.
+    if tokio::time::timeout(SHUTDOWN_GRACE, dispatcher.shut_down())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "writes still running {SHUTDOWN_GRACE:?} after the drain; stopping them uncommitted"
+        );
+    }
 }
 
 async fn serve_client<B: Backend>(

@@ -277,7 +277,8 @@ async fn commit_group<B: Backend>(
             }
             return (false, 0, Durability::Done);
         }
-        let (locked, ran, conflict) = run_group(storage, active, shared.max_response_bytes).await;
+        let limits = shared.write_limits();
+        let (locked, ran, conflict) = run_group(storage, active, &limits).await;
         let committed = if conflict {
             None
         } else {
@@ -341,7 +342,7 @@ async fn commit_group<B: Backend>(
 async fn run_group<C: StorageConn>(
     storage: &mut C,
     active: &mut [WriteJob],
-    max_answer: usize,
+    limits: &exec::WriteLimits,
 ) -> (HashSet<String>, Vec<(usize, usize)>, bool) {
     let mut slots: Vec<(usize, usize)> = Vec::new();
     let mut tasks: Vec<&WriteTask> = Vec::new();
@@ -353,7 +354,7 @@ async fn run_group<C: StorageConn>(
             }
         }
     }
-    let outcomes = exec::run_writes(storage, &tasks, max_answer).await;
+    let outcomes = exec::run_writes(storage, &tasks, limits).await;
     drop(tasks);
     let mut locked: HashSet<String> = HashSet::new();
     let mut ran: Vec<(usize, usize)> = Vec::new();
@@ -407,6 +408,8 @@ mod tests {
             catalog: Arc::new(Catalog::default()),
             metrics: Metrics::new().expect("metrics"),
             max_response_bytes: 1 << 20,
+            walk_time: None,
+            read_threads: None,
         }
     }
 

@@ -52,6 +52,9 @@ impl Harness {
             catalog: Arc::new(Catalog::default()),
             metrics: Metrics::new()?,
             max_response_bytes: 1 << 20,
+            walk_time: Some(Duration::from_secs(5)),
+            // Long scans on the loop's own links: one process, one thread.
+            read_threads: None,
         };
         Ok(Harness {
             read: Rc::new(Dispatcher::new(PortKind::Read, shared.clone())),

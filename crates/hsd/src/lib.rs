@@ -28,13 +28,13 @@ mod limits;
 mod metrics;
 mod port;
 mod read_batch;
+mod read_threads;
 mod secrets;
 mod server;
 mod session;
 mod shared;
 mod shutdown;
 mod sql_command;
-mod storage_pool;
 mod tls;
 
 pub use admission::newcomer_places;

@@ -32,6 +32,17 @@ use tokio::sync::oneshot;
 /// lets other runners start on the rest.
 const MAX_BATCH_FINDS: usize = 512;
 
+/// How much of the queue one batch takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BatchOf {
+    /// Every client's finds queued meanwhile, up to `MAX_BATCH_FINDS`.
+    Many,
+    /// One client's finds: long scans, whose answers may be big, are not
+    /// joined (one's answer then never holds up another's, and what a
+    /// batch holds is one client's answer).
+    One,
+}
+
 enum Job {
     Open {
         req: OpenIndexRequest,
@@ -53,8 +64,12 @@ pub(crate) struct ReadBatcher {
 impl ReadBatcher {
     /// Starts `links` runner tasks on the current `LocalSet`; their
     /// connections are `Backend::connect`'s.
-    pub(crate) fn start<B: Backend>(shared: Shared<B>, links: usize) -> ReadBatcher {
-        ReadBatcher::start_with(shared, links, None)
+    pub(crate) fn start<B: Backend>(
+        shared: Shared<B>,
+        links: usize,
+        batch: BatchOf,
+    ) -> ReadBatcher {
+        ReadBatcher::start_with(shared, links, batch, None)
     }
 
     /// Starts `links` runner tasks that run each batch where `topology`
@@ -62,20 +77,28 @@ impl ReadBatcher {
     pub(crate) fn start_routed<B: Backend>(
         shared: Shared<B>,
         links: usize,
+        batch: BatchOf,
         topology: Arc<Topology>,
     ) -> ReadBatcher {
-        ReadBatcher::start_with(shared, links, Some(topology))
+        ReadBatcher::start_with(shared, links, batch, Some(topology))
     }
 
     fn start_with<B: Backend>(
         shared: Shared<B>,
         links: usize,
+        batch: BatchOf,
         topology: Option<Arc<Topology>>,
     ) -> ReadBatcher {
         let links = links.max(1);
         let queue = Rc::new(JobQueue::new(links));
         for me in 0..links {
-            tokio::task::spawn_local(run(shared.clone(), queue.clone(), me, topology.clone()));
+            tokio::task::spawn_local(run(
+                shared.clone(),
+                queue.clone(),
+                me,
+                batch,
+                topology.clone(),
+            ));
         }
         ReadBatcher { queue, topology }
     }
@@ -161,6 +184,7 @@ async fn run<B: Backend>(
     shared: Shared<B>,
     queue: Rc<JobQueue<Job>>,
     me: usize,
+    batch: BatchOf,
     topology: Option<Arc<Topology>>,
 ) {
     let servers = topology.as_ref().map_or(1, |t| t.server_count());
@@ -169,7 +193,7 @@ async fn run<B: Backend>(
         conns: (0..servers).map(|_| None).collect(),
     };
     loop {
-        let jobs = take_batch(&queue);
+        let jobs = take_batch(&queue, batch);
         if jobs.is_empty() {
             if queue.stopping() {
                 break;
@@ -185,15 +209,21 @@ async fn run<B: Backend>(
     queue.task_done();
 }
 
-/// Takes queued jobs, up to `MAX_BATCH_FINDS` finds (a job is never split).
-fn take_batch(queue: &JobQueue<Job>) -> Vec<Job> {
+/// Takes queued jobs, up to `MAX_BATCH_FINDS` finds, or one client's (a
+/// job is never split).
+fn take_batch(queue: &JobQueue<Job>, batch: BatchOf) -> Vec<Job> {
     let mut finds = 0;
+    let mut jobs = 0;
     queue.take(|job| match job {
         Job::Open { .. } => true,
         Job::Finds { tasks, .. } => {
-            let fits = finds == 0 || finds + tasks.len() <= MAX_BATCH_FINDS;
+            let fits = match batch {
+                BatchOf::Many => finds == 0 || finds + tasks.len() <= MAX_BATCH_FINDS,
+                BatchOf::One => jobs == 0,
+            };
             if fits {
                 finds += tasks.len();
+                jobs += 1;
             }
             fits
         }
@@ -367,6 +397,8 @@ mod tests {
             catalog: Arc::new(Catalog::default()),
             metrics: Metrics::new().expect("metrics"),
             max_response_bytes: 1 << 20,
+            walk_time: None,
+            read_threads: None,
         }
     }
 
@@ -390,7 +422,7 @@ mod tests {
         let (store, table) = store(WriteBatching::Batched);
         let index = open(&table, 1, 0, &[3], &[]);
         local(async {
-            let batcher = Rc::new(ReadBatcher::start(shared(store.clone()), 1));
+            let batcher = Rc::new(ReadBatcher::start(shared(store.clone()), 1, BatchOf::Many));
             // Eight clients, each a batch of three lookups, all queued at once.
             let clients: Vec<_> = (0..8)
                 .map(|c| {
@@ -427,7 +459,7 @@ mod tests {
         let (store, table) = store(WriteBatching::Batched);
         let index = open(&table, 1, 0, &[3], &[]);
         local(async {
-            let batcher = Rc::new(ReadBatcher::start(shared(store.clone()), 1));
+            let batcher = Rc::new(ReadBatcher::start(shared(store.clone()), 1, BatchOf::Many));
             // 5 jobs of 200 finds each, all queued at once: 400, 400, 200.
             let jobs: Vec<_> = (0..5)
                 .map(|_| {
@@ -460,7 +492,7 @@ mod tests {
         let (store, table) = store(WriteBatching::Batched);
         let index = open(&table, 1, 0, &[3], &[]);
         local(async {
-            let batcher = ReadBatcher::start(shared(store), 2);
+            let batcher = ReadBatcher::start(shared(store), 2, BatchOf::Many);
             let answers = batcher.reads(vec![read_task(&index, "1\t=\t1\t2")]).await;
             assert_eq!(text(&answers), ["0\t1\ts2\n"]);
             batcher.shut_down().await;
@@ -474,7 +506,7 @@ mod tests {
         let (store, table) = store(WriteBatching::Batched);
         let index = open(&table, 1, 0, &[3], &[]);
         local(async {
-            let batcher = ReadBatcher::start(shared(store.clone()), 1);
+            let batcher = ReadBatcher::start(shared(store.clone()), 1, BatchOf::Many);
             store.fail_at(1, crate::backend::memory::Fault::LostLink);
             let answers = batcher.reads(vec![read_task(&index, "1\t=\t1\t2")]).await;
             assert_eq!(text(&answers), ["1\t1\t2013\n"]);
@@ -492,7 +524,12 @@ mod tests {
             crate::backend::mysql::topology::ReadFrom::Replicas,
         );
         local(async {
-            let batcher = ReadBatcher::start_routed(shared(store.clone()), 1, topology.clone());
+            let batcher = ReadBatcher::start_routed(
+                shared(store.clone()),
+                1,
+                BatchOf::Many,
+                topology.clone(),
+            );
             // The first server's link is lost: its grouped scan and the
             // scans of each find alone (exec's own second try) fail.
             for call in 1..=3 {

@@ -8,13 +8,14 @@ use crate::admission::Admission;
 use crate::backend::mysql::topology;
 use crate::backend::mysql::{MysqlBackend, MysqlSettings};
 use crate::backend::sqlite::SqliteBackend;
-use crate::backend::Backend;
+use crate::backend::{Backend, LongReads};
 use crate::config::{BackendChoice, Config, ReadFrom};
 use crate::event_loop::{EventLoop, Incoming};
 use crate::exec::Catalog;
 use crate::limits::{ConnectionLimits, MemoryBudget};
 use crate::metrics::{self, Metrics};
 use crate::port::{Port, PortKind};
+use crate::read_threads::ReadThreads;
 use crate::secrets::Secret;
 use crate::shared::Shared;
 use crate::shutdown::{self, Shutdown};
@@ -85,11 +86,21 @@ async fn serve<B: Backend>(
     backend: B,
     metrics: Arc<Metrics>,
 ) -> anyhow::Result<()> {
+    let backend = Arc::new(backend);
+    let read_threads = match backend.read_placement().long_reads {
+        LongReads::Threads(n) => Some(Arc::new(
+            ReadThreads::start(backend.clone(), n, config.max_response_bytes)
+                .context("starting the scan threads")?,
+        )),
+        LongReads::Links(_) => None,
+    };
     let shared = Shared {
-        backend: Arc::new(backend),
+        backend,
         catalog: Arc::new(Catalog::default()),
         metrics: metrics.clone(),
         max_response_bytes: config.max_response_bytes,
+        walk_time: config.statement_timeout,
+        read_threads: read_threads.clone(),
     };
     let target = shared.backend.describe_target();
 
@@ -214,6 +225,12 @@ async fn serve<B: Backend>(
             }
         }
     });
+    let joined = async move {
+        let _ = joined.await;
+        if let Some(threads) = read_threads {
+            let _ = tokio::task::spawn_blocking(move || threads.shut_down()).await;
+        }
+    };
     tokio::select! {
         _ = joined => tracing::info!("shutdown complete"),
         _ = shutdown::signal() => {

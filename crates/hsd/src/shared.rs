@@ -3,9 +3,11 @@
 //! on the answers of one client batch.
 
 use crate::backend::Backend;
-use crate::exec::Catalog;
+use crate::exec::{Catalog, WriteLimits, MAX_WALK_ROWS};
 use crate::metrics::Metrics;
+use crate::read_threads::ReadThreads;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub(crate) struct Shared<B: Backend> {
     pub(crate) backend: Arc<B>,
@@ -14,6 +16,22 @@ pub(crate) struct Shared<B: Backend> {
     /// `--max-response-bytes`: what the answers of one client batch of
     /// finds may hold together, and the rows one `?` modify answers.
     pub(crate) max_response_bytes: usize,
+    /// `--statement-timeout`: how long a modify walk may take as a whole.
+    pub(crate) walk_time: Option<Duration>,
+    /// The threads long scans run on, where the backend wants them
+    /// (`LongReads::Threads`).
+    pub(crate) read_threads: Option<Arc<ReadThreads>>,
+}
+
+impl<B: Backend> Shared<B> {
+    /// What one write may cost.
+    pub(crate) fn write_limits(&self) -> WriteLimits {
+        WriteLimits {
+            max_answer: self.max_response_bytes,
+            walk_time: self.walk_time,
+            walk_rows: MAX_WALK_ROWS,
+        }
+    }
 }
 
 impl<B: Backend> Clone for Shared<B> {
@@ -23,6 +41,8 @@ impl<B: Backend> Clone for Shared<B> {
             catalog: self.catalog.clone(),
             metrics: self.metrics.clone(),
             max_response_bytes: self.max_response_bytes,
+            walk_time: self.walk_time,
+            read_threads: self.read_threads.clone(),
         }
     }
 }

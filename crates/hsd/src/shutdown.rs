@@ -2,7 +2,8 @@
 //!
 //! On SIGTERM/SIGINT the listeners stop accepting, each connection finishes
 //! the requests it already read (writes commit before they are answered) and
-//! closes, then the workers drain their queues and the process exits 0.
+//! closes, then the event loops' batchers and committers finish what they
+//! hold and the process exits 0.
 
 use tokio::sync::watch;
 

@@ -10,9 +10,9 @@
 use super::values::stored_integer;
 use super::{
     Backend, Change, ColumnKind, ColumnMeta, CommitFailure, Committed, FilterMode, FilterVerdict,
-    IndexMeta, IntRead, ReadPlacement, RowInsert, RowTarget, RowView, RowVisitor, RowWrite, Scan,
-    ScanStep, StorageConn, StorageError, TableMeta, WriteBatching, WriteForm, WriteValue,
-    ERR_DUPLICATE_KEY, ERR_LOCK_DEADLOCK,
+    IndexMeta, IntRead, LongReads, ReadPlacement, RowInsert, RowTarget, RowView, RowVisitor,
+    RowWrite, Scan, ScanStep, StorageConn, StorageError, TableMeta, WriteBatching, WriteForm,
+    WriteValue, ERR_DUPLICATE_KEY, ERR_LOCK_DEADLOCK,
 };
 use hs_proto::{FilterKind, FilterOp, FindOp, Value};
 use std::cmp::Ordering;
@@ -208,9 +208,9 @@ impl Backend for MemoryStore {
     }
 
     fn read_placement(&self) -> ReadPlacement {
-        match self.batching {
-            WriteBatching::OneAtATime => ReadPlacement::Inline,
-            WriteBatching::Batched => ReadPlacement::Batched { links: 2 },
+        ReadPlacement {
+            links: 2,
+            long_reads: LongReads::Links(1),
         }
     }
 }

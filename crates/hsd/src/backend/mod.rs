@@ -47,6 +47,9 @@ pub(crate) const ERR_NOT_NULL: u32 = 1048;
 pub(crate) const ERR_NO_ROW_KEY: u32 = 1173;
 /// Error number when the storage is unreachable or timed out.
 pub(crate) const ERR_UNAVAILABLE: u32 = 2013;
+/// What a statement (or a modify walk) stopped by its time or row budget
+/// answers: MariaDB's ER_STATEMENT_TIMEOUT, as its max_statement_time does.
+pub(crate) const ERR_STATEMENT_TIMEOUT: u32 = 1969;
 /// Error number when a db file stayed locked by another writer (SQLITE_BUSY).
 pub(crate) const ERR_BUSY: u32 = 5;
 /// Error numbers of a lock wait that timed out and of a deadlock, as the
@@ -577,13 +580,26 @@ pub(crate) trait Backend: Send + Sync + 'static {
     fn read_placement(&self) -> ReadPlacement;
 }
 
-/// How reads reach the storage on an event loop.
+/// How reads reach the storage on an event loop (see `dispatch`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ReadPlacement {
-    /// In the connection's own task, at once: the storage is in-process and
-    /// a lookup costs less than any hand-off.
-    Inline,
-    /// Through the loop's read batcher, which runs everything queued by all
-    /// of the loop's client connections together on `links` connections.
-    Batched { links: usize },
+pub(crate) struct ReadPlacement {
+    /// Storage connections of each loop's read batcher, which runs the
+    /// short finds (`exec::is_short`) that the loop's client connections
+    /// queued meanwhile as one batch.
+    pub(crate) links: usize,
+    /// Where the other finds run, so that they never hold up short ones.
+    pub(crate) long_reads: LongReads,
+}
+
+/// Where the finds that may read many rows run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LongReads {
+    /// On this many storage connections of each loop, one client batch at
+    /// a time: the storage answers later, and the loop is free meanwhile
+    /// (a server across the network).
+    Links(usize),
+    /// On this many threads shared by every loop, each with a storage
+    /// connection of its own: the storage computes on the calling thread
+    /// (the embedded store), which a long scan would hold.
+    Threads(usize),
 }

@@ -39,6 +39,37 @@ impl ReadTask {
     }
 }
 
+/// At most how many rows a short find may read (see `is_short`).
+const SHORT_ROWS: u64 = 1024;
+
+/// Whether a find reads few rows whatever the table holds: a lookup by the
+/// whole key of a unique index (for each of at most `SHORT_ROWS` IN
+/// values), or a scan without filters of at most `SHORT_ROWS` rows. Such
+/// finds run together on the event loop (`dispatch`); a filtered scan may
+/// pass over any number of rows for one answer, so it does not.
+pub(crate) fn is_short(task: &ReadTask) -> bool {
+    let req = &task.req;
+    let meta = task.index.index_meta();
+    let seeks = req.active_in().map_or(1, |i| i.seeks() as u64);
+    let point = req.op == hs_proto::FindOp::Eq
+        && meta.unique
+        && req.keys.len() == meta.key_sql.len()
+        && req.keys.iter().all(Option::is_some);
+    let rows = if point {
+        seeks
+    } else if req.filters.is_empty() {
+        seeks.saturating_mul(RowCounter::reads(req))
+    } else {
+        return false;
+    };
+    rows <= SHORT_ROWS
+}
+
+/// Most scans one `scan_many` call runs: a batch of finds (or one find's
+/// IN list) with more goes in pieces, so that what the scans hold stays
+/// bounded whatever the line held.
+const SCANS_PER_CALL: usize = 1024;
+
 /// When one run joins the batches of several clients (the MySQL read
 /// batcher does), their answers together may hold this many times the
 /// limit: each client gets its own limit, the run as a whole a bound.
@@ -120,16 +151,6 @@ async fn run_grouped<C: StorageConn>(
             }
         }
     }
-    let mut scans = Vec::new();
-    let mut owner = Vec::new();
-    for (t, p) in prepared.iter().enumerate() {
-        if let Some(p) = p {
-            for s in p.scans(false) {
-                scans.push(s);
-                owner.push(t);
-            }
-        }
-    }
     let mut outputs: Vec<ResponseWriter> = tasks
         .iter()
         .map(|t| {
@@ -146,37 +167,68 @@ async fn run_grouped<C: StorageConn>(
     }
     // Tasks whose answer went over the limit.
     let mut too_large = vec![false; tasks.len()];
-    let mut visit = |scan_no: usize, row: &dyn RowView| {
-        let t = owner[scan_no];
-        if too_large[t] {
-            return ScanStep::Stop;
+    // Every (task, scan) pair, made and run a chunk at a time: a find's IN
+    // list may hold millions of seeks.
+    let mut pending = prepared.iter().enumerate().flat_map(|(t, p)| {
+        let n = p.as_ref().map_or(0, PreparedFind::scan_count);
+        (0..n).map(move |s| (t, s))
+    });
+    let mut result = Ok(());
+    loop {
+        let mut owner: Vec<usize> = Vec::new();
+        let mut scans = Vec::new();
+        for (t, s) in pending.by_ref() {
+            // A find that has its rows (or went over the limit) seeks no
+            // further.
+            if counters[t].done || too_large[t] {
+                continue;
+            }
+            if let Some(p) = &prepared[t] {
+                scans.push(p.scan(s, false));
+                owner.push(t);
+            }
+            if scans.len() == SCANS_PER_CALL {
+                break;
+            }
         }
-        match counters[t].decide(row.filter_state()) {
-            RowDecision::Take => {
-                // Checked after every value: one row may be far bigger
-                // than the limit (wide rows of long values).
-                for c in 0..ncols[t] {
-                    let before = outputs[t].len();
-                    outputs[t].value(row.column(c));
-                    if !bytes.add(batch[t], outputs[t].len() - before) {
-                        bytes.remove(batch[t], outputs[t].len());
-                        outputs[t] = ResponseWriter::new();
-                        too_large[t] = true;
-                        return ScanStep::Stop;
+        if scans.is_empty() {
+            break;
+        }
+        let mut visit = |scan_no: usize, row: &dyn RowView| {
+            let t = owner[scan_no];
+            if too_large[t] {
+                return ScanStep::Stop;
+            }
+            match counters[t].decide(row.filter_state()) {
+                RowDecision::Take => {
+                    // Checked after every value: one row may be far bigger
+                    // than the limit (wide rows of long values).
+                    for c in 0..ncols[t] {
+                        let before = outputs[t].len();
+                        outputs[t].value(row.column(c));
+                        if !bytes.add(batch[t], outputs[t].len() - before) {
+                            bytes.remove(batch[t], outputs[t].len());
+                            outputs[t] = ResponseWriter::new();
+                            too_large[t] = true;
+                            return ScanStep::Stop;
+                        }
+                    }
+                    if counters[t].done {
+                        ScanStep::Stop
+                    } else {
+                        ScanStep::Continue
                     }
                 }
-                if counters[t].done {
-                    ScanStep::Stop
-                } else {
-                    ScanStep::Continue
-                }
+                RowDecision::Skip if counters[t].done => ScanStep::Stop,
+                RowDecision::Skip => ScanStep::Continue,
+                RowDecision::End => ScanStep::Stop,
             }
-            RowDecision::Skip if counters[t].done => ScanStep::Stop,
-            RowDecision::Skip => ScanStep::Continue,
-            RowDecision::End => ScanStep::Stop,
+        };
+        result = storage.scan_many(&scans, &mut visit).await;
+        if result.is_err() {
+            break;
         }
-    };
-    let result = storage.scan_many(&scans, &mut visit).await;
+    }
     match result {
         Ok(()) => {
             for (((task, mut out), err), too_large) in

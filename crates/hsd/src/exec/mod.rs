@@ -18,9 +18,9 @@ pub(crate) mod testing;
 pub(crate) mod write;
 mod write_batch;
 
-pub(crate) use find::{run_reads, ReadTask};
+pub(crate) use find::{is_short, run_reads, ReadTask};
 pub(crate) use open::{open_index, Catalog};
-pub(crate) use write::{run_writes, WriteOp, WriteOutcome, WriteTask};
+pub(crate) use write::{run_writes, WriteLimits, WriteOp, WriteOutcome, WriteTask, MAX_WALK_ROWS};
 
 use crate::backend::{FilterMode, FilterVerdict, OpenedIndex, ResolvedFilter, Scan, StorageError};
 use hs_proto::{ErrorKind, FilterKind, FindRequest};
@@ -96,68 +96,65 @@ pub(crate) fn prepare_find<'a>(
 }
 
 impl<'a> PreparedFind<'a> {
-    /// The scans this find runs: one, or one per IN value. Each IN value is
-    /// one seek that takes at most the row it lands on; its value replaces
-    /// the key at the IN position, and a position beyond the keys given
-    /// replaces nothing (the same seek runs once per value, as on the
-    /// original).
-    pub(crate) fn scans(&'a self, with_locator: bool) -> Vec<Scan<'a>> {
-        let has_while = self.filters.iter().any(|f| f.kind == FilterKind::While);
+    /// How many scans this find runs: one, or one per IN value. Each IN
+    /// value is one seek that takes at most the row it lands on; its value
+    /// replaces the key at the IN position, and a position beyond the keys
+    /// given replaces nothing (the same seek runs once per value, as on the
+    /// original). A line may hold millions of IN values: their scans are
+    /// made one at a time (`scan`), as they run.
+    pub(crate) fn scan_count(&self) -> usize {
         match self.req.active_in() {
-            None => {
-                let filter_mode = if self.filters.is_empty() {
-                    FilterMode::None
-                } else if has_while {
-                    FilterMode::StateColumn {
-                        exclude_skipped: true,
-                    }
-                } else {
-                    FilterMode::InWhere
-                };
-                vec![Scan {
-                    index: self.index,
-                    op: self.req.op,
-                    keys: self.keys.clone(),
-                    filters: &self.filters,
-                    filter_mode,
-                    fetch: RowCounter::reads(self.req),
-                    with_locator,
-                    after: None,
-                }]
+            None => 1,
+            Some(_) if RowCounter::reads(self.req) == 0 => 0,
+            Some(inc) => inc.seeks(),
+        }
+    }
+
+    /// Scan `i` of the find (`i < scan_count()`).
+    pub(crate) fn scan(&'a self, i: usize, with_locator: bool) -> Scan<'a> {
+        let has_while = self.filters.iter().any(|f| f.kind == FilterKind::While);
+        let Some(inc) = self.req.active_in() else {
+            let filter_mode = if self.filters.is_empty() {
+                FilterMode::None
+            } else if has_while {
+                FilterMode::StateColumn {
+                    exclude_skipped: true,
+                }
+            } else {
+                FilterMode::InWhere
+            };
+            return Scan {
+                index: self.index,
+                op: self.req.op,
+                keys: self.keys.clone(),
+                filters: &self.filters,
+                filter_mode,
+                fetch: RowCounter::reads(self.req),
+                with_locator,
+                after: None,
+            };
+        };
+        let filter_mode = if self.filters.is_empty() {
+            FilterMode::None
+        } else {
+            FilterMode::StateColumn {
+                exclude_skipped: false,
             }
-            Some(inc) => {
-                let filter_mode = if self.filters.is_empty() {
-                    FilterMode::None
-                } else {
-                    FilterMode::StateColumn {
-                        exclude_skipped: false,
-                    }
-                };
-                let position = inc.position.map_or(usize::MAX, |p| p as usize);
-                let seeks = if RowCounter::reads(self.req) == 0 {
-                    0
-                } else {
-                    inc.seeks()
-                };
-                (0..seeks)
-                    .map(|v| {
-                        let mut k = self.keys.clone();
-                        if let Some(slot) = k.get_mut(position) {
-                            *slot = Some(inc.value(v));
-                        }
-                        Scan {
-                            index: self.index,
-                            op: self.req.op,
-                            keys: k,
-                            filters: &self.filters,
-                            filter_mode,
-                            fetch: 1,
-                            with_locator,
-                            after: None,
-                        }
-                    })
-                    .collect()
-            }
+        };
+        let position = inc.position.map_or(usize::MAX, |p| p as usize);
+        let mut keys = self.keys.clone();
+        if let Some(slot) = keys.get_mut(position) {
+            *slot = Some(inc.value(i));
+        }
+        Scan {
+            index: self.index,
+            op: self.req.op,
+            keys,
+            filters: &self.filters,
+            filter_mode,
+            fetch: 1,
+            with_locator,
+            after: None,
         }
     }
 }

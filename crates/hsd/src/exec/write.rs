@@ -11,10 +11,11 @@ use super::plan::{plan, InsertRow, ModifyPlan, WritePlan};
 use super::{storage_error_kind, RowCounter, RowDecision};
 use crate::backend::{
     OpenedIndex, RowInsert, RowTarget, RowView, RowWrite, Scan, ScanStep, StorageConn,
-    StorageError, WriteBatching,
+    StorageError, WriteBatching, ERR_STATEMENT_TIMEOUT,
 };
 use hs_proto::{ErrorKind, FindRequest, InsertRequest, ResponseWriter, Value};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 pub(crate) enum WriteOp {
     Insert(InsertRequest),
@@ -78,13 +79,30 @@ pub(super) fn settle(result: Result<ResponseWriter, WriteFailure>) -> WriteOutco
     }
 }
 
+/// What one write may cost.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WriteLimits {
+    /// Bytes of rows a `?` form answers (`--max-response-bytes`; past it
+    /// `1 1 1153` and the walk ends).
+    pub(crate) max_answer: usize,
+    /// How long a modify walk may take as a whole (`--statement-timeout`;
+    /// past it `1 1 1969` and the walk ends). A walk can meet a row it
+    /// moved ahead again and again (`>=` on an index over the column `+`
+    /// raises): the original walked on forever.
+    pub(crate) walk_time: Option<Duration>,
+    /// How many rows a modify walk may read, whatever its time.
+    pub(crate) walk_rows: u64,
+}
+
+/// The row budget of a modify walk (see `WriteLimits::walk_rows`).
+pub(crate) const MAX_WALK_ROWS: u64 = 1_000_000;
+
 /// Runs a group's writes in order inside the open transaction; one outcome
-/// per task. The `?` forms answer at most `max_answer` bytes of rows each
-/// (`--max-response-bytes`; past it `1 1 1153` and the walk ends).
+/// per task.
 pub(crate) async fn run_writes<C: StorageConn>(
     storage: &mut C,
     tasks: &[&WriteTask],
-    max_answer: usize,
+    limits: &WriteLimits,
 ) -> Vec<WriteOutcome> {
     let plans: Vec<WritePlan<'_>> = tasks.iter().map(|t| plan(t)).collect();
     match storage.write_batching() {
@@ -99,7 +117,7 @@ pub(crate) async fn run_writes<C: StorageConn>(
                     outcomes.push(WriteOutcome::Busy);
                     continue;
                 }
-                let outcome = run_one(storage, p, max_answer).await;
+                let outcome = run_one(storage, p, limits).await;
                 if matches!(outcome, WriteOutcome::Busy) {
                     locked.push(db);
                 }
@@ -107,9 +125,7 @@ pub(crate) async fn run_writes<C: StorageConn>(
             }
             outcomes
         }
-        WriteBatching::Batched => {
-            super::write_batch::run_batched(storage, &plans, max_answer).await
-        }
+        WriteBatching::Batched => super::write_batch::run_batched(storage, &plans, limits).await,
     }
 }
 
@@ -117,12 +133,12 @@ pub(crate) async fn run_writes<C: StorageConn>(
 pub(super) async fn run_one<C: StorageConn>(
     storage: &mut C,
     plan: &WritePlan<'_>,
-    max_answer: usize,
+    limits: &WriteLimits,
 ) -> WriteOutcome {
     let result = match plan {
         WritePlan::Refused(kind) => Err(WriteFailure::Answer(*kind)),
         WritePlan::Insert(row) => insert(storage, row).await,
-        WritePlan::Modify(p) => walk(storage, p, max_answer).await,
+        WritePlan::Modify(p) => walk(storage, p, limits).await,
     };
     settle(result)
 }
@@ -160,34 +176,41 @@ pub(super) fn answer_insert(row: &InsertRow<'_>, id: Option<u64>) -> ResponseWri
 async fn walk<C: StorageConn>(
     storage: &mut C,
     p: &ModifyPlan<'_>,
-    max_answer: usize,
+    limits: &WriteLimits,
 ) -> Result<ResponseWriter, WriteFailure> {
     let table = &p.index.table;
-    let seeks = p.find.scans(true);
+    let seeks = p.find.scan_count();
     let in_list = p.req.active_in().is_some();
     let mut counter = RowCounter::new(p.req);
-    let mut answer = ModifyAnswer::new(p.index, p.spec, max_answer);
+    let mut answer = ModifyAnswer::new(p.index, p.spec, limits.max_answer);
     let mut after: Option<Vec<Value>> = None;
     let mut seek = 0;
+    let started = Instant::now();
+    let mut rows_read: u64 = 0;
     while !counter.done {
-        let base = if in_list {
-            seek += 1;
-            seeks.get(seek - 1)
-        } else {
-            seeks.first()
-        };
-        let Some(base) = base else {
+        if rows_read > 0 {
+            // The walk as a whole is bounded (rows changed so far stay
+            // changed, as after any error), and gives the loop's other
+            // tasks a turn now and then: on the embedded store no call
+            // here ever suspends.
+            let over_time = limits.walk_time.is_some_and(|t| started.elapsed() > t);
+            if over_time || rows_read >= limits.walk_rows {
+                return Err(ErrorKind::Storage(ERR_STATEMENT_TIMEOUT).into());
+            }
+            tokio::task::consume_budget().await;
+        }
+        // A walk goes on from the last row it read; each IN seek is made
+        // as it runs (a line may hold millions).
+        let i = if in_list { seek } else { 0 };
+        if i >= seeks {
             break;
-        };
+        }
+        seek += 1;
+        let base = p.find.scan(i, true);
         let scan = Scan {
-            index: base.index,
-            op: base.op,
-            keys: base.keys.clone(),
-            filters: base.filters,
-            filter_mode: base.filter_mode,
             fetch: 1,
-            with_locator: true,
             after: if in_list { None } else { after.as_deref() },
+            ..base
         };
         let mut read: Option<ReadRow> = None;
         let mut visit = |_: usize, row: &dyn RowView| {
@@ -203,6 +226,7 @@ async fn walk<C: StorageConn>(
             }
             break;
         };
+        rows_read += 1;
         if !in_list {
             after = Some(row.position);
         }

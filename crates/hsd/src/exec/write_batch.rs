@@ -20,7 +20,7 @@
 
 use super::modify::{row_change, ModifyAnswer, ReadRow, RowChange};
 use super::plan::{ModifyPlan, WritePlan};
-use super::write::{answer_insert, run_one, settle, WriteFailure, WriteOutcome};
+use super::write::{answer_insert, run_one, settle, WriteFailure, WriteLimits, WriteOutcome};
 use super::{RowCounter, RowDecision};
 use crate::backend::{
     FilterMode, RowInsert, RowTarget, RowView, RowWrite, Scan, ScanStep, StorageConn, StorageError,
@@ -38,7 +38,7 @@ const BY_KEY_RUN_MAX: usize = 2;
 pub(super) async fn run_batched<C: StorageConn>(
     storage: &mut C,
     plans: &[WritePlan<'_>],
-    max_answer: usize,
+    limits: &WriteLimits,
 ) -> Vec<WriteOutcome> {
     let mut outcomes = Vec::with_capacity(plans.len());
     let mut i = 0;
@@ -57,12 +57,12 @@ pub(super) async fn run_batched<C: StorageConn>(
         }
         let end = run_of(plans, i, |m| m.one_row);
         if end > i + 1 {
-            let (done, mut results) = one_row_batch(storage, &plans[i..end], max_answer).await;
+            let (done, mut results) = one_row_batch(storage, &plans[i..end], limits).await;
             outcomes.append(&mut results);
             i += done;
             continue;
         }
-        outcomes.push(run_one(storage, &plans[i], max_answer).await);
+        outcomes.push(run_one(storage, &plans[i], limits).await);
         i += 1;
     }
     outcomes
@@ -155,7 +155,7 @@ async fn by_key_batch<C: StorageConn>(
 async fn one_row_batch<C: StorageConn>(
     storage: &mut C,
     plans: &[WritePlan<'_>],
-    max_answer: usize,
+    limits: &WriteLimits,
 ) -> (usize, Vec<WriteOutcome>) {
     let batch: Vec<&ModifyPlan<'_>> = modifies(plans).collect();
     // Read (and lock) every row at once, whatever its filters say (the
@@ -164,7 +164,8 @@ async fn one_row_batch<C: StorageConn>(
     // must see. (At most one row has the key, so this reads no other.)
     let scans: Vec<Scan<'_>> = batch
         .iter()
-        .filter_map(|m| m.find.scans(true).into_iter().next())
+        .filter(|m| m.find.scan_count() > 0)
+        .map(|m| m.find.scan(0, true))
         .map(|base| Scan {
             fetch: 1,
             filter_mode: if base.filters.is_empty() {
@@ -193,7 +194,7 @@ async fn one_row_batch<C: StorageConn>(
     if read.is_err() {
         // Which read failed is unknown: run the first alone, which tells,
         // and leave the rest to the next batch.
-        return (1, vec![run_one(storage, &plans[0], max_answer).await]);
+        return (1, vec![run_one(storage, &plans[0], limits).await]);
     }
 
     // Decide each change, in order, as `write::walk` would.
@@ -212,7 +213,7 @@ async fn one_row_batch<C: StorageConn>(
             }
         }
         let mut counter = RowCounter::new(m.req);
-        let mut answer = ModifyAnswer::new(m.index, m.spec, max_answer);
+        let mut answer = ModifyAnswer::new(m.index, m.spec, limits.max_answer);
         let mut written: &[usize] = &[];
         let mut failure = None;
         if let Some(r) = row.filter(|_| !counter.done) {
@@ -295,7 +296,13 @@ mod tests {
     use crate::backend::memory::MemoryStore;
     use crate::backend::{Backend, OpenedIndex, StorageConn, WriteBatching};
     use crate::exec::testing::{open, store, write_task};
-    use crate::exec::write::{run_writes, WriteOutcome, WriteTask};
+    use crate::exec::write::{run_writes, WriteLimits, WriteOutcome, WriteTask, MAX_WALK_ROWS};
+
+    const LIMITS: WriteLimits = WriteLimits {
+        max_answer: 1 << 20,
+        walk_time: None,
+        walk_rows: MAX_WALK_ROWS,
+    };
     use proptest::prelude::*;
     use std::sync::Arc;
 
@@ -366,7 +373,7 @@ mod tests {
         let outcomes = block_on(async {
             let mut c = store.connect().await.expect("connect");
             c.begin().await.expect("begin");
-            let outcomes = run_writes(&mut c, &refs, 1 << 20).await;
+            let outcomes = run_writes(&mut c, &refs, &LIMITS).await;
             let committed = c.commit().await;
             assert!(committed.failure.is_none());
             outcomes
@@ -443,7 +450,7 @@ mod tests {
             block_on(async {
                 let mut c = store.connect().await.expect("connect");
                 c.begin().await.expect("begin");
-                run_writes(&mut c, &refs, 1 << 20).await;
+                run_writes(&mut c, &refs, &LIMITS).await;
                 c.commit().await;
             });
             (store.calls(), rows(&store))

@@ -96,6 +96,11 @@ impl Hsd {
         }
     }
 
+    /// The hsd process id (for its /proc files).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn reader(&self) -> Hs {
         Hs::connect(&self.read)
     }

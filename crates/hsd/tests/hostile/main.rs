@@ -9,6 +9,7 @@
 //! byte-level control a client library would get in the way of. Loopback
 //! only.
 
+mod fairness;
 mod input;
 mod memory;
 mod shutdown;
@@ -381,4 +382,16 @@ fn set_linger_zero(s: &TcpStream) {
             std::mem::size_of::<libc::linger>() as libc::socklen_t,
         );
     }
+}
+
+/// Runs `hsd sql` on the running server's data dir.
+pub(crate) fn sql(s: &Hsd, statement: &str) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hsd"))
+        .arg("sql")
+        .arg("--data-dir")
+        .arg(&s.data_dir)
+        .args(["test", statement])
+        .output()
+        .expect("run hsd sql");
+    assert!(out.status.success(), "hsd sql failed: {out:?}");
 }

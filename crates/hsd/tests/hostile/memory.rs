@@ -218,7 +218,9 @@ fn socket_with_small_buffers(addr: &str) -> TcpStream {
 
 #[test]
 fn answers_are_bounded_in_bytes() {
-    let mut s = Hsd::start(&[]);
+    // The bound here is in bytes: a generous statement time, so that a
+    // busy machine cannot end the big scans by time first (1 1 1969).
+    let mut s = Hsd::start(&["--statement-timeout", "60"]);
     let mut c = Conn::open(&s.read);
     // `P` may list a column as often as the table has columns, or 64
     // times: more is only repeats (the original took any number; 2,000
@@ -352,4 +354,44 @@ fn old_rows_answered_by_modifies_are_bounded_too() {
     let one = c.req("0|=|1|5000|1|0|U?|5000|five|five@example.com|2020-01-01 00:00:00");
     assert!(one.starts_with("0|4|5000|"), "{one}");
     s.case_done("old rows answered by U? past --max-response-bytes");
+}
+
+#[test]
+fn an_in_list_costs_about_its_line() {
+    let mut s = Hsd::start(&[]);
+    let mut c = Conn::open(&s.read);
+    assert_eq!(c.req("P|0|test|user|PRIMARY|user_id"), "0|1");
+    // Warm up, then take the peak from here.
+    assert_eq!(c.req("0|=|1|7"), "0|1|7");
+    s.wait_idle();
+    let _ = std::fs::write(format!("/proc/{}/clear_refs", s.child.id()), "5");
+    let start = s.status_kb("VmHWM:");
+    // 200,000 IN values, a 1.3 MB line. Each value once became a scan of
+    // its own before any ran (about 250 bytes each: 1.9 million values
+    // took 482 MB); now they are kept end to end and seek a chunk at a
+    // time.
+    let n = 200_000;
+    let mut line = format!("0\t=\t1\t1\t{n}\t0\t@\t0\t{n}").into_bytes();
+    for i in 0..n {
+        line.extend_from_slice(format!("\t{}", 1 + i % 100_000).as_bytes());
+    }
+    line.push(b'\n');
+    c.send(&line);
+    let answer = c.line();
+    assert!(
+        answer.starts_with(b"0\t1\t1\t2\t3\t"),
+        "{:?}",
+        &answer[..40.min(answer.len())]
+    );
+    let values = answer.iter().filter(|&&b| b == b'\t').count() - 1;
+    assert_eq!(values, n);
+    s.wait_idle();
+    let grew = s.status_kb("VmHWM:").saturating_sub(start);
+    eprintln!(
+        "hostile: {n} IN values in a {} kB line: peak RSS grew {} kB",
+        line.len() >> 10,
+        grew
+    );
+    assert!(grew < 24 << 10, "peak RSS grew {grew} kB");
+    s.case_done("a long IN list");
 }

@@ -4,7 +4,7 @@
 use crate::*;
 use std::io::Write;
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A client that pipelines whole-table finds until hsd stops reading it,
 /// and never reads an answer.
@@ -82,4 +82,68 @@ fn a_second_signal_exits_at_once() {
     assert!(took < Duration::from_secs(1), "exit took {took:?}");
     assert!(!status.success(), "a forced exit must not look clean");
     drop(stalled);
+}
+
+/// A table whose index is over the column `+` raises: a walk `>=` over it
+/// meets each row it changed again, ahead of itself (the original walked
+/// on forever).
+fn endless_walk_table(s: &Hsd) {
+    sql(s, "CREATE TABLE w (id INTEGER PRIMARY KEY, n INT NOT NULL)");
+    sql(s, "CREATE INDEX w_n ON w (n)");
+    sql(s, "INSERT INTO w VALUES (1, 1), (2, 2), (3, 3)");
+}
+
+#[test]
+fn a_modify_walk_is_bounded_and_the_loop_serves_others_meanwhile() {
+    let mut s = Hsd::start(&["--statement-timeout", "1"]);
+    endless_walk_table(&s);
+    let write = s.write.clone();
+    let walker = std::thread::spawn(move || {
+        let mut c = Conn::open(&write);
+        assert_eq!(c.req("P|0|test|w|w_n|n"), "0|1");
+        let started = Instant::now();
+        let answer = c.req("0|>=|1|0|4294967295|0|+|1");
+        (answer, started.elapsed())
+    });
+    // Meanwhile the write loop answers finds at once.
+    std::thread::sleep(Duration::from_millis(200));
+    let mut other = Conn::open(&s.write);
+    assert_eq!(other.req("P|1|test|user|PRIMARY|user_name"), "0|1");
+    let mut slowest = Duration::ZERO;
+    for _ in 0..20 {
+        let started = Instant::now();
+        assert_eq!(other.req("1|=|1|7"), "0|1|Jonas Kowalski");
+        slowest = slowest.max(started.elapsed());
+    }
+    let (answer, took) = walker.join().expect("walker");
+    eprintln!(
+        "hostile: endless walk, --statement-timeout 1: {answer} after {took:?}; \
+         slowest find on its loop meanwhile {slowest:?}"
+    );
+    assert_eq!(answer, "1|1|1969");
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+    assert!(slowest < Duration::from_millis(500), "{slowest:?}");
+    s.case_done("endless walk");
+}
+
+#[test]
+fn sigterm_stops_a_walk_without_a_time_budget() {
+    // No time budget at all: only shutdown ends the walk (its row budget
+    // is far away).
+    let mut s = Hsd::start(&["--statement-timeout", "0", "--drain-timeout", "2"]);
+    endless_walk_table(&s);
+    let mut c = Conn::open(&s.write);
+    assert_eq!(c.req("P|0|test|w|w_n|n"), "0|1");
+    c.send(b"0\t>=\t1\t0\t4294967295\t0\t+\t1\n");
+    std::thread::sleep(Duration::from_millis(300));
+    s.signal(libc::SIGTERM);
+    let (status, took) = s
+        .wait_exit(Duration::from_secs(20))
+        .expect("hsd still running 20 s after SIGTERM");
+    eprintln!("hostile: SIGTERM during an endless walk, drain timeout 2 s: exit after {took:?}");
+    assert!(took < Duration::from_millis(3500), "exit took {took:?}");
+    assert!(status.success(), "exit status {status}");
 }

@@ -363,18 +363,6 @@ fn admin_address(s: &Hsd) -> String {
     panic!("no admin listener found");
 }
 
-/// Runs `hsd sql` on the running server's data dir.
-fn sql(s: &Hsd, statement: &str) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hsd"))
-        .arg("sql")
-        .arg("--data-dir")
-        .arg(&s.data_dir)
-        .args(["test", statement])
-        .output()
-        .expect("run hsd sql");
-    assert!(out.status.success(), "hsd sql failed: {out:?}");
-}
-
 #[test]
 fn statements_are_stopped_at_the_statement_timeout() {
     let mut s = Hsd::start(&["--statement-timeout", "1"]);

@@ -54,7 +54,7 @@ use self::conn::Placement;
 use self::connector::Connector;
 use self::link::{Link, LinkSettings, Replicated};
 use self::topology::{ReadFrom, ServerSpec, Topology, TopologySettings};
-use super::{Backend, ReadPlacement, StorageError};
+use super::{Backend, LongReads, ReadPlacement, StorageError};
 use mysql_wire::MysqlUrl;
 use std::sync::Arc;
 use std::time::Duration;
@@ -239,9 +239,12 @@ impl Backend for MysqlBackend {
         self.connector.target.clone()
     }
 
+    /// Lookups on `--mysql-pool` links per loop, grouped; long scans on one
+    /// more link per loop, a client batch at a time.
     fn read_placement(&self) -> ReadPlacement {
-        ReadPlacement::Batched {
+        ReadPlacement {
             links: self.links_per_loop,
+            long_reads: LongReads::Links(1),
         }
     }
 

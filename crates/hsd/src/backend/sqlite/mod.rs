@@ -22,7 +22,7 @@ mod wal_sync;
 
 pub(crate) use conn::SqliteConn;
 
-use super::{Backend, ReadPlacement, StorageError, ERR_DUPLICATE_KEY, ERR_NOT_NULL};
+use super::{Backend, LongReads, ReadPlacement, StorageError, ERR_DUPLICATE_KEY, ERR_NOT_NULL};
 use rusqlite::{ffi, Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -36,6 +36,10 @@ const MMAP_SIZE: i64 = 1 << 30;
 /// mode (recovery, an outside tool's exclusive lock). Writers never wait:
 /// a busy file's writes are retried by the group committer instead.
 const READ_BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Threads for the finds that may read many rows (see `ReadPlacement`):
+/// each runs one client batch at a time on its own connection.
+const LONG_READ_THREADS: usize = 2;
 
 /// How hard a commit is made durable before it is answered (SQLite's
 /// `synchronous` pragma; `--synchronous`).
@@ -102,8 +106,13 @@ impl Backend for SqliteBackend {
         format!("sqlite:{}", self.data_dir.display())
     }
 
+    /// Lookups from every connection of a loop run together on one
+    /// connection per loop; long scans on threads of their own.
     fn read_placement(&self) -> ReadPlacement {
-        ReadPlacement::Inline
+        ReadPlacement {
+            links: 1,
+            long_reads: LongReads::Threads(LONG_READ_THREADS),
+        }
     }
 }
 
@@ -155,10 +164,6 @@ pub(crate) fn open_db(
     Ok(conn)
 }
 
-/// What a statement stopped by its time budget answers: MariaDB's
-/// ER_STATEMENT_TIMEOUT, as the MySQL backend answers it.
-pub(crate) const ERR_STATEMENT_TIMEOUT: u32 = 1969;
-
 /// Maps an SQLite error to what a client sees.
 pub(crate) fn refused(e: rusqlite::Error) -> StorageError {
     match &e {
@@ -178,7 +183,7 @@ pub(crate) fn refused_code(extended_code: i32, message: String) -> StorageError 
     let code = match extended_code {
         ffi::SQLITE_CONSTRAINT_PRIMARYKEY | ffi::SQLITE_CONSTRAINT_UNIQUE => ERR_DUPLICATE_KEY,
         ffi::SQLITE_CONSTRAINT_NOTNULL => ERR_NOT_NULL,
-        ffi::SQLITE_INTERRUPT => ERR_STATEMENT_TIMEOUT,
+        ffi::SQLITE_INTERRUPT => crate::backend::ERR_STATEMENT_TIMEOUT,
         other if other & 0xff == ffi::SQLITE_BUSY => return StorageError::Busy(message),
         other => other as u32,
     };

@@ -744,7 +744,7 @@ fn lockstep_request(seed: u64, c: usize, k: usize) -> (bool, String) {
     let row = |owner: usize, rng: &mut hs_conformance::rng::Rng| {
         owner * LOCKSTEP_ROWS + rng.below(LOCKSTEP_ROWS)
     };
-    if (c + k) % 2 == 0 {
+    if (c + k).is_multiple_of(2) {
         let r = row(c, &mut rng);
         let line = match rng.below(4) {
             0 => format!(

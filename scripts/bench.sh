@@ -9,6 +9,13 @@
 #   memcached     memcached (Debian package), one string per row
 #   redis         redis-server (Debian package), persistence off
 #   mysql-sql     the same MariaDB table over SQL (prepared statements)
+# and, only when named in --systems (docs/replication.md):
+#   hsd-repl-primary   hsd serve --backend PRIMARY --replica R1 --replica R2
+#                      --read-from primary, on a GTID primary with two
+#                      replicas (scripts/replication.sh, own directory
+#                      $HSD_BENCH_REPL_DIR, default target/bench-replication)
+#   hsd-repl-replicas  the same hsd with --read-from replicas
+# Their server CPU is hsd's plus all three mariadbd's.
 # MariaDB is a private instance (scripts/mariadb.sh) in its own directory,
 # $HSD_BENCH_MARIADB_DIR (default target/bench-mariadb), with
 # innodb_flush_log_at_trx_commit=1. Each system gets the same data set (rows
@@ -124,7 +131,7 @@ IFS=, read -r -a WORKLOADS <<<"$workloads"
 IFS=, read -r -a CONNS <<<"$conns"
 IFS=, read -r -a DEPTHS <<<"$depths"
 for s in "${SYSTEMS[@]}"; do
-    case "$s" in hs-original|hsd-embedded|hsd-mysql|memcached|redis|mysql-sql) ;;
+    case "$s" in hs-original|hsd-embedded|hsd-mysql|memcached|redis|mysql-sql|hsd-repl-primary|hsd-repl-replicas) ;;
         *) echo "bench.sh: unknown system $s" >&2; exit 2 ;; esac
 done
 for w in "${WORKLOADS[@]}"; do
@@ -139,6 +146,10 @@ die() { printf 'bench.sh: ERROR: %s\n' "$*" >&2; exit 1; }
 # ---------------------------------------------------------------- cleanup
 PIDS=()          # processes this script started (killed on exit)
 stop_mariadb=0
+stop_repl=0
+REPL_DIR=$(realpath -m "${HSD_BENCH_REPL_DIR:-$ROOT/target/bench-replication}")
+repl() { HSD_REPL_DIR=$REPL_DIR HSD_REPL_BUFFER_POOL=${HSD_BENCH_REPL_BUFFER_POOL:-512M} \
+    bash "$ROOT/scripts/replication.sh" "$@"; }
 MDB_DIR=$(realpath -m "${HSD_BENCH_MARIADB_DIR:-$ROOT/target/bench-mariadb}")
 mdb() { HSD_MARIADB_DIR=$MDB_DIR HSD_MARIADB_BUFFER_POOL=${HSD_BENCH_MARIADB_BUFFER_POOL:-1G} \
     bash "$ROOT/scripts/mariadb.sh" "$@"; }
@@ -159,6 +170,9 @@ cleanup() {
     done
     if [[ $stop_mariadb -eq 1 ]]; then
         mdb stop >/dev/null 2>&1 || mdb stop || true
+    fi
+    if [[ $stop_repl -eq 1 ]]; then
+        repl stop >/dev/null 2>&1 || repl stop || true
     fi
     if [[ $rc -eq 0 ]]; then
         say "done ($mode, $((SECONDS - T0)) s)"
@@ -345,6 +359,35 @@ if want hsd-mysql; then
     # shellcheck disable=SC2086
     start_hsd hsd-mysql --backend "$MYSQL_URL" --data-dir "$OUT/hsd-mysql-data" $hsd_mysql_args
     SPID[hsd-mysql]=$HSD_PID,$MDB_PID RPORT[hsd-mysql]=$HSD_RPORT WPORT[hsd-mysql]=$HSD_WPORT
+fi
+
+# A GTID primary with two replicas, and hsd in front of it twice: reads on
+# the primary, reads on the replicas.
+if want hsd-repl-primary || want hsd-repl-replicas; then
+    if repl status >/dev/null 2>&1; then
+        say "replicated MariaDB in $REPL_DIR already runs: reusing it (left running)"
+    else
+        stop_repl=1
+    fi
+    HSD_REPL_DIR=$REPL_DIR HSD_REPL_BUFFER_POOL=${HSD_BENCH_REPL_BUFFER_POOL:-512M} \
+        "${NICE[@]}" bash "$ROOT/scripts/replication.sh" start >&2
+    eval "$(repl env)"
+    REPL_PIDS=$(cat "$REPL_DIR"/s1/mariadbd.pid "$REPL_DIR"/s2/mariadbd.pid "$REPL_DIR"/s3/mariadbd.pid | paste -sd,)
+    for p in ${REPL_PIDS//,/ }; do renice_all "$p"; done
+    repl sql 1 -e "DROP DATABASE IF EXISTS $DB" >&2
+    say "loading $rows rows into the replicated primary $DB.$TABLE; the replicas follow"
+    "$BIN/hsbench" load --system mysql --mysql-url "$HSD_REPL_PRIMARY_URL" --db "$DB" --table "$TABLE" \
+        --rows "$rows" --connections 4 >&2
+    repl sql 1 -e "ANALYZE TABLE $DB.$TABLE" >/dev/null
+    repl sync 600 >&2
+    r1=${HSD_REPL_REPLICA_URLS%%,*} r2=${HSD_REPL_REPLICA_URLS#*,}
+    for from in primary replicas; do
+        want "hsd-repl-$from" || continue
+        start_hsd "hsd-repl-$from" --backend "$HSD_REPL_PRIMARY_URL" --replica "$r1" --replica "$r2" \
+            --read-from "$from" --data-dir "$OUT/hsd-repl-$from-data"
+        SPID[hsd-repl-$from]=$HSD_PID,$REPL_PIDS
+        RPORT[hsd-repl-$from]=$HSD_RPORT WPORT[hsd-repl-$from]=$HSD_WPORT
+    done
 fi
 
 # Same data everywhere: a few rows must read back identically from every system.

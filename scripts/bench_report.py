@@ -19,7 +19,8 @@ import subprocess
 import sys
 from collections import defaultdict
 
-SYSTEMS = ["hs-original", "hsd-embedded", "hsd-mysql", "memcached", "redis", "mysql-sql"]
+SYSTEMS = ["hs-original", "hsd-embedded", "hsd-mysql", "memcached", "redis", "mysql-sql",
+           "hsd-repl-primary", "hsd-repl-replicas"]
 WORKLOADS = ["get", "multiget10", "update", "insert"]
 COLORS = {
     "hs-original": "#9467bd",
@@ -28,6 +29,8 @@ COLORS = {
     "memcached": "#1f77b4",
     "redis": "#2ca02c",
     "mysql-sql": "#7f7f7f",
+    "hsd-repl-primary": "#8c564b",
+    "hsd-repl-replicas": "#e377c2",
 }
 
 

@@ -28,6 +28,9 @@ esac
 # the command is on PATH; "-" means probe with dpkg -s only.
 #   mariadb-server   private test instance (mariadbd, mariadb-install-db)
 #   mariadb-client   mariadb, mariadb-admin (scripts/mariadb.sh, debugging)
+#   galera-4         scripts/galera.sh (the Galera provider library)
+#   rsync, iproute2  scripts/galera.sh: rsync state transfer (its script looks
+#                    for listening ports with ss)
 #   memcached        scripts/bench.sh side-by-side figures
 #   redis-server     scripts/bench.sh side-by-side figures
 #   gnuplot-nox      scripts/bench.sh chart (PNG, docs/bench-throughput.png)
@@ -47,6 +50,9 @@ wanted=(
     "mariadb-server mariadb-install-db"
     "mariadb-client mariadb"
     "mariadb-client mariadb-admin"
+    "galera-4 -"
+    "rsync rsync"
+    "iproute2 ss"
     "memcached memcached"
     "redis-server redis-server"
     "gnuplot-nox gnuplot"

@@ -18,8 +18,14 @@
 #     hs4j and node-handlersocket (compat/run.sh) against hsd on MySQL 8.
 #     Tests that need the original plugin stay MariaDB-only: it cannot load
 #     into MySQL.
-# Any failure, in either half, including a server failing to start, fails
-# the whole run.
+#   - replication (background once `cargo test --workspace` is done, output
+#     in target/test-replication-half.log): a GTID primary with two
+#     replicas (scripts/replication.sh) and a 3-node Galera cluster
+#     (scripts/galera.sh), started while cargo builds, and the suites of
+#     crates/cluster-tests against them (tests/replication.rs and
+#     tests/galera.rs, side by side: each has its own servers).
+# Any failure, in any half, including a server failing to start, fails the
+# whole run.
 #
 # Usage: scripts/test.sh                run everything
 #        scripts/test.sh --setup-only   deps + both servers' start/env only, no
@@ -56,6 +62,29 @@ mkdir -p "$ROOT/target"
 bash "$ROOT/scripts/mysql8.sh" fetch >"$fetch_log" 2>&1 &
 fetch_pid=$!
 
+# The replicated set-ups start while cargo builds (each stopped on exit
+# unless it was running before this script).
+stop_repl=1
+bash "$ROOT/scripts/replication.sh" status >/dev/null 2>&1 && stop_repl=0
+stop_galera=1
+bash "$ROOT/scripts/galera.sh" status >/dev/null 2>&1 && stop_galera=0
+repl_start_log=$ROOT/target/replication-start.log
+galera_start_log=$ROOT/target/galera-start.log
+bash "$ROOT/scripts/replication.sh" start >"$repl_start_log" 2>&1 &
+repl_start_pid=$!
+bash "$ROOT/scripts/galera.sh" start >"$galera_start_log" 2>&1 &
+galera_start_pid=$!
+# Until the full exit handler is set (after the build): never leave them
+# running.
+early_exit() {
+    local rc=$?
+    wait "$repl_start_pid" "$galera_start_pid" 2>/dev/null || true
+    [[ $stop_repl -eq 1 ]] && bash "$ROOT/scripts/replication.sh" stop >/dev/null 2>&1
+    [[ $stop_galera -eq 1 ]] && bash "$ROOT/scripts/galera.sh" stop >/dev/null 2>&1
+    exit "$rc"
+}
+trap early_exit EXIT
+
 if [[ $setup_only -eq 0 ]]; then
     section "build: cargo build --workspace --all-targets, and the tests"
     cargo build --workspace --all-targets
@@ -78,12 +107,27 @@ if bash "$ROOT/scripts/mysql8.sh" status >/dev/null 2>&1; then
     stop_mysql8=0
 fi
 mysql8_pid=""
+repl_pid=""
 on_exit() {
     local rc=$?
     if [[ -n "$mysql8_pid" ]] && kill -0 "$mysql8_pid" 2>/dev/null; then
         echo "== stopping the MySQL 8 half (pid $mysql8_pid)"
         kill -TERM -- "-$mysql8_pid" 2>/dev/null || kill -TERM "$mysql8_pid" 2>/dev/null || true
         wait "$mysql8_pid" 2>/dev/null || true
+    fi
+    if [[ -n "$repl_pid" ]] && kill -0 "$repl_pid" 2>/dev/null; then
+        echo "== stopping the replication half (pid $repl_pid)"
+        kill -TERM -- "-$repl_pid" 2>/dev/null || kill -TERM "$repl_pid" 2>/dev/null || true
+        wait "$repl_pid" 2>/dev/null || true
+    fi
+    wait "$repl_start_pid" "$galera_start_pid" 2>/dev/null || true
+    if [[ $stop_repl -eq 1 ]]; then
+        echo "== stopping the replicated MariaDB"
+        bash "$ROOT/scripts/replication.sh" stop || true
+    fi
+    if [[ $stop_galera -eq 1 ]]; then
+        echo "== stopping the Galera cluster"
+        bash "$ROOT/scripts/galera.sh" stop || true
     fi
     if [[ $stop_mariadb -eq 1 ]]; then
         echo
@@ -126,6 +170,22 @@ export HSD_TEST_MYSQL8_URL HSD_MYSQL8_PORT HSD_MYSQL8_SOCKET HSD_MYSQL8_DIR HSD_
 echo "HSD_TEST_MYSQL8_URL=$HSD_TEST_MYSQL8_URL"
 mariadb --no-defaults -h127.0.0.1 -P"$HSD_MYSQL8_PORT" -uhsd -phsd hsdtest \
     -N -e 'select concat("connected as hsd to MySQL ", version())'
+
+for set_up in "replication $repl_start_pid $repl_start_log" "galera $galera_start_pid $galera_start_log"; do
+    read -r name pid log <<<"$set_up"
+    if ! wait "$pid"; then
+        cat "$log" >&2
+        echo "scripts/$name.sh start failed (log above)" >&2
+        exit 1
+    fi
+    cat "$log"
+done
+eval "$(bash "$ROOT/scripts/replication.sh" env)"
+eval "$(bash "$ROOT/scripts/galera.sh" env)"
+export HSD_REPL_PRIMARY_URL HSD_REPL_REPLICA_URLS HSD_REPL_DIR HSD_REPL_HS_PORT HSD_REPL_HS_PORT_WR
+export HSD_GALERA_URLS HSD_GALERA_DIR
+echo "HSD_REPL_PRIMARY_URL=$HSD_REPL_PRIMARY_URL HSD_REPL_REPLICA_URLS=$HSD_REPL_REPLICA_URLS"
+echo "HSD_GALERA_URLS=$HSD_GALERA_URLS"
 
 if [[ $setup_only -eq 1 ]]; then
     section "--setup-only: skipping cargo test and smoke steps"
@@ -210,8 +270,56 @@ mysql8_started=$((SECONDS - START))
 set +m
 echo "MySQL 8 half running in the background (pid $mysql8_pid, log $mysql8_log)"
 
+
 section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed)"
-cargo test --workspace
+cargo test --workspace --exclude hsd-cluster-tests
+
+# The replication half: both suites side by side (each has its servers),
+# run from their binaries (no second cargo competes for the build lock).
+# It starts once the workspace's tests are done, beside the compat, Python
+# and bench smoke steps: the hostile suite's timing bounds (statement
+# timeouts, read timeouts) are not to share two cores with six more
+# servers.
+cluster_test_bins=$(cargo test -p hsd-cluster-tests --no-run --message-format=json 2>/dev/null \
+    | python3 -c 'import json,sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+        print(m["target"]["name"], m["executable"])')
+replication_half() {
+    local started=$SECONDS failed=0 name bin pids=() names=()
+    for name in replication galera; do
+        bin=$(awk -v n="$name" '$1 == n {print $2}' <<<"$cluster_test_bins")
+        if [[ -z "$bin" ]]; then
+            echo "replication half: no test binary $name" >&2
+            failed=1
+            continue
+        fi
+        (cd "$ROOT/crates/cluster-tests" && HSD_BIN="$ROOT/target/debug/hsd" "$bin" \
+            >"$ROOT/target/test-$name.log" 2>&1) &
+        pids+=($!)
+        names+=("$name")
+    done
+    for i in "${!pids[@]}"; do
+        if wait "${pids[$i]}"; then
+            echo "== tests/${names[$i]}.rs: OK"
+            grep -E '^test result' "$ROOT/target/test-${names[$i]}.log" || true
+        else
+            echo "== tests/${names[$i]}.rs: FAILED (full log target/test-${names[$i]}.log)" >&2
+            grep -vE '^\[hsd\]' "$ROOT/target/test-${names[$i]}.log" | tail -n 80 >&2
+            failed=1
+        fi
+    done
+    echo "== replication half done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
+    return "$failed"
+}
+repl_log=$ROOT/target/test-replication-half.log
+set -m
+replication_half >"$repl_log" 2>&1 &
+repl_pid=$!
+repl_started=$((SECONDS - START))
+set +m
+echo "replication half running in the background (pid $repl_pid, log $repl_log)"
 
 # --- compat and bench smoke (added by their owners) ---
 # Each step: a `section "..."` header, then commands that fail the run on error.
@@ -265,6 +373,16 @@ section "bench smoke: scripts/bench.sh --quick (every system and workload; check
 bash "$ROOT/scripts/bench.sh" --quick --profile debug --json "$ROOT/target/bench-quick.json"
 
 # --- end of compat and bench smoke ---
+
+section "replication half (background since t+${repl_started}s): waiting for it, then its log"
+repl_rc=0
+wait "$repl_pid" || repl_rc=$?
+repl_pid=""
+cat "$repl_log"
+if [[ $repl_rc -ne 0 ]]; then
+    echo "the replication half FAILED (exit $repl_rc; log above, also in $repl_log)" >&2
+    exit 1
+fi
 
 section "MySQL 8 half (background since t+${mysql8_started}s): waiting for it, then its log"
 mysql8_rc=0

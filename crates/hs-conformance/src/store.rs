@@ -18,6 +18,10 @@ pub enum Store {
     Mysql {
         conn: Box<mysql::Conn>,
         db: String,
+        /// Replicas of the server (MariaDB GTID replication) that hsd reads
+        /// from: a reset is done once they have applied it, since hsd only
+        /// promises its reads see hsd's own writes.
+        replicas: Vec<mysql::Conn>,
     },
     Sqlite {
         conn: rusqlite::Connection,
@@ -46,7 +50,22 @@ impl Store {
         Ok(Store::Mysql {
             conn: Box::new(conn),
             db: db.to_string(),
+            replicas: Vec::new(),
         })
+    }
+
+    /// As `mysql`, on a primary whose replicas at `replica_urls` serve
+    /// hsd's reads.
+    pub fn mysql_replicated(url: &str, db: &str, replica_urls: &[String]) -> Result<Store> {
+        let mut store = Store::mysql(url, db)?;
+        if let Store::Mysql { replicas, .. } = &mut store {
+            for r in replica_urls {
+                let opts =
+                    mysql::Opts::from_url(r).with_context(|| format!("bad MariaDB URL {r}"))?;
+                replicas.push(mysql::Conn::new(opts).with_context(|| format!("connect to {r}"))?);
+            }
+        }
+        Ok(store)
     }
 
     /// The SQLite file hsd's embedded store keeps for database `db` in `data_dir`.
@@ -72,7 +91,7 @@ impl Store {
     /// DELETE and reset its auto-increment sequence) and inserts its seed rows.
     pub fn reset(&mut self, table: &Table) -> Result<()> {
         match self {
-            Store::Mysql { conn, db } => {
+            Store::Mysql { conn, db, replicas } => {
                 let name = table.name;
                 conn.query_drop(format!("DROP TABLE IF EXISTS `{db}`.`{name}`"))
                     .with_context(|| format!("drop {db}.{name}"))?;
@@ -82,7 +101,22 @@ impl Store {
                     .with_context(|| format!("create {db}.{name}"))?;
                 conn.query_drop(mysql_insert(table))
                     .with_context(|| format!("seed {db}.{name}"))?;
-                check_mysql_index_order(conn, db, table)
+                check_mysql_index_order(conn, db, table)?;
+                if !replicas.is_empty() {
+                    let pos: String = conn
+                        .query_first("SELECT @@gtid_binlog_pos")
+                        .context("primary's position")?
+                        .unwrap_or_default();
+                    for r in replicas.iter_mut() {
+                        let done: Option<i64> = r
+                            .query_first(format!("SELECT MASTER_GTID_WAIT('{pos}', 30)"))
+                            .context("wait for a replica")?;
+                        if done != Some(0) {
+                            bail!("a replica did not apply the reset of {name} within 30 s");
+                        }
+                    }
+                }
+                Ok(())
             }
             Store::Sqlite { conn, .. } => {
                 let name = table.name;
@@ -141,7 +175,7 @@ impl Store {
             .collect::<Vec<_>>()
             .join(",");
         match self {
-            Store::Mysql { conn, db } => {
+            Store::Mysql { conn, db, .. } => {
                 let sql = format!(
                     "SELECT {cols} FROM `{db}`.`{}` ORDER BY {order}",
                     table.name

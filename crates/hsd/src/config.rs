@@ -196,6 +196,78 @@ pub struct ServeOptions {
     /// MySQL backend: seconds to wait for the server before answering an error [default: 3].
     #[arg(long, env = "HSD_MYSQL_TIMEOUT")]
     pub(crate) mysql_timeout: Option<u64>,
+    /// MySQL backend: a replica of --backend, or another node of its Galera
+    /// cluster (same URL form; without a password, the one of
+    /// --backend-password-file); repeatable. hsd learns from the servers
+    /// which one takes writes (read_only = OFF) and sends writes there.
+    #[arg(
+        long = "replica",
+        env = "HSD_REPLICAS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
+    #[serde(default)]
+    pub(crate) replica: Vec<String>,
+    /// With --replica: where the read port's finds run, `primary` or
+    /// `replicas` (those that have applied every write hsd acknowledged;
+    /// the write port's finds always run on the primary) [default: primary].
+    #[arg(long, env = "HSD_READ_FROM", value_enum)]
+    pub(crate) read_from: Option<ReadFrom>,
+    /// With --replica: seconds between two looks at every server's role and
+    /// replication position, 0.05 to 60 [default: 1].
+    #[arg(long, env = "HSD_TOPOLOGY_INTERVAL")]
+    pub(crate) topology_interval: Option<f64>,
+    /// With --read-from replicas: seconds a find waits for a replica to
+    /// apply hsd's writes before it runs on the primary, 0 to 60 [default: 1].
+    #[arg(long, env = "HSD_REPLICA_WAIT")]
+    pub(crate) replica_wait: Option<f64>,
+}
+
+/// `--read-from`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ReadFrom {
+    Primary,
+    Replicas,
+}
+
+/// Reads one `--replica` URL; a password file, if given, supplies the
+/// password of a URL that names a user and no password (the same account
+/// on every server). No message repeats the URL: it may hold a password.
+fn parse_replica(given: &str, password_file: Option<&Path>) -> anyhow::Result<MysqlUrl> {
+    anyhow::ensure!(
+        given.starts_with("mysql://"),
+        "--replica takes mysql://user:password@host:port URLs"
+    );
+    let mut url =
+        MysqlUrl::parse(given).map_err(|e| anyhow::anyhow!("--replica: invalid MySQL URL: {e}"))?;
+    if let Some(path) = password_file {
+        let named_user = given
+            .split('?')
+            .next()
+            .is_some_and(|u| u.rfind('@').is_some_and(|at| at > "mysql://".len()));
+        if named_user && url.password.is_empty() {
+            let what = format!("backend password file {}", path.display());
+            let password =
+                read_trimmed(path).map_err(|e| anyhow::anyhow!("cannot read {what} ({e})"))?;
+            url.password =
+                String::from_utf8(password).map_err(|_| anyhow::anyhow!("{what} is not UTF-8"))?;
+        }
+    }
+    Ok(url)
+}
+
+/// A number of seconds in `range`.
+fn seconds(name: &str, value: f64, range: RangeInclusive<f64>) -> anyhow::Result<Duration> {
+    anyhow::ensure!(
+        range.contains(&value),
+        "{name} must be {} to {} seconds, not {value}",
+        range.start(),
+        range.end()
+    );
+    Ok(Duration::from_secs_f64(value))
 }
 
 /// `--threads`: read-port event loops.
@@ -239,6 +311,11 @@ pub struct Config {
     pub(crate) synchronous: Synchronous,
     pub(crate) mysql_pool: Option<usize>,
     pub(crate) mysql_timeout: Duration,
+    /// `--replica` servers (empty: one server).
+    pub(crate) replicas: Vec<MysqlUrl>,
+    pub(crate) read_from: ReadFrom,
+    pub(crate) topology_interval: Duration,
+    pub(crate) replica_wait: Duration,
     /// Certificate, key and the acceptor built from them when TLS is on.
     pub(crate) tls: Option<Tls>,
 }
@@ -303,11 +380,37 @@ impl ServeOptions {
             self.plain_secret_wr.or(file.plain_secret_wr),
             self.plain_secret_wr_file.or(file.plain_secret_wr_file),
         )?;
+        let password_file = self.backend_password_file.or(file.backend_password_file);
         let backend = BackendChoice::parse(
             self.backend.or(file.backend).as_deref().unwrap_or("sqlite"),
-            self.backend_password_file
-                .or(file.backend_password_file)
-                .as_deref(),
+            password_file.as_deref(),
+        )?;
+        let replica_urls = if self.replica.is_empty() {
+            file.replica
+        } else {
+            self.replica
+        };
+        let replicas = replica_urls
+            .iter()
+            .map(|u| u.trim())
+            .filter(|u| !u.is_empty())
+            .map(|u| parse_replica(u, password_file.as_deref()))
+            .collect::<anyhow::Result<Vec<MysqlUrl>>>()?;
+        anyhow::ensure!(
+            replicas.is_empty() || matches!(backend, BackendChoice::Mysql(_)),
+            "--replica needs a mysql:// --backend (the embedded store has no replicas)"
+        );
+        let topology_interval = seconds(
+            "--topology-interval",
+            self.topology_interval
+                .or(file.topology_interval)
+                .unwrap_or(1.0),
+            0.05..=60.0,
+        )?;
+        let replica_wait = seconds(
+            "--replica-wait",
+            self.replica_wait.or(file.replica_wait).unwrap_or(1.0),
+            0.0..=60.0,
         )?;
         let threads = in_range(
             "--threads",
@@ -404,6 +507,13 @@ impl ServeOptions {
                 .or(file.synchronous)
                 .unwrap_or(Synchronous::Full),
             mysql_pool,
+            replicas,
+            read_from: self
+                .read_from
+                .or(file.read_from)
+                .unwrap_or(ReadFrom::Primary),
+            topology_interval,
+            replica_wait,
             mysql_timeout: Duration::from_secs(
                 self.mysql_timeout
                     .or(file.mysql_timeout)

@@ -31,11 +31,20 @@
 //! - Writes (write loops only): through the loop's group committer, one task
 //!   owning one storage connection, which runs every write queued meanwhile
 //!   in one transaction, commits once, and only then answers.
+//! - Several MySQL servers (`--replica`): the backend's topology
+//!   (`backend::mysql::topology`) knows which server takes writes and how
+//!   far each has applied. The write port's connections follow the writer
+//!   (between groups). With `--read-from replicas`, the read port's
+//!   batchers ask the topology where each batch runs: a replica that has
+//!   applied every write hsd acknowledged before the batch's finds arrived,
+//!   else (after `--replica-wait`) the primary; finds a server failed for
+//!   being unreachable run again elsewhere (`read_batch`).
 //!
 //! Work for storage yields to the loop's other connections: the batchers
 //! and the committer take bounded batches, and a modify walk or an embedded
 //! store scan hands the thread back every couple of milliseconds.
 
+use crate::backend::mysql::topology::ReadFrom;
 use crate::backend::{Backend, LongReads, OpenedIndex};
 use crate::exec::{self, ReadTask, WriteTask};
 use crate::group_commit::GroupCommitter;
@@ -65,11 +74,21 @@ impl<B: Backend> Dispatcher<B> {
     /// (it starts the batchers' and the committer's tasks there).
     pub(crate) fn new(kind: PortKind, shared: Shared<B>) -> Dispatcher<B> {
         let placement = shared.backend.read_placement();
-        let short_reads = ReadBatcher::start(shared.clone(), placement.links, BatchOf::Many);
+        // The read port with --read-from replicas: its batches go where the
+        // topology says.
+        let routing = shared
+            .backend
+            .topology()
+            .filter(|t| kind == PortKind::Read && t.read_from() == ReadFrom::Replicas);
+        let batcher = |links: usize, batch: BatchOf| match &routing {
+            Some(t) => ReadBatcher::start_routed(shared.clone(), links, batch, t.clone()),
+            None => ReadBatcher::start(shared.clone(), links, batch),
+        };
+        let short_reads = batcher(placement.links, BatchOf::Many);
         let long_reads = match (placement.long_reads, &shared.read_threads) {
             (LongReads::Threads(_), Some(threads)) => LongReadPath::Threads(threads.clone()),
             (LongReads::Links(links), _) | (LongReads::Threads(links), None) => {
-                LongReadPath::Links(ReadBatcher::start(shared.clone(), links, BatchOf::One))
+                LongReadPath::Links(batcher(links, BatchOf::One))
             }
         };
         let writes = (kind == PortKind::Write).then(|| GroupCommitter::start(shared.clone()));

@@ -255,8 +255,10 @@ fn take_jobs(queue: &JobQueue<WriteJob>, active: &mut Vec<WriteJob>) {
 /// Runs every unanswered write of `active` in one transaction and commits.
 /// Returns whether some write found its file locked, how many writes ran,
 /// and how the committed writes become durable. A group that deadlocks with
-/// another transaction is rolled back and run again, up to
-/// `CONFLICT_ATTEMPTS` times, before its writes are answered with the error.
+/// another transaction, in a statement or at its commit (a Galera
+/// certification conflict is found there), is rolled back and run again,
+/// up to `CONFLICT_ATTEMPTS` times, before its writes are answered with the
+/// error.
 async fn commit_group<B: Backend>(
     storage: &mut B::Storage,
     shared: &Shared<B>,
@@ -265,7 +267,7 @@ async fn commit_group<B: Backend>(
     let started = Instant::now();
     let mut attempt = 0;
     let mut settled = 0;
-    let (locked, ran) = loop {
+    let (locked, ran, committed) = loop {
         attempt += 1;
         if let Err(e) = storage.begin().await {
             tracing::warn!(error = %e, "begin failed");
@@ -280,6 +282,17 @@ async fn commit_group<B: Backend>(
         let (locked, ran, conflict) = run_group(storage, active, &limits).await;
         settled += ran.settled;
         let ran = ran.in_transaction;
+        let committed = if conflict {
+            None
+        } else {
+            Some(storage.commit().await)
+        };
+        let conflict = conflict
+            || committed.as_ref().is_some_and(|c| {
+                c.failure
+                    .as_ref()
+                    .is_some_and(|f| f.error.is_deadlock() && f.dbs.is_none())
+            });
         if conflict && attempt < CONFLICT_ATTEMPTS {
             tracing::debug!(
                 attempt,
@@ -294,11 +307,16 @@ async fn commit_group<B: Backend>(
             tokio::time::sleep(Duration::from_millis(pause)).await;
             continue;
         }
-        break (locked, ran);
+        let committed = match committed {
+            Some(c) => c,
+            // Out of attempts with a statement's deadlock: commit what
+            // holds (the failed statements answered their error).
+            None => storage.commit().await,
+        };
+        break (locked, ran, committed);
     };
     let writes = ran.len() + settled;
     shared.metrics.group_commit_size.observe(writes as f64);
-    let committed = storage.commit().await;
     if let Some(failure) = committed.failure {
         tracing::warn!(error = %failure.error, dbs = ?failure.dbs, "group commit failed; the writes it rolled back are answered with the error");
         storage.rollback().await;
@@ -547,6 +565,30 @@ mod tests {
             assert_eq!(m[0][2].as_deref(), Some(&b"1"[..]), "m's + ran once: {m:?}");
             assert_eq!(n_of(&store, "5"), "3");
             let log = store.log();
+            assert_eq!(
+                log.iter().filter(|l| *l == "rollback").count(),
+                1,
+                "{log:?}"
+            );
+            committer.shut_down().await;
+        });
+    }
+
+    #[test]
+    fn a_group_whose_commit_deadlocks_runs_again_and_applies_each_write_once() {
+        let (store, table) = store(WriteBatching::OneAtATime);
+        let index = open(&table, 1, 0, &[2], &[]);
+        // Calls: 1 begin, 2-3 read and write of the +, 4 the commit: a
+        // deadlock there (as Galera reports a certification conflict).
+        store.fail_at(4, Fault::Deadlock);
+        local(async {
+            let committer = Rc::new(GroupCommitter::start(shared(store.clone())));
+            let jobs = vec![vec!["1\t=\t1\t5\t1\t0\t+\t1".to_string()]];
+            let answers = clients(&committer, &index, jobs).await;
+            assert_eq!(answers, [["0\t1\t1\n"]]);
+            assert_eq!(n_of(&store, "5"), "3");
+            let log = store.log();
+            assert_eq!(log.iter().filter(|l| *l == "commit").count(), 2, "{log:?}");
             assert_eq!(
                 log.iter().filter(|l| *l == "rollback").count(),
                 1,

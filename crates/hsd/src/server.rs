@@ -5,10 +5,11 @@
 
 use crate::accept_backoff::AcceptBackoff;
 use crate::admission::Admission;
+use crate::backend::mysql::topology;
 use crate::backend::mysql::{MysqlBackend, MysqlSettings};
 use crate::backend::sqlite::SqliteBackend;
 use crate::backend::{Backend, LongReads};
-use crate::config::{BackendChoice, Config};
+use crate::config::{BackendChoice, Config, ReadFrom};
 use crate::event_loop::{EventLoop, Incoming};
 use crate::exec::Catalog;
 use crate::limits::{ConnectionLimits, MemoryBudget};
@@ -46,26 +47,45 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             }
             let backend = SqliteBackend::new(&config.data_dir, config.synchronous)
                 .with_statement_timeout(config.statement_timeout);
-            serve(config, backend).await
+            serve(config, backend, Metrics::new()?).await
         }
         BackendChoice::Mysql(url) => {
             if config.demo {
                 anyhow::bail!("--demo works with the embedded store only");
             }
-            let backend = MysqlBackend::start(MysqlSettings {
-                target: url.to_string(),
-                url: *url,
-                timeout: config.mysql_timeout,
-                links_per_loop: config.mysql_pool.unwrap_or(DEFAULT_MYSQL_LINKS),
-            })
+            // The topology's metrics are registered as it starts.
+            let metrics = Metrics::new()?;
+            let backend = MysqlBackend::start(
+                MysqlSettings {
+                    target: url.to_string(),
+                    url: *url,
+                    timeout: config.mysql_timeout,
+                    links_per_loop: config.mysql_pool.unwrap_or(DEFAULT_MYSQL_LINKS),
+                    replicas: config
+                        .replicas
+                        .iter()
+                        .map(|u| (u.clone(), u.to_string()))
+                        .collect(),
+                    read_from: match config.read_from {
+                        ReadFrom::Primary => topology::ReadFrom::Primary,
+                        ReadFrom::Replicas => topology::ReadFrom::Replicas,
+                    },
+                    topology_interval: config.topology_interval,
+                    replica_wait: config.replica_wait,
+                },
+                &metrics.registry,
+            )
             .await?;
-            serve(config, backend).await
+            serve(config, backend, metrics).await
         }
     }
 }
 
-async fn serve<B: Backend>(config: Config, backend: B) -> anyhow::Result<()> {
-    let metrics = Metrics::new()?;
+async fn serve<B: Backend>(
+    config: Config,
+    backend: B,
+    metrics: Arc<Metrics>,
+) -> anyhow::Result<()> {
     let backend = Arc::new(backend);
     let read_threads = match backend.read_placement().long_reads {
         LongReads::Threads(n) => Some(Arc::new(

@@ -13,6 +13,7 @@ pub mod literal;
 pub mod number;
 pub mod packet;
 pub mod result;
+pub mod session_state;
 pub mod url;
 
 pub use handshake::{Capabilities, Greeting, HandshakeResponse, ServerVersion};

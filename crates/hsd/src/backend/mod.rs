@@ -618,8 +618,21 @@ impl CommitFailure {
 #[allow(async_fn_in_trait)]
 pub(crate) trait Backend: Send + Sync + 'static {
     type Storage: StorageConn;
-    /// Opens a connection for the calling event loop.
+    /// Opens a connection for the calling event loop (with several
+    /// servers: to the one that takes writes, following it).
     async fn connect(&self) -> Result<Self::Storage, StorageError>;
+    /// Opens a connection to server `server` of a replicated set-up (see
+    /// `topology`); with one server, the same as `connect`.
+    async fn connect_to(&self, server: usize) -> Result<Self::Storage, StorageError> {
+        let _ = server;
+        self.connect().await
+    }
+    /// The servers behind this storage and their roles, when there are
+    /// several (`--replica`): the read port routes its finds by it
+    /// (`dispatch`).
+    fn topology(&self) -> Option<Arc<mysql::topology::Topology>> {
+        None
+    }
     /// A short name for logs (never includes a password).
     fn describe_target(&self) -> String;
     /// How an event loop runs reads on this storage (see `dispatch`).

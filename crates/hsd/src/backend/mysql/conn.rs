@@ -9,10 +9,12 @@ use super::errors::{doomed, dooms_transaction, refused_error};
 use super::handler::Handles;
 use super::in_doubt::{resolve, Fate};
 use super::link::{Answer, Discard, Failure, Link};
+use super::topology::{Commit, Topology};
 use super::{meta, scan};
 use crate::backend::{
     CommitFailure, Committed, RowInsert, RowTarget, RowVisitor, RowWrite, Scan, StorageConn,
-    StorageError, TableMeta, WriteBatching, ERR_COMMIT_IN_DOUBT,
+    StorageError, TableMeta, WriteBatching, ERR_COMMIT_IN_DOUBT, ERR_LOCK_WAIT_TIMEOUT,
+    ERR_STATEMENT_TIMEOUT,
 };
 use mysql_wire::OkPacket;
 use std::ops::Range;
@@ -32,8 +34,28 @@ enum Txn {
     Doomed(StorageError),
 }
 
+/// Which server a connection talks to when there are several (`topology`).
+pub(super) enum Placement {
+    /// The one server there is (no --replica).
+    Single,
+    /// Whichever server takes writes now: the write port's connections (its
+    /// writes, and its finds, which always run on the primary). It moves
+    /// only between write groups, never inside one.
+    Writer {
+        topology: Arc<Topology>,
+        /// Per server, its connector.
+        servers: Arc<[Arc<Connector>]>,
+        /// The server `connector` is for.
+        at: usize,
+    },
+    /// One server, chosen for it by the read port's routing. `causal`: a
+    /// Galera node read with `wsrep_sync_wait`, by SELECT only.
+    Fixed { causal: bool },
+}
+
 pub(crate) struct MysqlConn {
     connector: Arc<Connector>,
+    placement: Placement,
     link: Option<Link>,
     handles: Handles,
     txn: Txn,
@@ -51,9 +73,10 @@ pub(crate) struct MysqlConn {
 }
 
 impl MysqlConn {
-    pub(super) fn new(connector: Arc<Connector>) -> MysqlConn {
+    pub(super) fn new(connector: Arc<Connector>, placement: Placement) -> MysqlConn {
         MysqlConn {
             connector,
+            placement,
             link: None,
             handles: Handles::default(),
             txn: Txn::Off,
@@ -63,6 +86,81 @@ impl MysqlConn {
             group_seq: 0,
             wrote: false,
         }
+    }
+
+    /// A connection that follows the writer moves to the server that takes
+    /// writes now (`for_write`: a group begins; none, or a conflict, fails
+    /// it) or, for a find outside a group, to the primary as last known.
+    /// Inside a group it stays where the group began.
+    async fn follow_writer(&mut self, for_write: bool) -> Result<(), StorageError> {
+        let Placement::Writer {
+            topology,
+            servers,
+            at,
+        } = &mut self.placement
+        else {
+            return Ok(());
+        };
+        if !for_write && !matches!(self.txn, Txn::Off) {
+            return Ok(());
+        }
+        let want = if for_write {
+            topology.writer()?
+        } else {
+            topology.read_primary()
+        };
+        if want != *at {
+            let Some(connector) = servers.get(want) else {
+                return Err(StorageError::Unavailable(format!("no server {want}")));
+            };
+            tracing::info!(from = %self.connector.target, to = %connector.target, "writes move to the new primary");
+            self.connector = connector.clone();
+            *at = want;
+            self.handles.clear();
+            if let Some(old) = self.link.take() {
+                old.quit().await;
+            }
+        }
+        Ok(())
+    }
+
+    /// After a COMMIT (or an autocommitted write) on a connection that
+    /// follows the writer: records the GTID the server reported, before the
+    /// writes are answered (reads on replicas wait for it).
+    fn note_commit(&mut self) {
+        let Placement::Writer { topology, at, .. } = &self.placement else {
+            return;
+        };
+        // No link: the COMMIT's answer was lost and the server was asked
+        // afterwards whether it committed; its GTID is not known.
+        let Some(link) = self.link.as_mut() else {
+            topology.note_commit(*at, Commit::Untracked);
+            return;
+        };
+        if !link.tracks_gtids() {
+            topology.note_commit(*at, Commit::Untracked);
+        } else if let Some(gtid) = link.take_reported_gtid() {
+            topology.note_commit(*at, Commit::Gtid(&gtid));
+        }
+    }
+
+    /// On a Galera node read causally, a read that timed out waited for a
+    /// cluster the node cannot reach (its causal wait does not end until
+    /// the node leaves the primary component): the node is unusable, not
+    /// the read wrong, and the read may run elsewhere.
+    fn causal_read_error(&self, e: StorageError) -> StorageError {
+        let timed_out = matches!(&e, StorageError::Refused { code, .. }
+            if *code == ERR_LOCK_WAIT_TIMEOUT || *code == ERR_STATEMENT_TIMEOUT);
+        if timed_out && matches!(self.placement, Placement::Fixed { causal: true }) {
+            StorageError::Unavailable(format!("causal read on a Galera node: {e}"))
+        } else {
+            e
+        }
+    }
+
+    /// HANDLER reads are allowed (not on a Galera node read causally).
+    fn handler_reads(&self) -> bool {
+        !matches!(self.placement, Placement::Fixed { causal: true })
     }
 
     /// A live connection, made on demand.
@@ -182,6 +280,10 @@ impl MysqlConn {
                     }
                 }
             }
+            if matches!(self.txn, Txn::Off) {
+                // Autocommitted: each statement was its own commit.
+                self.note_commit();
+            }
             let Err(f) = outcome else {
                 return results;
             };
@@ -242,6 +344,7 @@ async fn live_link<'a>(
 
 impl StorageConn for MysqlConn {
     async fn describe(&mut self, db: &str, table: &str) -> Result<TableMeta, StorageError> {
+        self.follow_writer(false).await?;
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -269,6 +372,8 @@ impl StorageConn for MysqlConn {
         if let Txn::Doomed(e) = &self.txn {
             return Err(doomed(e));
         }
+        self.follow_writer(false).await?;
+        let handler_reads = self.handler_reads();
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -276,7 +381,15 @@ impl StorageConn for MysqlConn {
             let result = async {
                 self.ensure_session().await?;
                 let link = live_link(&mut self.link, &mut self.handles, &self.connector).await?;
-                scan::scan_many(link, &mut self.handles, scans, visit, &mut progressed).await
+                scan::scan_many(
+                    link,
+                    &mut self.handles,
+                    scans,
+                    visit,
+                    &mut progressed,
+                    handler_reads,
+                )
+                .await
             }
             .await;
             let answered =
@@ -291,7 +404,7 @@ impl StorageConn for MysqlConn {
                     if matches!(self.txn, Txn::Open) && dooms_transaction(&f.error) {
                         self.txn = Txn::Doomed(f.error.clone());
                     }
-                    return Err(f.error);
+                    return Err(self.causal_read_error(f.error));
                 }
                 Err(f) => self.after_failure(f, true, progressed, attempt)?,
             }
@@ -452,6 +565,7 @@ impl StorageConn for MysqlConn {
             // A group was left open (should not happen): end it first.
             self.rollback().await;
         }
+        self.follow_writer(true).await?;
         self.txn = Txn::Wanted;
         self.wrote = false;
         Ok(())
@@ -490,7 +604,10 @@ impl StorageConn for MysqlConn {
                 }
                 .await;
                 match answer {
-                    Ok(Answer::Done(_)) => Committed::done(),
+                    Ok(Answer::Done(_)) => {
+                        self.note_commit();
+                        Committed::done()
+                    }
                     Ok(Answer::Refused(e)) => {
                         // A COMMIT the server refused (interrupted at the
                         // statement time bound while it waited) may leave
@@ -606,6 +723,7 @@ impl MysqlConn {
         match fate {
             Fate::Committed => {
                 tracing::info!("the unanswered COMMIT had committed; its writes are answered done");
+                self.note_commit();
                 Committed::done()
             }
             Fate::RolledBack => {
@@ -617,6 +735,9 @@ impl MysqlConn {
                 ))))
             }
             Fate::Unknown(why) => {
+                // It may have committed: replicas must not serve reads
+                // that could miss it.
+                self.note_commit();
                 tracing::error!(%error, %why, "a COMMIT went unanswered and its outcome is unknown; its writes are answered 1 1 {ERR_COMMIT_IN_DOUBT}");
                 Committed::failed(CommitFailure::all(StorageError::Refused {
                     code: ERR_COMMIT_IN_DOUBT,

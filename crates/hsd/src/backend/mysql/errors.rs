@@ -7,6 +7,9 @@ use mysql_wire::ErrPacket;
 /// MySQL server error numbers hsd treats specially.
 pub(super) mod codes {
     pub(crate) const ER_DUP_KEY: u16 = 1022;
+    /// What a Galera node answers while it is not ready to serve ("WSREP
+    /// has not yet prepared node for application use").
+    pub(crate) const ER_UNKNOWN_COM_ERROR: u16 = 1047;
     pub(crate) const ER_BAD_NULL_ERROR: u16 = 1048;
     pub(crate) const ER_SERVER_SHUTDOWN: u16 = 1053;
     pub(crate) const ER_DUP_ENTRY: u16 = 1062;
@@ -45,7 +48,7 @@ pub(super) fn refused_error(e: &ErrPacket) -> StorageError {
     };
     if matches!(
         e.code,
-        codes::ER_SERVER_SHUTDOWN | codes::ER_CONNECTION_KILLED
+        codes::ER_SERVER_SHUTDOWN | codes::ER_CONNECTION_KILLED | codes::ER_UNKNOWN_COM_ERROR
     ) {
         return StorageError::Unavailable(e.to_string());
     }

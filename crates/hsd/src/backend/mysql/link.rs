@@ -20,6 +20,7 @@ use crate::backend::StorageError;
 use mysql_wire::auth::{AuthStep, Authenticator, KeyPolicy};
 use mysql_wire::packet::Frame;
 use mysql_wire::result::RowPacket;
+use mysql_wire::session_state;
 use mysql_wire::{
     Capabilities, ColumnDef, ErrPacket, Greeting, HandshakeResponse, MysqlUrl, OkPacket,
     PacketReader, PacketWriter, Response, ServerVersion, SslMode, TextRow,
@@ -121,6 +122,20 @@ pub(super) struct LinkSettings {
     tls: TlsSetup,
     /// Which RSA key may encrypt the password on a plain link.
     keys: KeyPolicy,
+    /// What a connection to one of several servers needs (see `Replicated`).
+    pub(crate) replicated: Replicated,
+}
+
+/// Session duties of a connection to a replicated set-up (`topology`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Replicated {
+    /// Learn the GTID of each commit from the server's answer (session
+    /// tracking), so that reads on replicas can wait for it.
+    pub(crate) track_gtids: bool,
+    /// Every read waits until the node has applied what the Galera cluster
+    /// committed before it (`wsrep_sync_wait = 1`); the caller reads by
+    /// SELECT only, since HANDLER reads do not wait.
+    pub(crate) causal_reads: bool,
 }
 
 impl LinkSettings {
@@ -150,7 +165,16 @@ impl LinkSettings {
             timeout,
             tls,
             keys,
+            replicated: Replicated::default(),
         })
+    }
+
+    /// The same settings with these session duties.
+    pub(crate) fn with_replicated(&self, replicated: Replicated) -> LinkSettings {
+        LinkSettings {
+            replicated,
+            ..self.clone()
+        }
     }
 }
 
@@ -224,6 +248,11 @@ pub(super) struct Link {
     quiet: usize,
     /// The session's autocommit, as hsd last set it.
     pub(crate) autocommit: bool,
+    /// The server reports each commit's GTID (`Replicated::track_gtids`,
+    /// and the server agreed).
+    tracks_gtids: bool,
+    /// The GTID the last OK packet that had one reported.
+    reported_gtid: Option<Vec<u8>>,
 }
 
 impl Link {
@@ -260,9 +289,12 @@ impl Link {
             row: TextRow::default(),
             quiet: 0,
             autocommit: true,
+            tracks_gtids: false,
+            reported_gtid: None,
         };
         link.login(settings).await?;
         link.set_up_session(t).await?;
+        link.set_up_replicated(settings.replicated).await?;
         Ok(link)
     }
 
@@ -321,6 +353,14 @@ impl Link {
             | Capabilities::DEPRECATE_EOF;
         let mut caps =
             wanted & (greeting.capabilities.0 | Capabilities::FOUND_ROWS | Capabilities::LONG_FLAG);
+        if settings.replicated.track_gtids
+            && greeting
+                .capabilities
+                .has(session_state::CLIENT_SESSION_TRACK)
+        {
+            caps |= session_state::CLIENT_SESSION_TRACK;
+            self.tracks_gtids = true;
+        }
         if url.database.is_some() {
             caps |= Capabilities::CONNECT_WITH_DB;
         }
@@ -466,6 +506,45 @@ impl Link {
         Ok(())
     }
 
+    /// The session duties of a replicated set-up. A server that cannot
+    /// report GTIDs leaves `tracks_gtids` off (the topology then treats
+    /// each commit as unknown); a Galera node that refuses causal reads is
+    /// not used.
+    async fn set_up_replicated(&mut self, r: Replicated) -> Result<(), Failure> {
+        if self.tracks_gtids {
+            let sql: &[u8] = if self.server.mariadb {
+                b"SET SESSION session_track_system_variables = 'last_gtid'"
+            } else {
+                b"SET SESSION session_track_gtids = OWN_GTID"
+            };
+            self.queue(|q| q.extend_from_slice(sql));
+            if let Answer::Refused(e) = self.answer(&mut Discard).await? {
+                tracing::warn!(error = %e, "the server cannot report the GTID of commits");
+                self.tracks_gtids = false;
+            }
+            self.reported_gtid = None;
+        }
+        if r.causal_reads {
+            self.queue(|q| q.extend_from_slice(b"SET SESSION wsrep_sync_wait = 1"));
+            if let Answer::Refused(e) = self.answer(&mut Discard).await? {
+                return Err(Failure::refused(format!(
+                    "SET SESSION wsrep_sync_wait = 1 (causal reads on a Galera node): {e}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the server reports the GTID of each commit.
+    pub(crate) fn tracks_gtids(&self) -> bool {
+        self.tracks_gtids
+    }
+
+    /// The GTID the server reported since the last call, if any.
+    pub(crate) fn take_reported_gtid(&mut self) -> Option<Vec<u8>> {
+        self.reported_gtid.take()
+    }
+
     /// Queues one statement; `build` appends its text. It leaves with the
     /// next `send` (or the next `answer`, which sends what is queued).
     pub(super) fn queue(&mut self, build: impl FnOnce(&mut Vec<u8>)) {
@@ -537,7 +616,14 @@ impl Link {
             let (range, owned) = self.frame().await?;
             let first = payload(&self.rbuf, &range, owned.as_deref());
             match Response::parse(first).map_err(Failure::protocol)? {
-                Response::Ok(ok) => return Ok(Answer::Done(ok)),
+                Response::Ok(ok) => {
+                    if self.tracks_gtids {
+                        if let Some(g) = session_state::reported_gtid(first) {
+                            self.reported_gtid = Some(g.to_vec());
+                        }
+                    }
+                    return Ok(Answer::Done(ok));
+                }
                 // The server closed the link before it read the statement
                 // (idle past wait_timeout, or shutting down): nothing ran,
                 // and the statement may go again on a new link.

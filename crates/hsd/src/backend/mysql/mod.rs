@@ -18,6 +18,8 @@
 //! - `literal`: values as SQL literals; `batch_sql`: a group's merged writes.
 //! - `in_doubt`: a COMMIT whose answer never came, resolved from another
 //!   connection before its writes are answered.
+//! - `topology`: with `--replica`, which server takes writes and where the
+//!   read port's finds may run (see docs/replication.md).
 //!
 //! Faults: a connection that breaks is dropped and made again on next use. A
 //! read that failed because the server closed the connection (restart,
@@ -48,10 +50,13 @@ mod meta;
 mod points;
 mod rows;
 mod scan;
+pub(crate) mod topology;
 
 pub(crate) use self::conn::MysqlConn;
+use self::conn::Placement;
 use self::connector::Connector;
-use self::link::{Link, LinkSettings};
+use self::link::{Link, LinkSettings, Replicated};
+use self::topology::{ReadFrom, ServerSpec, Topology, TopologySettings};
 use super::{Backend, LongReads, ReadPlacement, StorageError};
 use mysql_wire::MysqlUrl;
 use std::sync::Arc;
@@ -64,56 +69,179 @@ pub(crate) struct MysqlSettings {
     /// Shown in logs instead of the URL (no password).
     pub(crate) target: String,
     pub(crate) timeout: Duration,
-    /// Read connections per event loop.
+    /// Read connections per event loop (per server, with replicas).
     pub(crate) links_per_loop: usize,
+    /// `--replica`: the --backend server's replicas (or its Galera peers),
+    /// each with its name for logs. With any, a `topology` decides which
+    /// server takes writes and where the read port's finds run.
+    pub(crate) replicas: Vec<(MysqlUrl, String)>,
+    /// `--read-from`.
+    pub(crate) read_from: ReadFrom,
+    /// `--topology-interval`.
+    pub(crate) topology_interval: Duration,
+    /// `--replica-wait`.
+    pub(crate) replica_wait: Duration,
 }
 
 pub(crate) struct MysqlBackend {
+    /// The --backend server's (the only one without replicas).
     connector: Arc<Connector>,
     links_per_loop: usize,
+    servers: Option<Servers>,
+}
+
+/// Several servers: the topology and a connector per server.
+struct Servers {
+    topology: Arc<Topology>,
+    /// Per server: connections that write or read plainly (and report the
+    /// GTID of each commit).
+    plain: Arc<[Arc<Connector>]>,
+    /// Per server: connections for causal reads on a Galera node.
+    causal: Vec<Arc<Connector>>,
 }
 
 impl MysqlBackend {
     /// Checks the account at start: a wrong password or URL is a
     /// configuration error; an unreachable server is not (hsd starts and
-    /// connects once it is up).
-    pub(crate) async fn start(settings: MysqlSettings) -> anyhow::Result<MysqlBackend> {
-        let link_settings = LinkSettings::new(settings.url, settings.timeout)
-            .map_err(|e| anyhow::anyhow!("cannot use {}: {e}", settings.target))?;
-        let connector = Connector::new(link_settings, settings.target);
-        match Link::connect(&connector.settings).await {
-            Ok(link) => {
-                connector::announce(&link, &connector.settings);
-                link.quit().await
+    /// connects once it is up). With replicas, starts the topology (whose
+    /// metrics go to `registry`) and waits for its first look at every
+    /// server.
+    pub(crate) async fn start(
+        settings: MysqlSettings,
+        registry: &prometheus::Registry,
+    ) -> anyhow::Result<MysqlBackend> {
+        let links_per_loop = settings.links_per_loop.max(1);
+        let mut all = vec![(settings.url.clone(), settings.target.clone())];
+        all.extend(settings.replicas.iter().cloned());
+        let mut bases = Vec::with_capacity(all.len());
+        for (i, (url, target)) in all.iter().enumerate() {
+            let what = if i == 0 { "--backend" } else { "--replica" };
+            let base = LinkSettings::new(url.clone(), settings.timeout)
+                .map_err(|e| anyhow::anyhow!("cannot use {target}: {e}"))?;
+            match Link::connect(&base).await {
+                Ok(link) => {
+                    connector::announce(&link, &base);
+                    link.quit().await
+                }
+                Err(f) if f.is_connection_limit() => tracing::warn!(
+                    error = %f.error,
+                    "the MySQL server at {} takes no more connections from this account now; \
+                     hsd starts anyway and connects once it does",
+                    url.endpoint()
+                ),
+                Err(f) if f.link_lost && !matches!(f.error, StorageError::Refused { .. }) => {
+                    tracing::warn!(
+                        "cannot reach the MySQL server at {} ({}); hsd starts anyway and connects \
+                         once it is up: start that server, or fix the host and port in {what}",
+                        url.endpoint(),
+                        f.error
+                    )
+                }
+                Err(f) => anyhow::bail!("cannot use {target}: {}", f.error),
             }
-            Err(f) if f.is_connection_limit() => tracing::warn!(
-                error = %f.error,
-                "the MySQL server takes no more connections from this account now; hsd starts \
-                 anyway and connects once it does"
-            ),
-            Err(f) if f.link_lost && !matches!(f.error, StorageError::Refused { .. }) => {
-                tracing::warn!(
-                    "cannot reach the MySQL server at {} ({}); hsd starts anyway and connects \
-                     once it is up: start that server, or fix the host and port in --backend",
-                    connector.settings.url.address(),
-                    f.error
-                )
-            }
-            Err(f) => anyhow::bail!("cannot use {}: {}", connector.target, f.error),
+            bases.push(base);
         }
+        if settings.replicas.is_empty() {
+            return Ok(MysqlBackend {
+                connector: Arc::new(Connector::new(bases.remove(0), settings.target)),
+                links_per_loop,
+                servers: None,
+            });
+        }
+        let connectors = |replicated: Replicated| -> Vec<Arc<Connector>> {
+            bases
+                .iter()
+                .zip(&all)
+                .map(|(base, (_, target))| {
+                    Arc::new(Connector::new(
+                        base.with_replicated(replicated),
+                        target.clone(),
+                    ))
+                })
+                .collect()
+        };
+        let plain = connectors(Replicated {
+            track_gtids: true,
+            causal_reads: false,
+        });
+        let causal = connectors(Replicated {
+            track_gtids: false,
+            causal_reads: true,
+        });
+        let topology = Topology::start(
+            TopologySettings {
+                servers: all
+                    .iter()
+                    .map(|(url, _)| ServerSpec {
+                        name: url.endpoint(),
+                        url: url.clone(),
+                    })
+                    .collect(),
+                read_from: settings.read_from,
+                interval: settings.topology_interval,
+                replica_wait: settings.replica_wait,
+                timeout: settings.timeout,
+            },
+            registry,
+        )
+        .await?;
         Ok(MysqlBackend {
-            connector: Arc::new(connector),
-            links_per_loop: settings.links_per_loop.max(1),
+            connector: plain[0].clone(),
+            links_per_loop,
+            servers: Some(Servers {
+                topology,
+                plain: plain.into(),
+                causal,
+            }),
         })
+    }
+}
+
+impl Drop for MysqlBackend {
+    fn drop(&mut self) {
+        if let Some(s) = &self.servers {
+            s.topology.shut_down();
+        }
     }
 }
 
 impl Backend for MysqlBackend {
     type Storage = MysqlConn;
 
+    /// With replicas, a connection that follows the server taking writes.
     async fn connect(&self) -> Result<MysqlConn, StorageError> {
         // The server connection itself is made on first use.
-        Ok(MysqlConn::new(self.connector.clone()))
+        Ok(match &self.servers {
+            None => MysqlConn::new(self.connector.clone(), Placement::Single),
+            Some(s) => {
+                let at = s.topology.read_primary();
+                MysqlConn::new(
+                    s.plain[at].clone(),
+                    Placement::Writer {
+                        topology: s.topology.clone(),
+                        servers: s.plain.clone(),
+                        at,
+                    },
+                )
+            }
+        })
+    }
+
+    /// A connection to one server; to a Galera node, one that reads
+    /// causally (it serves reads the routing sent to a peer of the writer).
+    async fn connect_to(&self, server: usize) -> Result<MysqlConn, StorageError> {
+        let Some(s) = &self.servers else {
+            return self.connect().await;
+        };
+        let Some(plain) = s.plain.get(server) else {
+            return Err(StorageError::Unavailable(format!("no server {server}")));
+        };
+        let causal = s.topology.is_galera(server);
+        let connector = if causal { &s.causal[server] } else { plain };
+        Ok(MysqlConn::new(
+            connector.clone(),
+            Placement::Fixed { causal },
+        ))
     }
 
     fn describe_target(&self) -> String {
@@ -127,5 +255,9 @@ impl Backend for MysqlBackend {
             links: self.links_per_loop,
             long_reads: LongReads::Links(1),
         }
+    }
+
+    fn topology(&self) -> Option<Arc<Topology>> {
+        self.servers.as_ref().map(|s| s.topology.clone())
     }
 }

@@ -156,13 +156,16 @@ enum Route {
 }
 
 /// Runs the scans; `progressed` is set once any row was handed to `visit`
-/// (after which a failure may not be retried).
+/// (after which a failure may not be retried). `handler_reads: false`
+/// reads by SELECT only (a Galera node read causally: HANDLER reads do not
+/// honour `wsrep_sync_wait`).
 pub(super) async fn scan_many(
     link: &mut Link,
     handles: &mut Handles,
     scans: &[Scan<'_>],
     visit: &mut RowVisitor<'_>,
     progressed: &mut bool,
+    handler_reads: bool,
 ) -> Result<(), Failure> {
     // Plan: group point lookups by opened index.
     let mut routes = Vec::with_capacity(scans.len());
@@ -177,7 +180,7 @@ pub(super) async fn scan_many(
             });
             groups[g].push(i);
             routes.push(Route::Points(g));
-        } else if handler_can_read(scan) {
+        } else if handler_reads && handler_can_read(scan) {
             routes.push(Route::Handler);
         } else {
             routes.push(Route::Select);
@@ -188,7 +191,7 @@ pub(super) async fn scan_many(
     for (r, scan) in routes.iter_mut().zip(scans) {
         if let Route::Points(g) = *r {
             if groups[g].len() < 2 {
-                *r = if scan.with_locator {
+                *r = if scan.with_locator || !handler_reads {
                     Route::Select
                 } else {
                     Route::Handler

@@ -1,0 +1,883 @@
+//! hsd in front of a replicated MariaDB (scripts/replication.sh: a GTID
+//! primary, server 0 here, with two replicas): what clients see when reads
+//! go to replicas and servers fail.
+
+mod cluster;
+
+use cluster::{
+    block_on, client, eventually, get, insert, open, req, set, Cluster, Hsd, Kind, Restore,
+};
+use std::time::{Duration, Instant};
+
+/// Every read on the read port sees every write acknowledged on the write
+/// port before it was sent, while the reads run on the replicas: four
+/// clients each write a key and at once read it back, 60 times.
+#[test]
+fn reads_on_replicas_see_every_acknowledged_write() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_consistency");
+    c.sql(
+        0,
+        "INSERT INTO hsdtest.rr_consistency VALUES (1,0),(2,0),(3,0),(4,0)",
+    );
+    c.settle_data();
+    let hsd = Hsd::start(
+        &c,
+        &["--read-from", "replicas", "--topology-interval", "0.2"],
+    );
+    block_on(async {
+        let mut pairs = Vec::new();
+        for k in 1..=4i64 {
+            let (w, r) = (hsd.write.clone(), hsd.read.clone());
+            pairs.push(tokio::spawn(async move {
+                let mut writer = client(&w).await;
+                let mut reader = client(&r).await;
+                open(&mut writer, 1, "rr_consistency").await;
+                open(&mut reader, 1, "rr_consistency").await;
+                for i in 1..=60 {
+                    assert_eq!(set(&mut writer, 1, k, i).await, "0|1|1");
+                    assert_eq!(
+                        get(&mut reader, 1, k).await,
+                        format!("0|2|{k}|{i}"),
+                        "key {k} round {i}"
+                    );
+                }
+            }));
+        }
+        for p in pairs {
+            p.await.expect("client pair");
+        }
+    });
+    let on = |i: usize, m: &str| hsd.metric(m, &c.address(i), "");
+    let replica_reads = on(1, "hsd_server_reads_total") + on(2, "hsd_server_reads_total");
+    let fallbacks = on(0, "hsd_server_read_fallbacks_total");
+    let waits = on(1, "hsd_server_read_waits_total") + on(2, "hsd_server_read_waits_total");
+    eprintln!(
+        "240 read-after-write finds: {replica_reads} on replicas ({waits} after a wait), \
+         {} on the primary ({fallbacks} fallbacks)",
+        on(0, "hsd_server_reads_total")
+    );
+    assert!(
+        replica_reads >= 200.0,
+        "{replica_reads} of 240 finds on replicas"
+    );
+    // Every series is there for every server.
+    for i in 0..3 {
+        for m in [
+            "hsd_server_lag_seconds",
+            "hsd_server_lag_transactions",
+            "hsd_server_reads_total",
+            "hsd_server_read_waits_total",
+            "hsd_server_read_fallbacks_total",
+        ] {
+            assert!(
+                hsd.metrics()
+                    .contains(&format!("{m}{{server=\"{}\"}}", c.address(i))),
+                "{m} {i}"
+            );
+        }
+    }
+    assert_eq!(
+        hsd.metric("hsd_server_role", &c.address(0), "role=\"primary\""),
+        1.0
+    );
+    assert_eq!(
+        hsd.metric("hsd_server_role", &c.address(1), "role=\"replica\""),
+        1.0
+    );
+    // Caught up once the writes stop.
+    eventually(Duration::from_secs(3), "lag 0", || {
+        hsd.metric("hsd_server_lag_transactions", &c.address(2), "") == 0.0
+    });
+}
+
+/// A replica whose SQL thread stopped, or that lags, never serves a row
+/// older than an acknowledged write: the read waits up to --replica-wait,
+/// then runs on the primary.
+#[test]
+fn stopped_or_lagging_replicas_never_serve_stale_rows() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_stale");
+    c.sql(0, "INSERT INTO hsdtest.rr_stale VALUES (1,0)");
+    c.settle_data();
+    let hsd = Hsd::start(
+        &c,
+        &[
+            "--read-from",
+            "replicas",
+            "--topology-interval",
+            "0.2",
+            "--replica-wait",
+            "1",
+        ],
+    );
+    let mut restore = Restore::new(&c);
+    block_on(async {
+        let mut writer = client(&hsd.write).await;
+        let mut reader = client(&hsd.read).await;
+        open(&mut writer, 1, "rr_stale").await;
+        open(&mut reader, 1, "rr_stale").await;
+
+        // SQL threads stopped: the replicas are left out once polled; a
+        // read before that waits for them in vain, then the primary.
+        restore.then(&["start-sql", "2"]);
+        restore.then(&["start-sql", "3"]);
+        c.script(&["stop-sql", "2"]);
+        c.script(&["stop-sql", "3"]);
+        for i in 1..=5 {
+            assert_eq!(set(&mut writer, 1, 1, i).await, "0|1|1");
+            let t = Instant::now();
+            assert_eq!(get(&mut reader, 1, 1).await, format!("0|2|1|{i}"));
+            eprintln!("SQL threads stopped: read {i} took {:?}", t.elapsed());
+        }
+        c.script(&["start-sql", "2"]);
+        c.script(&["start-sql", "3"]);
+
+        // Three seconds behind: each read after a write waits --replica-wait
+        // (1 s), then runs on the primary.
+        restore.then(&["delay", "2", "0"]);
+        restore.then(&["delay", "3", "0"]);
+        c.script(&["delay", "2", "3"]);
+        c.script(&["delay", "3", "3"]);
+        // Polled as replicas again (their threads run; they are behind).
+        for i in [1, 2] {
+            let _ = eventually(Duration::from_secs(3), "replicas in use", || {
+                hsd.metric("hsd_server_role", &c.address(i), "role=\"replica\"") == 1.0
+            });
+        }
+        let before = hsd.metric("hsd_server_read_fallbacks_total", &c.address(0), "");
+        for i in 10..=12 {
+            assert_eq!(set(&mut writer, 1, 1, i).await, "0|1|1");
+            let t = Instant::now();
+            assert_eq!(get(&mut reader, 1, 1).await, format!("0|2|1|{i}"));
+            let took = t.elapsed();
+            eprintln!("3 s lag: read {i} took {took:?}");
+            assert!(
+                took >= Duration::from_millis(900) && took < Duration::from_millis(2500),
+                "{took:?}"
+            );
+        }
+        let after = hsd.metric("hsd_server_read_fallbacks_total", &c.address(0), "");
+        assert_eq!(after - before, 3.0);
+        c.script(&["delay", "2", "0"]);
+        c.script(&["delay", "3", "0"]);
+    });
+}
+
+/// The primary down: reads keep being served by the replicas; writes are
+/// answered with an error within --mysql-timeout, and work again once it
+/// is back.
+#[test]
+fn primary_down_reads_go_on_writes_fail_fast() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_primary_down");
+    c.sql(0, "INSERT INTO hsdtest.rr_primary_down VALUES (1,0),(2,0)");
+    c.settle_data();
+    let hsd = Hsd::start(
+        &c,
+        &[
+            "--read-from",
+            "replicas",
+            "--topology-interval",
+            "0.5",
+            "--mysql-timeout",
+            "2",
+        ],
+    );
+    let mut restore = Restore::new(&c);
+    block_on(async {
+        let mut writer = client(&hsd.write).await;
+        let mut reader = client(&hsd.read).await;
+        open(&mut writer, 1, "rr_primary_down").await;
+        open(&mut reader, 1, "rr_primary_down").await;
+        assert_eq!(set(&mut writer, 1, 1, 7).await, "0|1|1");
+        assert_eq!(get(&mut reader, 1, 1).await, "0|2|1|7");
+
+        restore.then(&["start-node", "1"]);
+        c.script(&["kill-node", "1"]);
+        let t = Instant::now();
+        let mut slowest = Duration::ZERO;
+        while t.elapsed() < Duration::from_secs(2) {
+            let r = Instant::now();
+            assert_eq!(get(&mut reader, 1, 1).await, "0|2|1|7");
+            slowest = slowest.max(r.elapsed());
+        }
+        eprintln!("primary killed: reads went on, the slowest took {slowest:?}");
+        // A new client opens and reads too (its P runs on a replica).
+        let mut fresh = client(&hsd.read).await;
+        open(&mut fresh, 1, "rr_primary_down").await;
+        assert_eq!(get(&mut fresh, 1, 2).await, "0|2|2|0");
+        for _ in 0..3 {
+            let t = Instant::now();
+            let answer = set(&mut writer, 1, 2, 9).await;
+            let took = t.elapsed();
+            eprintln!("primary down: a write answered {answer:?} after {took:?}");
+            assert!(answer.starts_with("1|1|"), "{answer}");
+            assert!(took < Duration::from_millis(2500), "{took:?}");
+        }
+        c.script(&["start-node", "1"]);
+        let back = Instant::now();
+        while set(&mut writer, 1, 2, 9).await != "0|1|1" {
+            assert!(
+                back.elapsed() < Duration::from_secs(10),
+                "writes never came back"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        eprintln!(
+            "primary back: writes worked again {:?} after it answered",
+            back.elapsed()
+        );
+        assert_eq!(get(&mut reader, 1, 2).await, "0|2|2|9");
+    });
+}
+
+/// A replica down: its reads move to the other one at once, and no client
+/// sees an error.
+#[test]
+fn replica_down_moves_its_reads_without_errors() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_replica_down");
+    c.sql(
+        0,
+        "INSERT INTO hsdtest.rr_replica_down VALUES (1,1),(2,2),(3,3),(4,4)",
+    );
+    c.settle_data();
+    let hsd = Hsd::start(&c, &["--read-from", "replicas", "--topology-interval", "1"]);
+    let mut restore = Restore::new(&c);
+    restore.then(&["start-node", "2"]);
+    let s2 = c.address(1);
+    block_on(async {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut readers = Vec::new();
+        for k in 1..=4i64 {
+            let (addr, stop) = (hsd.read.clone(), stop.clone());
+            readers.push(tokio::spawn(async move {
+                let mut r = client(&addr).await;
+                open(&mut r, 1, "rr_replica_down").await;
+                let (mut n, mut slowest) = (0u64, Duration::ZERO);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let t = Instant::now();
+                    assert_eq!(get(&mut r, 1, k).await, format!("0|2|{k}|{k}"));
+                    slowest = slowest.max(t.elapsed());
+                    n += 1;
+                }
+                (n, slowest)
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let before = hsd.metric("hsd_server_reads_total", &s2, "");
+        assert!(before > 0.0, "s2 served no reads before it went down");
+        c.script(&["kill-node", "2"]);
+        let down = Instant::now();
+        // Reads on s2 stop growing once it is left out.
+        let mut last = hsd.metric("hsd_server_reads_total", &s2, "");
+        let mut moved = None;
+        while down.elapsed() < Duration::from_secs(3) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let now = hsd.metric("hsd_server_reads_total", &s2, "");
+            if now == last && moved.is_none() {
+                moved = Some(down.elapsed());
+            }
+            last = now;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut slowest = Duration::ZERO;
+        let mut total = 0;
+        for r in readers {
+            let (n, s) = r.await.expect("reader");
+            total += n;
+            slowest = slowest.max(s);
+        }
+        let moved = moved.expect("reads kept going to the dead replica");
+        eprintln!(
+            "replica killed: {total} reads, no error; its reads moved within {moved:?}; \
+             the slowest read took {slowest:?}"
+        );
+        assert!(moved < Duration::from_secs(1), "{moved:?}");
+        assert!(slowest < Duration::from_secs(1), "{slowest:?}");
+        assert_eq!(hsd.metric("hsd_server_role", &s2, "role=\"unusable\""), 1.0);
+    });
+    c.script(&["start-node", "2"]);
+    eventually(Duration::from_secs(10), "s2 a replica again", || {
+        hsd.metric("hsd_server_role", &s2, "role=\"replica\"") == 1.0
+    });
+}
+
+/// A replica promoted (the primary gone, its read_only turned off): writes
+/// go to it within two topology intervals, no restart; and back again.
+#[test]
+fn promoted_replica_takes_the_writes() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_promote");
+    c.sql(0, "INSERT INTO hsdtest.rr_promote VALUES (1,0)");
+    c.settle_data();
+    let interval = Duration::from_millis(500);
+    let hsd = Hsd::start(
+        &c,
+        &[
+            "--read-from",
+            "replicas",
+            "--topology-interval",
+            "0.5",
+            "--mysql-timeout",
+            "2",
+        ],
+    );
+    let mut restore = Restore::new(&c);
+    restore.then(&["start-node", "1"]);
+    restore.then(&["promote", "1"]);
+    block_on(async {
+        let mut writer = client(&hsd.write).await;
+        let mut reader = client(&hsd.read).await;
+        open(&mut writer, 1, "rr_promote").await;
+        open(&mut reader, 1, "rr_promote").await;
+        assert_eq!(set(&mut writer, 1, 1, 1).await, "0|1|1");
+
+        c.script(&["stop-node", "1"]);
+        c.script(&["promote", "2"]);
+        let promoted = Instant::now();
+        let mut i = 100;
+        let took = loop {
+            i += 1;
+            if set(&mut writer, 1, 1, i).await == "0|1|1" {
+                break promoted.elapsed();
+            }
+            assert!(
+                promoted.elapsed() < 4 * interval + Duration::from_secs(2),
+                "writes never moved"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        eprintln!("s2 promoted: writes went to it after {took:?} (interval {interval:?})");
+        assert!(took < 2 * interval + Duration::from_secs(1), "{took:?}");
+        assert_eq!(
+            c.value(1, "SELECT v FROM hsdtest.rr_promote WHERE id = 1")
+                .as_deref(),
+            Some(&*i.to_string())
+        );
+        assert_eq!(get(&mut reader, 1, 1).await, format!("0|2|1|{i}"));
+        assert!(
+            hsd.log().contains("takes the writes"),
+            "no log line for the new primary"
+        );
+
+        // The old primary comes back as a replica of s2, then takes over
+        // again (a switchover).
+        c.script(&["start-node", "1"]);
+        c.script(&["promote", "1"]);
+        let promoted = Instant::now();
+        let took = loop {
+            i += 1;
+            if set(&mut writer, 1, 1, i).await == "0|1|1" {
+                break promoted.elapsed();
+            }
+            assert!(
+                promoted.elapsed() < 4 * interval + Duration::from_secs(2),
+                "writes never moved back"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        eprintln!("switchover back to s1: writes followed after {took:?}");
+        assert_eq!(
+            c.value(0, "SELECT v FROM hsdtest.rr_promote WHERE id = 1")
+                .as_deref(),
+            Some(&*i.to_string())
+        );
+        assert_eq!(get(&mut reader, 1, 1).await, format!("0|2|1|{i}"));
+    });
+}
+
+/// Two writable servers at once: writes are refused, with a clear log
+/// line, until one is read-only again.
+#[test]
+fn two_writable_servers_refuse_writes() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_two_writable");
+    c.sql(0, "INSERT INTO hsdtest.rr_two_writable VALUES (1,0)");
+    c.settle_data();
+    let hsd = Hsd::start(&c, &["--topology-interval", "0.5"]);
+    let mut restore = Restore::new(&c);
+    restore.then(&["read-only", "2", "on"]);
+    block_on(async {
+        let mut writer = client(&hsd.write).await;
+        open(&mut writer, 1, "rr_two_writable").await;
+        assert_eq!(set(&mut writer, 1, 1, 1).await, "0|1|1");
+        c.script(&["read-only", "2", "off"]);
+        let t = Instant::now();
+        let refused = loop {
+            let a = set(&mut writer, 1, 1, 2).await;
+            if a != "0|1|1" {
+                break a;
+            }
+            assert!(t.elapsed() < Duration::from_secs(3), "writes never refused");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        eprintln!(
+            "two writable servers: writes refused after {:?} ({refused})",
+            t.elapsed()
+        );
+        assert_eq!(refused, "1|1|2013");
+        let log = hsd.log();
+        assert!(
+            log.contains(&format!(
+                "{} and {} are all writable",
+                c.address(0),
+                c.address(1)
+            )),
+            "{log}"
+        );
+        // Still refused a while later (not a blip).
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert_eq!(set(&mut writer, 1, 1, 3).await, "1|1|2013");
+        c.script(&["read-only", "2", "on"]);
+        let t = Instant::now();
+        loop {
+            if set(&mut writer, 1, 1, 4).await == "0|1|1" {
+                break;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(3),
+                "writes never came back"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        eprintln!("read-only again: writes back after {:?}", t.elapsed());
+    });
+}
+
+/// MDEV-33967: with MariaDB 10.11, the original plugin's writes on a
+/// primary are not written to the binary log, so replicas never see them;
+/// hsd writes through SQL, and its writes replicate.
+#[test]
+fn hsd_writes_replicate_the_plugins_do_not() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let plugin_wr =
+        std::env::var("HSD_REPL_HS_PORT_WR").expect("HSD_REPL_HS_PORT_WR (replication.sh env)");
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_plugin");
+    let hsd = Hsd::start(&c, &[]);
+    block_on(async {
+        let mut plugin = client(&format!("127.0.0.1:{plugin_wr}")).await;
+        open(&mut plugin, 1, "rr_plugin").await;
+        assert_eq!(insert(&mut plugin, 1, 1, 10).await, "0|1");
+        let mut ours = client(&hsd.write).await;
+        open(&mut ours, 1, "rr_plugin").await;
+        assert_eq!(insert(&mut ours, 1, 2, 20).await, "0|1");
+        let _ = req(&mut plugin, "1|=|1|1").await;
+    });
+    c.settle_data();
+    let rows = |i: usize| {
+        c.sql(i, "SELECT id, v FROM hsdtest.rr_plugin ORDER BY id")
+            .into_iter()
+            .map(|r| {
+                r.into_iter()
+                    .map(|v| v.unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join("=")
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(rows(0), ["1=10", "2=20"], "the primary has both rows");
+    for i in [1, 2] {
+        assert_eq!(rows(i), ["2=20"], "replica {i}: hsd's row only");
+    }
+}
+
+/// The conformance suite's short run (as tests/conformance.rs runs it on
+/// one server) with hsd reading from the replicas: the original plugin on
+/// the primary and hsd must still answer alike, byte for byte, and leave
+/// the same rows.
+#[test]
+fn conformance_short_run_with_reads_on_replicas() {
+    use hs_conformance::runner::{Runner, Side};
+    use hs_conformance::store::Store;
+    use hs_conformance::suite::{self, Config, Mode};
+    use hs_conformance::target::Endpoint;
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let port =
+        |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name} (replication.sh env)"));
+    let (plugin_rd, plugin_wr) = (port("HSD_REPL_HS_PORT"), port("HSD_REPL_HS_PORT_WR"));
+    let _serial = Cluster::lock();
+    c.settle();
+    let hsd = Hsd::start(
+        &c,
+        &["--read-from", "replicas", "--topology-interval", "0.2"],
+    );
+    let (orig_db, hsd_db) = ("hst_conf_repl_orig", "hst_conf_repl");
+    let plugin = Side {
+        endpoint: Endpoint {
+            name: "plugin".into(),
+            read_addr: format!("127.0.0.1:{plugin_rd}"),
+            write_addr: format!("127.0.0.1:{plugin_wr}"),
+            db: orig_db.into(),
+        },
+        store: Store::mysql(&c.urls[0], orig_db).expect("plugin's database"),
+    };
+    let ours = Side {
+        endpoint: Endpoint {
+            name: "hsd".into(),
+            read_addr: hsd.read.clone(),
+            write_addr: hsd.write.clone(),
+            db: hsd_db.into(),
+        },
+        store: Store::mysql_replicated(&c.urls[0], hsd_db, &c.urls[1..]).expect("hsd's database"),
+    };
+    let mut runner = Runner::new(plugin, ours, Mode::Mysql);
+    let cfg = Config {
+        mode: Mode::Mysql,
+        first_seed: 1,
+        requests: 3_000,
+        segment_len: 200,
+        reduce: true,
+        reduce_budget: 100,
+        max_differences: 1,
+    };
+    let report = suite::run(&mut runner, &cfg, |_| {}).expect("conformance run");
+    let mut msg = report.summary();
+    for f in &report.found {
+        msg.push_str(&format!(
+            "\n{} (seed {}), reduced to {} steps:\n{}",
+            f.signature, f.seed, f.reduced_steps, f.transcript
+        ));
+    }
+    assert_eq!(
+        report.differing_segments, 0,
+        "hsd differs from the original:\n{msg}"
+    );
+    let replica_reads: f64 = (1..3)
+        .map(|i| hsd.metric("hsd_server_reads_total", &c.address(i), ""))
+        .sum();
+    eprintln!("{msg}\nfinds on the replicas: {replica_reads}");
+    assert!(replica_reads > 0.0);
+}
+
+/// A write acknowledged on a primary that died before any replica received
+/// it is lost (asynchronous replication promises nothing more): once the
+/// new primary has been in place for two topology intervals without it,
+/// reads stop waiting for it (with a warning), instead of never using the
+/// replicas again.
+#[test]
+fn a_write_lost_with_the_old_primary_stops_holding_reads() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_lost");
+    c.sql(0, "INSERT INTO hsdtest.rr_lost VALUES (1,0)");
+    c.settle_data();
+    let hsd = Hsd::start(
+        &c,
+        &[
+            "--read-from",
+            "replicas",
+            "--topology-interval",
+            "0.3",
+            "--replica-wait",
+            "0.5",
+            "--mysql-timeout",
+            "2",
+        ],
+    );
+    // The old primary's data diverges from the new one's: rebuild after.
+    let mut restore = Restore::new(&c);
+    restore.then(&["reset"]);
+    block_on(async {
+        let mut writer = client(&hsd.write).await;
+        let mut reader = client(&hsd.read).await;
+        open(&mut writer, 1, "rr_lost").await;
+        open(&mut reader, 1, "rr_lost").await;
+        assert_eq!(set(&mut writer, 1, 1, 1).await, "0|1|1");
+        assert_eq!(get(&mut reader, 1, 1).await, "0|2|1|1");
+        // The replicas stop receiving; the next write stays on s1.
+        c.script(&["sql", "2", "-e", "STOP SLAVE IO_THREAD"]);
+        c.script(&["sql", "3", "-e", "STOP SLAVE IO_THREAD"]);
+        assert_eq!(set(&mut writer, 1, 1, 2).await, "0|1|1");
+        c.script(&["kill-node", "1"]);
+        c.script(&["promote", "2"]);
+        let promoted = Instant::now();
+        // Whatever serves it, the read shows what survives (the lost write
+        // is nowhere); it falls back to the new primary until the
+        // frontier lets go of the lost write.
+        let fell_back = |h: &Hsd| h.metric("hsd_server_read_fallbacks_total", &c.address(1), "");
+        let took = loop {
+            let before = fell_back(&hsd);
+            assert_eq!(get(&mut reader, 1, 1).await, "0|2|1|1");
+            if fell_back(&hsd) == before && promoted.elapsed() > Duration::from_millis(300) {
+                break promoted.elapsed();
+            }
+            assert!(
+                promoted.elapsed() < Duration::from_secs(5),
+                "reads kept waiting for the lost write"
+            );
+        };
+        eprintln!("a write lost with the old primary: reads stopped waiting for it {took:?} after the promotion");
+        assert!(
+            hsd.log().contains("lost with an earlier primary"),
+            "no warning logged"
+        );
+        // Writes and read-after-write work on the new primary.
+        assert_eq!(set(&mut writer, 1, 1, 3).await, "0|1|1");
+        assert_eq!(get(&mut reader, 1, 1).await, "0|2|1|3");
+    });
+}
+
+/// The primary hung (SIGSTOP: its port still accepts connections, nothing
+/// answers): writes are answered with an error within --mysql-timeout,
+/// never hang; reads go on from the replicas; writes work again once it
+/// answers.
+#[test]
+fn hung_primary_writes_fail_within_the_timeout() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_hung");
+    c.sql(0, "INSERT INTO hsdtest.rr_hung VALUES (1,0)");
+    c.settle_data();
+    let hsd = Hsd::start(
+        &c,
+        &[
+            "--read-from",
+            "replicas",
+            "--topology-interval",
+            "0.5",
+            "--mysql-timeout",
+            "2",
+        ],
+    );
+    let mut restore = Restore::new(&c);
+    restore.then(&["thaw", "1"]);
+    block_on(async {
+        let mut writer = client(&hsd.write).await;
+        let mut reader = client(&hsd.read).await;
+        open(&mut writer, 1, "rr_hung").await;
+        open(&mut reader, 1, "rr_hung").await;
+        assert_eq!(set(&mut writer, 1, 1, 5).await, "0|1|1");
+        assert_eq!(get(&mut reader, 1, 1).await, "0|2|1|5");
+        c.script(&["freeze", "1"]);
+        let mut slowest_read = Duration::ZERO;
+        for _ in 0..20 {
+            let t = Instant::now();
+            assert_eq!(get(&mut reader, 1, 1).await, "0|2|1|5");
+            slowest_read = slowest_read.max(t.elapsed());
+        }
+        let mut slowest_write = Duration::ZERO;
+        for i in 0..3 {
+            let t = Instant::now();
+            let answer = set(&mut writer, 1, 1, 6).await;
+            let took = t.elapsed();
+            eprintln!("primary hung: write {i} answered {answer:?} after {took:?}");
+            assert!(answer.starts_with("1|1|"), "{answer}");
+            slowest_write = slowest_write.max(took);
+        }
+        eprintln!("primary hung: slowest read {slowest_read:?}, slowest write {slowest_write:?} (--mysql-timeout 2)");
+        assert!(
+            slowest_write < Duration::from_millis(2600),
+            "{slowest_write:?}"
+        );
+        assert!(
+            slowest_read < Duration::from_millis(500),
+            "{slowest_read:?}"
+        );
+        c.script(&["thaw", "1"]);
+        let back = Instant::now();
+        while set(&mut writer, 1, 1, 7).await != "0|1|1" {
+            assert!(
+                back.elapsed() < Duration::from_secs(10),
+                "writes never came back"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        eprintln!(
+            "primary answering again: writes back after {:?}",
+            back.elapsed()
+        );
+        assert_eq!(get(&mut reader, 1, 1).await, "0|2|1|7");
+    });
+}
+
+/// Clients of the lockstep test (as tests/conformance.rs's, on replicas):
+/// each has a connection to each port; rows each owns; steps.
+const LOCKSTEP_CLIENTS: usize = 16;
+const LOCKSTEP_ROWS: usize = 4;
+const LOCKSTEP_STEPS: usize = 40;
+
+/// The request client `c` sends in step `k`: in steps where `c + k` is
+/// even a write to one of its own rows, otherwise a read of rows of
+/// clients that do not write in that step. So every answer is fixed
+/// whatever order a step's requests run in: a read sees exactly the writes
+/// answered in earlier steps.
+fn lockstep_request(seed: u64, c: usize, k: usize) -> (bool, String) {
+    let mut rng = hs_conformance::rng::Rng::new(seed * 100_000 + (c * 1_000 + k) as u64);
+    let row = |owner: usize, rng: &mut hs_conformance::rng::Rng| {
+        owner * LOCKSTEP_ROWS + rng.below(LOCKSTEP_ROWS)
+    };
+    if (c + k).is_multiple_of(2) {
+        let r = row(c, &mut rng);
+        let line = match rng.below(4) {
+            0 => format!(
+                "1\t=\t1\t{r}\t1\t0\tU\t{}\ts{}",
+                rng.below(99),
+                rng.below(99)
+            ),
+            1 => format!(
+                "1\t=\t1\t{r}\t1\t0\tU?\t{}\tq{}",
+                rng.below(99),
+                rng.below(99)
+            ),
+            2 => format!("1\t=\t1\t{r}\t1\t0\t+\t{}\t", rng.below(9)),
+            _ => format!("1\t=\t1\t{r}\t1\t0\t-\t{}\t", rng.below(9)),
+        };
+        return (true, line);
+    }
+    let owner = |rng: &mut hs_conformance::rng::Rng| loop {
+        let o = rng.below(LOCKSTEP_CLIENTS);
+        if (o + k) % 2 == 1 {
+            return o;
+        }
+    };
+    let o = owner(&mut rng);
+    let line = match rng.below(3) {
+        0 | 1 => format!("0\t=\t1\t{}", row(o, &mut rng)),
+        _ => format!("0\t>=\t1\t{}\t{LOCKSTEP_ROWS}\t0", o * LOCKSTEP_ROWS),
+    };
+    (false, line)
+}
+
+/// Runs the lockstep against read and write addresses: every client's
+/// answers, step by step.
+fn lockstep_answers(read: &str, write: &str, db: &str, seed: u64) -> Vec<Vec<String>> {
+    use hs_conformance::generate::Port;
+    use hs_conformance::target::{Connection, Endpoint};
+    let endpoint = Endpoint {
+        name: "lockstep".into(),
+        read_addr: read.into(),
+        write_addr: write.into(),
+        db: db.into(),
+    };
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(LOCKSTEP_CLIENTS));
+    let clients: Vec<_> = (0..LOCKSTEP_CLIENTS)
+        .map(|c| {
+            let (endpoint, barrier) = (endpoint.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let db = endpoint.db.clone();
+                let mut rd = hs_conformance::target::open(&endpoint, Port::Read).expect("connect");
+                let mut wr = hs_conformance::target::open(&endpoint, Port::Write).expect("connect");
+                let p = |conn: &mut Connection, line: String| {
+                    assert_eq!(conn.request(line.as_bytes()).expect("P"), b"0\t1");
+                };
+                p(&mut rd, format!("P\t0\t{db}\tls\tPRIMARY\tid,n,s"));
+                p(&mut wr, format!("P\t1\t{db}\tls\tPRIMARY\tn,s"));
+                (0..LOCKSTEP_STEPS)
+                    .map(|k| {
+                        let (writes, line) = lockstep_request(seed, c, k);
+                        barrier.wait();
+                        let conn = if writes { &mut wr } else { &mut rd };
+                        let answer = conn.request(line.as_bytes()).expect("answer");
+                        barrier.wait();
+                        format!("{line} -> {}", String::from_utf8_lossy(&answer))
+                    })
+                    .collect::<Vec<String>>()
+            })
+        })
+        .collect();
+    clients
+        .into_iter()
+        .map(|t| t.join().expect("lockstep client"))
+        .collect()
+}
+
+/// Sixteen depth-1 clients in lockstep, half writing on the write port and
+/// half reading the rows written in earlier steps on the read port, which
+/// reads from the replicas: every answer must be the original plugin's on
+/// the primary (where the read always sees the write, both ports being one
+/// server).
+#[test]
+fn lockstep_clients_on_replicas_answer_as_the_original() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let port =
+        |name: &str| std::env::var(name).unwrap_or_else(|_| panic!("{name} (replication.sh env)"));
+    let (plugin_rd, plugin_wr) = (port("HSD_REPL_HS_PORT"), port("HSD_REPL_HS_PORT_WR"));
+    let _serial = Cluster::lock();
+    c.settle();
+    let rows: Vec<String> = (0..LOCKSTEP_CLIENTS * LOCKSTEP_ROWS)
+        .map(|id| format!("({id}, {}, 's{id}')", id % 7))
+        .collect();
+    for db in ["hst_lockstep_plugin", "hst_lockstep_hsd"] {
+        c.sql(
+            0,
+            &format!(
+                "DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}; \
+                 CREATE TABLE {db}.ls (id INT NOT NULL PRIMARY KEY, n INT NOT NULL, s VARCHAR(20) NOT NULL); \
+                 INSERT INTO {db}.ls VALUES {}",
+                rows.join(", ")
+            ),
+        );
+    }
+    c.settle_data();
+    let hsd = Hsd::start(
+        &c,
+        &["--read-from", "replicas", "--topology-interval", "0.2"],
+    );
+    let seed = 7;
+    let plugin = lockstep_answers(
+        &format!("127.0.0.1:{plugin_rd}"),
+        &format!("127.0.0.1:{plugin_wr}"),
+        "hst_lockstep_plugin",
+        seed,
+    );
+    let ours = lockstep_answers(&hsd.read, &hsd.write, "hst_lockstep_hsd", seed);
+    for (client, (p, h)) in plugin.iter().zip(&ours).enumerate() {
+        for (k, (pa, ha)) in p.iter().zip(h).enumerate() {
+            assert_eq!(
+                ha, pa,
+                "client {client}, step {k}: hsd's answer differs from the plugin's"
+            );
+        }
+    }
+    let changed_reads = plugin
+        .iter()
+        .flatten()
+        .filter(|a| a.starts_with("0\t=") && !a.contains("\ts"))
+        .count();
+    assert!(changed_reads > 0, "no read met a changed row");
+    let replica_reads: f64 = (1..3)
+        .map(|i| hsd.metric("hsd_server_reads_total", &c.address(i), ""))
+        .sum();
+    eprintln!("lockstep on replicas: {changed_reads} reads met a changed row; {replica_reads} finds on the replicas");
+    assert!(replica_reads > 0.0);
+}

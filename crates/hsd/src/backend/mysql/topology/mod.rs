@@ -1,0 +1,950 @@
+//! The topology of a replicated MySQL/MariaDB: which configured server takes
+//! writes now, how far each has applied, which may serve reads. It answers
+//! the two questions routing asks, and nothing else decides routes:
+//!
+//! - `writer()`: which server takes writes now (exactly one writable
+//!   server; none or two refuse writes with the reason).
+//! - `route_read(frontier)`: where may a read run so that it sees every
+//!   write hsd acknowledged before it arrived. `frontier()` is the position
+//!   of those writes: each commit's GTID is recorded (`note_commit`) before
+//!   the commit is answered, so a snapshot taken when a read arrives covers
+//!   every write answered before.
+//!
+//! A thread of its own (`hsd-topology`, see `poll`) polls every server each
+//! `--topology-interval` and, while reads wait for a replica, asks that
+//! replica to report as soon as it has applied what they need
+//! (`MASTER_GTID_WAIT`). Its findings land here, under one lock; the
+//! decisions themselves are pure functions (`decide`).
+//!
+//! Servers are numbered as configured: 0 is `--backend`, then each
+//! `--replica` in order.
+
+pub(crate) mod decide;
+pub(crate) mod gtid;
+pub(crate) mod observe;
+mod poll;
+
+use self::decide::{Health, ReadChoice, Role, Writer};
+use self::gtid::Position;
+use self::observe::Flavor;
+use crate::backend::StorageError;
+use mysql_wire::MysqlUrl;
+use prometheus::{IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// Past this many ranges the frontier is merged with the writer's position.
+const MAX_FRONTIER_RANGES: usize = 64;
+
+/// The role labels of the `server_role` metric, in `role_index` order.
+const ROLE_LABELS: [&str; 4] = ["primary", "replica", "galera_peer", "unusable"];
+
+fn role_index(r: &Role) -> usize {
+    match r {
+        Role::Primary => 0,
+        Role::Replica => 1,
+        Role::GaleraPeer => 2,
+        Role::Unusable(_) => 3,
+    }
+}
+
+/// Where the read port's finds run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadFrom {
+    Primary,
+    Replicas,
+}
+
+/// One configured server.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerSpec {
+    pub(crate) url: MysqlUrl,
+    /// `host:port`, for logs and metrics (no password).
+    pub(crate) name: String,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct TopologySettings {
+    /// `--backend` first, then every `--replica`.
+    pub(crate) servers: Vec<ServerSpec>,
+    pub(crate) read_from: ReadFrom,
+    /// `--topology-interval`.
+    pub(crate) interval: Duration,
+    /// `--replica-wait`.
+    pub(crate) replica_wait: Duration,
+    /// `--mysql-timeout`: the poll's connections, and their statements.
+    pub(crate) timeout: Duration,
+}
+
+/// What a commit reported.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Commit<'a> {
+    /// The GTID text the server reported for it.
+    Gtid(&'a [u8]),
+    /// The connection could not learn the GTID (no session tracking): the
+    /// commit may hold anything, so replicas serve nothing until a poll of
+    /// the writer that began after it.
+    Untracked,
+}
+
+/// Where a read runs, and its place among the server's reads in flight
+/// (held until the read is done).
+pub(crate) struct ReadRoute {
+    pub(crate) server: usize,
+    _in_flight: InFlight,
+}
+
+/// A read's registration as waiting for some servers (`route_read`).
+struct Waiting<'a> {
+    topology: &'a Topology,
+    servers: Vec<usize>,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self.servers.is_empty() {
+            return;
+        }
+        let mut st = lock(&self.topology.state);
+        for &c in &self.servers {
+            st.waiting[c] = st.waiting[c].saturating_sub(1);
+            if st.waiting[c] == 0 {
+                st.demand[c] = Position::default();
+            }
+        }
+    }
+}
+
+struct InFlight {
+    topology: Arc<Topology>,
+    server: usize,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.topology.servers[self.server]
+            .in_flight
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Per-server parts that are not behind the lock.
+struct Server {
+    spec: ServerSpec,
+    /// How the poll and wait connections reach it (the URL's options:
+    /// TLS, socket).
+    link: super::link::LinkSettings,
+    in_flight: AtomicUsize,
+    /// Wakes this server's waiter task: a read now waits for it.
+    demand_added: Notify,
+    metrics: ServerMetrics,
+}
+
+struct ServerMetrics {
+    /// One gauge per `ROLE_LABELS` entry: 1 for the current role.
+    roles: [IntGauge; 4],
+    lag_seconds: IntGauge,
+    lag_transactions: IntGauge,
+    reads: IntCounter,
+    waits: IntCounter,
+    fallbacks: IntCounter,
+}
+
+struct State {
+    health: Vec<Health>,
+    /// Best knowledge of each server's applied position: set by its polls,
+    /// raised by its waits.
+    known: Vec<Position>,
+    writer: Writer,
+    /// The last server chosen as writer (`--backend` before any poll):
+    /// reads with `--read-from primary`, and reads no replica may serve,
+    /// go there while no writer is chosen.
+    last_writer: usize,
+    /// Since when `last_writer` is the writer.
+    writer_since: Instant,
+    roles: Vec<Role>,
+    /// The position of every write hsd acknowledged.
+    frontier: Arc<Position>,
+    /// A commit whose GTID is unknown happened at this time: until a poll
+    /// of the writer that began later, no replica serves.
+    untracked_since: Option<Instant>,
+    /// What reads waiting for each server need (the union).
+    demand: Vec<Position>,
+    /// Reads waiting for each server.
+    waiting: Vec<usize>,
+    /// Spreads reads over equally loaded servers.
+    turn: usize,
+}
+
+pub(crate) struct Topology {
+    settings: TopologySettings,
+    servers: Vec<Server>,
+    state: Mutex<State>,
+    /// Positions or roles changed: waiting reads look again.
+    changed: Notify,
+    stop: Notify,
+    stopping: std::sync::atomic::AtomicBool,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Topology {
+    /// Starts the poll thread and waits (up to `--mysql-timeout`) for a
+    /// first poll of every server, so that hsd starts with the roles the
+    /// servers have. Unreachable servers are no error: they are polled
+    /// again every interval.
+    pub(crate) async fn start(
+        settings: TopologySettings,
+        registry: &Registry,
+    ) -> anyhow::Result<Arc<Topology>> {
+        let topology = Topology::new(settings, registry)?;
+        let first_round = poll::spawn(topology.clone())?;
+        let _ = tokio::time::timeout(topology.settings.timeout, first_round).await;
+        Ok(topology)
+    }
+
+    /// The topology before any poll (the poll thread not started).
+    fn new(settings: TopologySettings, registry: &Registry) -> anyhow::Result<Arc<Topology>> {
+        anyhow::ensure!(!settings.servers.is_empty(), "no MySQL server configured");
+        let metrics = TopologyMetrics::register(registry)?;
+        let n = settings.servers.len();
+        let mut servers = Vec::with_capacity(n);
+        for spec in &settings.servers {
+            let link = super::link::LinkSettings::new(spec.url.clone(), settings.timeout)
+                .map_err(|e| anyhow::anyhow!("cannot use {}: {e}", spec.name))?;
+            servers.push(Server {
+                metrics: metrics.for_server(&spec.name),
+                spec: spec.clone(),
+                link,
+                in_flight: AtomicUsize::new(0),
+                demand_added: Notify::new(),
+            });
+        }
+        let now = Instant::now();
+        let topology = Arc::new(Topology {
+            servers,
+            state: Mutex::new(State {
+                health: vec![Health::Unknown; n],
+                known: vec![Position::default(); n],
+                writer: Writer::One(0),
+                last_writer: 0,
+                writer_since: now,
+                roles: vec![Role::Unusable("not polled yet".into()); n],
+                frontier: Arc::new(Position::default()),
+                untracked_since: None,
+                demand: vec![Position::default(); n],
+                waiting: vec![0; n],
+                turn: 0,
+            }),
+            changed: Notify::new(),
+            stop: Notify::new(),
+            stopping: false.into(),
+            thread: Mutex::new(None),
+            settings,
+        });
+        Ok(topology)
+    }
+
+    /// Stops the poll thread (and waits for it).
+    pub(crate) fn shut_down(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.stop.notify_waiters();
+        let handle = lock(&self.thread).take();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+
+    pub(crate) fn server_count(&self) -> usize {
+        self.servers.len()
+    }
+
+    pub(crate) fn server_name(&self, server: usize) -> &str {
+        &self.servers[server].spec.name
+    }
+
+    pub(crate) fn read_from(&self) -> ReadFrom {
+        self.settings.read_from
+    }
+
+    /// Where reads go that must run on the primary: the writer, or the
+    /// last one while no server may take writes.
+    pub(crate) fn read_primary(&self) -> usize {
+        lock(&self.state).read_primary()
+    }
+
+    /// Whether the server is a Galera node (as last polled).
+    pub(crate) fn is_galera(&self, server: usize) -> bool {
+        lock(&self.state)
+            .health
+            .get(server)
+            .and_then(Health::observation)
+            .is_some_and(|o| o.galera.is_some())
+    }
+
+    /// The position of every write hsd acknowledged so far.
+    pub(crate) fn frontier(&self) -> Arc<Position> {
+        lock(&self.state).frontier.clone()
+    }
+
+    /// Records a commit made on `server`, before it is answered.
+    pub(crate) fn note_commit(&self, server: usize, commit: Commit<'_>) {
+        let flavor = {
+            let st = lock(&self.state);
+            st.health
+                .get(server)
+                .and_then(Health::observation)
+                .map(|o| o.flavor)
+        };
+        let parsed = match commit {
+            Commit::Gtid(text) => {
+                let text = String::from_utf8_lossy(text);
+                let p = match flavor {
+                    Some(Flavor::Mysql) => Position::parse_mysql(&text),
+                    Some(Flavor::Mariadb) => Position::parse_mariadb(&text),
+                    // Not polled yet: a MariaDB GTID never parses as a
+                    // MySQL set, and the other way round.
+                    None => {
+                        Position::parse_mariadb(&text).or_else(|_| Position::parse_mysql(&text))
+                    }
+                };
+                match p {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        tracing::warn!(server = %self.server_name(server), error = %e,
+                            "a commit's GTID is unreadable; reads go to the primary until the next poll");
+                        None
+                    }
+                }
+            }
+            Commit::Untracked => None,
+        };
+        let mut st = lock(&self.state);
+        match parsed {
+            Some(p) if !st.frontier.covers(&p) => {
+                let mut f = (*st.frontier).clone();
+                f.merge(&p);
+                st.frontier = Arc::new(f);
+            }
+            Some(_) => {}
+            None => {
+                st.untracked_since.get_or_insert_with(Instant::now);
+            }
+        }
+    }
+
+    /// The server that takes writes now, or why none does.
+    pub(crate) fn writer(&self) -> Result<usize, StorageError> {
+        match &lock(&self.state).writer {
+            Writer::One(w) => Ok(*w),
+            Writer::None(why) => Err(StorageError::Unavailable(format!(
+                "no server takes writes: {why}"
+            ))),
+            Writer::Conflict(servers) => Err(StorageError::Unavailable(format!(
+                "writes refused: {} are all writable (read_only=OFF); set read_only=ON on \
+                 all but one",
+                self.names(servers)
+            ))),
+        }
+    }
+
+    /// Where a find of the read port runs (`finds`: how many, for the
+    /// metrics). With `--read-from replicas`, on a replica that has applied
+    /// `frontier` (the least busy), waiting up to `--replica-wait` for one
+    /// to catch up; else on the primary.
+    pub(crate) async fn route_read(
+        self: &Arc<Self>,
+        frontier: &Position,
+        finds: usize,
+    ) -> ReadRoute {
+        if self.settings.read_from == ReadFrom::Primary {
+            let p = lock(&self.state).read_primary();
+            return self.route_to(p, finds);
+        }
+        let deadline = tokio::time::Instant::now() + self.settings.replica_wait;
+        // The replicas this read waits for; they stop being asked when it
+        // is done, or dropped (its client went away).
+        let mut waiting_on = Waiting {
+            topology: self,
+            servers: Vec::new(),
+        };
+        let route = loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let choice = {
+                let mut st = lock(&self.state);
+                let choice = st.choose_read(frontier, &self.servers);
+                if let ReadChoice::Wait(candidates) = &choice {
+                    // Ask the candidates to report once they have it.
+                    for &c in candidates {
+                        if !waiting_on.servers.contains(&c) {
+                            waiting_on.servers.push(c);
+                            st.waiting[c] += 1;
+                            st.demand[c].merge(frontier);
+                            self.servers[c].demand_added.notify_one();
+                        }
+                    }
+                }
+                (choice, st.read_primary())
+            };
+            match choice {
+                (ReadChoice::Run(i), _) => {
+                    if !waiting_on.servers.is_empty() {
+                        self.servers[i].metrics.waits.inc();
+                    }
+                    break self.route_to(i, finds);
+                }
+                (ReadChoice::Primary, p) => {
+                    self.servers[p].metrics.fallbacks.inc();
+                    break self.route_to(p, finds);
+                }
+                (ReadChoice::Wait(_), p) => {
+                    if tokio::time::Instant::now() >= deadline {
+                        self.servers[p].metrics.fallbacks.inc();
+                        break self.route_to(p, finds);
+                    }
+                    tokio::select! {
+                        _ = &mut changed => {}
+                        _ = tokio::time::sleep_until(deadline) => {}
+                    }
+                }
+            }
+        };
+        route
+    }
+
+    fn route_to(self: &Arc<Self>, server: usize, finds: usize) -> ReadRoute {
+        let s = &self.servers[server];
+        s.in_flight.fetch_add(1, Ordering::Relaxed);
+        s.metrics.reads.inc_by(finds as u64);
+        ReadRoute {
+            server,
+            _in_flight: InFlight {
+                topology: self.clone(),
+                server,
+            },
+        }
+    }
+
+    /// A read on `server` failed because the server could not be reached:
+    /// it serves no more reads until a poll reaches it again.
+    pub(crate) fn note_unreachable(&self, server: usize, error: &StorageError) {
+        let mut st = lock(&self.state);
+        if matches!(st.health[server], Health::Down(_)) {
+            return;
+        }
+        tracing::warn!(server = %self.server_name(server), %error,
+            "server failed a read; its reads move elsewhere until a poll reaches it again");
+        st.health[server] = Health::Down(error.to_string());
+        self.decide(&mut st);
+    }
+
+    /// The roles as they stand.
+    #[cfg(test)]
+    pub(crate) fn roles(&self) -> Vec<Role> {
+        lock(&self.state).roles.clone()
+    }
+
+    fn names(&self, servers: &[usize]) -> String {
+        servers
+            .iter()
+            .map(|&i| self.server_name(i))
+            .collect::<Vec<_>>()
+            .join(" and ")
+    }
+
+    /// A poll of `server` that began at `started` (when the frontier was
+    /// `frontier_then`) finished.
+    fn apply_poll(
+        &self,
+        server: usize,
+        started: Instant,
+        frontier_then: &Position,
+        health: Health,
+    ) {
+        let mut st = lock(&self.state);
+        if let Health::Up(o) = &health {
+            // A poll's position replaces what waits learnt: it is the
+            // server's own word (a rebuilt replica may be behind what it
+            // once reported).
+            st.known[server] = o.applied.clone();
+        }
+        if let Health::Down(e) = &health {
+            if !matches!(st.health[server], Health::Down(_)) {
+                tracing::warn!(server = %self.server_name(server), error = %e, "cannot poll server");
+            }
+        }
+        st.health[server] = health;
+        self.decide(&mut st);
+        if st.writer == Writer::One(server) {
+            self.check_frontier(&mut st, server, started, frontier_then);
+        }
+        self.update_lag_metrics(&st);
+        drop(st);
+        self.changed.notify_waiters();
+    }
+
+    /// After a poll of the writer: commits of unknown GTID are now in its
+    /// position; writes it does not have, two intervals after it became
+    /// the writer, were lost with an earlier primary (nobody can show them,
+    /// and waiting for them would keep every read off the replicas).
+    fn check_frontier(&self, st: &mut State, w: usize, started: Instant, frontier_then: &Position) {
+        let Some(o) = st.health[w].observation() else {
+            return;
+        };
+        if o.galera.is_some() {
+            return;
+        }
+        let logged = o.logged.clone();
+        let mut f = (*st.frontier).clone();
+        let mut changed = false;
+        if st.untracked_since.is_some_and(|t| t <= started) {
+            f.merge(&logged);
+            st.untracked_since = None;
+            changed = true;
+        }
+        if started >= st.writer_since + 2 * self.settings.interval && !logged.covers(frontier_then)
+        {
+            let lost = logged.missing(frontier_then);
+            f = f.without_lost(frontier_then, &logged);
+            tracing::warn!(
+                server = %self.server_name(w), lost, writer_position = %logged,
+                "the primary does not have {lost} transaction(s) hsd acknowledged (lost with an \
+                 earlier primary); reads stop waiting for them"
+            );
+            changed = true;
+        }
+        // MySQL: hsd's own GTIDs interleave with other writers' and would
+        // fragment the set; the writer's whole position is a superset
+        // that replicas reach as well.
+        if f.range_count() > MAX_FRONTIER_RANGES {
+            f.merge(&logged);
+            changed = true;
+        }
+        if changed {
+            st.frontier = Arc::new(f);
+        }
+    }
+
+    /// A wait on `server` learnt (at least) this position.
+    fn apply_wait(&self, server: usize, applied: &Position) {
+        let mut st = lock(&self.state);
+        st.known[server].merge(applied);
+        drop(st);
+        self.changed.notify_waiters();
+    }
+
+    /// Decides writer and roles again; logs what changed.
+    fn decide(&self, st: &mut State) {
+        let writer = decide::choose_writer(&st.health, Some(st.last_writer));
+        if writer != st.writer {
+            match &writer {
+                Writer::One(w) => {
+                    tracing::info!(server = %self.server_name(*w), "takes the writes")
+                }
+                Writer::None(why) => tracing::error!("no server takes writes: {why}"),
+                Writer::Conflict(servers) => tracing::error!(
+                    "{} are all writable (read_only=OFF): writes are refused until all but one \
+                     are read-only",
+                    self.names(servers)
+                ),
+            }
+            if let Writer::One(w) = writer {
+                if w != st.last_writer {
+                    st.last_writer = w;
+                    st.writer_since = Instant::now();
+                }
+            }
+            st.writer = writer;
+        }
+        let roles = decide::roles(&st.health, &st.writer);
+        for (i, (old, new)) in st.roles.iter().zip(&roles).enumerate() {
+            if old != new {
+                match new {
+                    Role::Unusable(why) => {
+                        tracing::warn!(server = %self.server_name(i), "not used: {why}")
+                    }
+                    r => tracing::info!(server = %self.server_name(i), role = r.label(), "in use"),
+                }
+                let m = &self.servers[i].metrics;
+                m.roles[role_index(old)].set(0);
+                m.roles[role_index(new)].set(1);
+            }
+        }
+        st.roles = roles;
+    }
+
+    fn update_lag_metrics(&self, st: &State) {
+        let primary = st.health[st.last_writer]
+            .observation()
+            .map(|o| o.logged.clone());
+        for (i, h) in st.health.iter().enumerate() {
+            let m = &self.servers[i].metrics;
+            let Some(o) = h.observation() else {
+                m.lag_seconds.set(-1);
+                m.lag_transactions.set(-1);
+                continue;
+            };
+            if let Some(g) = &o.galera {
+                m.lag_seconds.set(0);
+                m.lag_transactions
+                    .set(i64::try_from(g.recv_queue).unwrap_or(i64::MAX));
+                continue;
+            }
+            if i == st.last_writer {
+                m.lag_seconds.set(0);
+                m.lag_transactions.set(0);
+                continue;
+            }
+            let secs = o
+                .replication
+                .as_ref()
+                .and_then(|r| r.seconds_behind)
+                .map_or(-1, |s| i64::try_from(s).unwrap_or(i64::MAX));
+            m.lag_seconds.set(secs);
+            let trx = primary.as_ref().map_or(-1, |p| {
+                i64::try_from(st.known[i].missing(p)).unwrap_or(i64::MAX)
+            });
+            m.lag_transactions.set(trx);
+        }
+    }
+
+    fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+}
+
+impl State {
+    /// Where reads go that no replica serves.
+    fn read_primary(&self) -> usize {
+        match self.writer {
+            Writer::One(w) => w,
+            _ => self.last_writer,
+        }
+    }
+
+    fn choose_read(&mut self, frontier: &Position, servers: &[Server]) -> ReadChoice {
+        if self.untracked_since.is_some() {
+            return ReadChoice::Primary;
+        }
+        let in_flight: Vec<usize> = servers
+            .iter()
+            .map(|s| s.in_flight.load(Ordering::Relaxed))
+            .collect();
+        self.turn = self.turn.wrapping_add(1);
+        decide::choose_read(&self.roles, &self.known, frontier, &in_flight, self.turn)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The topology's metric families.
+struct TopologyMetrics {
+    role: IntGaugeVec,
+    lag_seconds: IntGaugeVec,
+    lag_transactions: IntGaugeVec,
+    reads: IntCounterVec,
+    waits: IntCounterVec,
+    fallbacks: IntCounterVec,
+}
+
+impl TopologyMetrics {
+    fn register(registry: &Registry) -> anyhow::Result<TopologyMetrics> {
+        let role = IntGaugeVec::new(
+            Opts::new(
+                "server_role",
+                "1 for each configured MySQL server's current role (primary, replica, galera_peer, unusable)",
+            ),
+            &["server", "role"],
+        )?;
+        let lag_seconds = IntGaugeVec::new(
+            Opts::new(
+                "server_lag_seconds",
+                "A replica's Seconds_Behind_Master at the last poll (-1: unknown)",
+            ),
+            &["server"],
+        )?;
+        let lag_transactions = IntGaugeVec::new(
+            Opts::new(
+                "server_lag_transactions",
+                "Transactions of the primary a replica has not applied, at the last poll \
+                 (Galera: write sets received and not applied; -1: unknown)",
+            ),
+            &["server"],
+        )?;
+        let reads = IntCounterVec::new(
+            Opts::new(
+                "server_reads_total",
+                "Finds of the read port run on this server",
+            ),
+            &["server"],
+        )?;
+        let waits = IntCounterVec::new(
+            Opts::new(
+                "server_read_waits_total",
+                "Read batches that waited for a replica to apply hsd's writes, then ran on this one",
+            ),
+            &["server"],
+        )?;
+        let fallbacks = IntCounterVec::new(
+            Opts::new(
+                "server_read_fallbacks_total",
+                "Read batches no replica could serve in time, run on this server as the primary",
+            ),
+            &["server"],
+        )?;
+        for c in [&role, &lag_seconds, &lag_transactions] {
+            registry.register(Box::new(c.clone()))?;
+        }
+        for c in [&reads, &waits, &fallbacks] {
+            registry.register(Box::new(c.clone()))?;
+        }
+        Ok(TopologyMetrics {
+            role,
+            lag_seconds,
+            lag_transactions,
+            reads,
+            waits,
+            fallbacks,
+        })
+    }
+
+    fn for_server(&self, name: &str) -> ServerMetrics {
+        // Every role's series exists from the start (a scrape sees zeros,
+        // not missing series); a server is unusable until polled.
+        let roles = ROLE_LABELS.map(|r| {
+            let g = self.role.with_label_values(&[name, r]);
+            g.set(i64::from(r == "unusable"));
+            g
+        });
+        ServerMetrics {
+            roles,
+            lag_seconds: self.lag_seconds.with_label_values(&[name]),
+            lag_transactions: self.lag_transactions.with_label_values(&[name]),
+            reads: self.reads.with_label_values(&[name]),
+            waits: self.waits.with_label_values(&[name]),
+            fallbacks: self.fallbacks.with_label_values(&[name]),
+        }
+    }
+}
+
+/// A topology without servers for other modules' tests: three servers,
+/// polled by hand (s1 the primary, s2 and s3 replicas at its position).
+#[cfg(test)]
+pub(crate) fn polled_for_tests(read_from: ReadFrom) -> Arc<Topology> {
+    let t = tests::topology(read_from, 1000);
+    tests::poll_all(&t, "0-1-10", "0-1-10", "0-1-10");
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    //! The topology's state without servers: polls and waits are fed by
+    //! hand, as the poll thread would.
+    use super::observe::{Observation, Replication};
+    use super::*;
+
+    pub(super) fn topology(read_from: ReadFrom, replica_wait_ms: u64) -> Arc<Topology> {
+        let servers = (1..=3)
+            .map(|i| ServerSpec {
+                url: MysqlUrl::parse(&format!("mysql://u:p@127.0.0.1:{i}")).expect("url"),
+                name: format!("s{i}"),
+            })
+            .collect();
+        Topology::new(
+            TopologySettings {
+                servers,
+                read_from,
+                interval: Duration::from_millis(100),
+                replica_wait: Duration::from_millis(replica_wait_ms),
+                timeout: Duration::from_secs(3),
+            },
+            &Registry::new(),
+        )
+        .expect("topology")
+    }
+
+    fn pos(s: &str) -> Position {
+        Position::parse_mariadb(s).expect("position")
+    }
+
+    fn up(read_only: bool, pos_text: &str, replicating: bool) -> Health {
+        Health::Up(Observation {
+            flavor: Flavor::Mariadb,
+            read_only,
+            log_bin: true,
+            applied: pos(if replicating { pos_text } else { "" }),
+            logged: pos(pos_text),
+            replication: replicating.then(|| Replication {
+                sql_running: true,
+                io_running: true,
+                seconds_behind: Some(0),
+                last_error: String::new(),
+            }),
+            replication_visible: true,
+            galera: None,
+        })
+    }
+
+    /// s1 primary at `p1`, s2 and s3 replicas at `p2`, `p3`.
+    pub(super) fn poll_all(t: &Topology, p1: &str, p2: &str, p3: &str) {
+        let now = Instant::now();
+        let f = t.frontier();
+        t.apply_poll(0, now, &f, up(false, p1, false));
+        t.apply_poll(1, now, &f, up(true, p2, true));
+        t.apply_poll(2, now, &f, up(true, p3, true));
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    }
+
+    #[test]
+    fn reads_go_to_replicas_that_have_the_frontier() {
+        let t = topology(ReadFrom::Replicas, 1000);
+        poll_all(&t, "0-1-10", "0-1-10", "0-1-9");
+        t.note_commit(0, Commit::Gtid(b"0-1-10"));
+        rt().block_on(async {
+            for _ in 0..4 {
+                assert_eq!(t.route_read(&t.frontier(), 1).await.server, 1);
+            }
+            // Both caught up: they take turns (or the less busy one).
+            poll_all(&t, "0-1-10", "0-1-10", "0-1-10");
+            let a = t.route_read(&t.frontier(), 1).await;
+            let b = t.route_read(&t.frontier(), 1).await;
+            assert_ne!(a.server, b.server, "the busier replica was chosen");
+        });
+    }
+
+    #[test]
+    fn a_read_waits_until_a_replica_reports_the_position() {
+        let t = topology(ReadFrom::Replicas, 1000);
+        poll_all(&t, "0-1-10", "0-1-9", "0-1-9");
+        t.note_commit(0, Commit::Gtid(b"0-1-10"));
+        let rt = rt();
+        let started = Instant::now();
+        let route = rt.block_on(async {
+            let reporter = {
+                let t = t.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    // The wait task asked s3: it has it now.
+                    assert_eq!(lock(&t.state).waiting, vec![0, 1, 1]);
+                    t.apply_wait(2, &pos("0-1-10"));
+                })
+            };
+            let route = t.route_read(&t.frontier(), 1).await;
+            reporter.await.expect("reporter");
+            route
+        });
+        assert_eq!(route.server, 2);
+        assert!(started.elapsed() < Duration::from_millis(500));
+        // Nobody waits any more: the wait tasks are asked nothing.
+        let st = lock(&t.state);
+        assert_eq!(st.waiting, vec![0, 0, 0]);
+        assert!(st.demand.iter().all(|d| d.is_empty()));
+        drop(st);
+        assert_eq!(t.servers[2].metrics.waits.get(), 1);
+    }
+
+    #[test]
+    fn a_read_nobody_catches_up_for_runs_on_the_primary_after_the_wait() {
+        let t = topology(ReadFrom::Replicas, 150);
+        poll_all(&t, "0-1-10", "0-1-9", "0-1-9");
+        t.note_commit(0, Commit::Gtid(b"0-1-10"));
+        let started = Instant::now();
+        let route = rt().block_on(t.route_read(&t.frontier(), 1));
+        assert_eq!(route.server, 0);
+        assert!(started.elapsed() >= Duration::from_millis(150));
+        assert_eq!(t.servers[0].metrics.fallbacks.get(), 1);
+    }
+
+    #[test]
+    fn a_read_given_up_leaves_no_demand_behind() {
+        let t = topology(ReadFrom::Replicas, 5000);
+        poll_all(&t, "0-1-10", "0-1-9", "0-1-9");
+        t.note_commit(0, Commit::Gtid(b"0-1-10"));
+        rt().block_on(async {
+            let gave_up =
+                tokio::time::timeout(Duration::from_millis(50), t.route_read(&t.frontier(), 1))
+                    .await;
+            assert!(gave_up.is_err());
+        });
+        let st = lock(&t.state);
+        assert_eq!(st.waiting, vec![0, 0, 0]);
+        assert!(st.demand.iter().all(|d| d.is_empty()));
+    }
+
+    #[test]
+    fn an_unknown_commit_holds_reads_on_the_primary_until_a_later_poll() {
+        let t = topology(ReadFrom::Replicas, 1000);
+        poll_all(&t, "0-1-10", "0-1-10", "0-1-10");
+        let before = Instant::now();
+        t.note_commit(0, Commit::Untracked);
+        let rt = rt();
+        assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 0);
+        // A poll that began before the commit proves nothing.
+        t.apply_poll(0, before, &t.frontier(), up(false, "0-1-11", false));
+        assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 0);
+        // One that began after: its position holds the commit.
+        t.apply_poll(0, Instant::now(), &t.frontier(), up(false, "0-1-11", false));
+        assert_eq!(*t.frontier(), pos("0-1-11"));
+        t.apply_poll(1, Instant::now(), &t.frontier(), up(true, "0-1-11", true));
+        assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 1);
+    }
+
+    #[test]
+    fn writes_lost_with_an_old_primary_leave_the_frontier_after_two_intervals() {
+        let t = topology(ReadFrom::Replicas, 1000);
+        poll_all(&t, "0-1-12", "0-1-10", "0-1-10");
+        t.note_commit(0, Commit::Gtid(b"0-1-12"));
+        // s1 dies; s2 promoted with 0-1-10: two transactions lost.
+        let f = t.frontier();
+        t.apply_poll(0, Instant::now(), &f, Health::Down("refused".into()));
+        t.apply_poll(1, Instant::now(), &f, up(false, "0-1-10", false));
+        assert_eq!(t.writer().ok(), Some(1));
+        // Right after the promotion the new writer may still be applying
+        // what it received: nothing is cut yet.
+        t.apply_poll(1, Instant::now(), &f, up(false, "0-1-10", false));
+        assert_eq!(*t.frontier(), pos("0-1-12"));
+        std::thread::sleep(Duration::from_millis(210));
+        t.apply_poll(1, Instant::now(), &f, up(false, "0-1-10", false));
+        assert_eq!(*t.frontier(), pos("0-1-10"));
+    }
+
+    #[test]
+    fn an_unreachable_replica_is_left_out_until_a_poll_reaches_it() {
+        let t = topology(ReadFrom::Replicas, 1000);
+        poll_all(&t, "0-1-10", "0-1-10", "0-1-10");
+        t.note_unreachable(1, &StorageError::Unavailable("reset".into()));
+        let rt = rt();
+        for _ in 0..4 {
+            assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 2);
+        }
+        t.apply_poll(1, Instant::now(), &t.frontier(), up(true, "0-1-10", true));
+        let servers: Vec<usize> = (0..4)
+            .map(|_| rt.block_on(t.route_read(&t.frontier(), 1)).server)
+            .collect();
+        assert!(servers.contains(&1), "{servers:?}");
+    }
+
+    #[test]
+    fn two_writable_servers_refuse_writes_naming_both() {
+        let t = topology(ReadFrom::Primary, 1000);
+        poll_all(&t, "0-1-10", "0-1-10", "0-1-10");
+        t.apply_poll(2, Instant::now(), &t.frontier(), up(false, "0-1-10", true));
+        let e = t.writer().expect_err("refused").to_string();
+        assert!(e.contains("s1 and s3 are all writable"), "{e}");
+        // Reads on the primary go on.
+        assert_eq!(rt().block_on(t.route_read(&t.frontier(), 1)).server, 0);
+        t.apply_poll(2, Instant::now(), &t.frontier(), up(true, "0-1-10", true));
+        assert_eq!(t.writer().ok(), Some(0));
+    }
+}

@@ -593,16 +593,33 @@ impl StorageConn for MysqlConn {
                 link.queue(|sql| sql.extend_from_slice(b"COMMIT"));
                 let connection_id = link.connection_id;
                 let mut marked = marker.is_some();
+                // A marker refused for a deadlock (on Galera, a certification
+                // conflict surfaces at the statement before COMMIT) means
+                // the server rolled the transaction back: the COMMIT that
+                // follows commits nothing.
+                let mut rolled_back_at_marker = None;
                 let answer = async {
                     if marker.is_some() {
                         if let Answer::Refused(e) = link.answer(&mut Discard).await? {
-                            tracing::warn!(error = %e, "the commit marker was not written");
+                            let error = refused_error(&e);
+                            if dooms_transaction(&error) {
+                                rolled_back_at_marker = Some(error);
+                            } else {
+                                tracing::warn!(error = %e, "the commit marker was not written");
+                            }
                             marked = false;
                         }
                     }
                     link.answer(&mut Discard).await
                 }
                 .await;
+                if let Some(error) = rolled_back_at_marker {
+                    if answer.is_err() {
+                        self.link = None;
+                        self.handles.clear();
+                    }
+                    return Committed::failed(CommitFailure::all(error));
+                }
                 match answer {
                     Ok(Answer::Done(_)) => {
                         self.note_commit();

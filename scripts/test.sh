@@ -108,8 +108,13 @@ if bash "$ROOT/scripts/mysql8.sh" status >/dev/null 2>&1; then
 fi
 mysql8_pid=""
 repl_pid=""
+hostile_pid=""
 on_exit() {
     local rc=$?
+    if [[ -n "$hostile_pid" ]] && kill -0 "$hostile_pid" 2>/dev/null; then
+        kill -TERM -- "-$hostile_pid" 2>/dev/null || kill -TERM "$hostile_pid" 2>/dev/null || true
+        wait "$hostile_pid" 2>/dev/null || true
+    fi
     if [[ -n "$mysql8_pid" ]] && kill -0 "$mysql8_pid" 2>/dev/null; then
         echo "== stopping the MySQL 8 half (pid $mysql8_pid)"
         kill -TERM -- "-$mysql8_pid" 2>/dev/null || kill -TERM "$mysql8_pid" 2>/dev/null || true
@@ -271,8 +276,35 @@ set +m
 echo "MySQL 8 half running in the background (pid $mysql8_pid, log $mysql8_log)"
 
 
-section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed)"
-cargo test --workspace --exclude hsd-cluster-tests
+# The hostile suite (about half of the workspace's test time, most of it
+# spent waiting on timeouts) runs from its binary beside the other suites.
+hostile_bin=$(awk '$1 == "hostile" {print $2}' <<<"$hsd_test_bins")
+[[ -n "$hostile_bin" ]] || { echo "no hostile test binary" >&2; exit 1; }
+hostile_log=$ROOT/target/test-hostile.log
+set -m
+(cd "$ROOT/crates/hsd" && "$hostile_bin") >"$hostile_log" 2>&1 &
+hostile_pid=$!
+set +m
+echo "tests/hostile running in the background (pid $hostile_pid, log $hostile_log)"
+
+section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed), all but tests/hostile"
+other_hsd_tests=()
+while read -r name _; do
+    [[ "$name" != hostile ]] && other_hsd_tests+=(--test "$name")
+done <<<"$hsd_test_bins"
+cargo test --workspace --exclude hsd-cluster-tests --exclude hsd
+cargo test -p hsd --lib --bins "${other_hsd_tests[@]}"
+
+section "tests/hostile (background since the suites began): waiting for it"
+hostile_rc=0
+wait "$hostile_pid" || hostile_rc=$?
+hostile_pid=""
+grep -vE '^\[hsd\]' "$hostile_log" | grep -E '^(test |test result|failures:|---- )' || true
+if [[ $hostile_rc -ne 0 ]]; then
+    grep -vE '^\[hsd\]' "$hostile_log" | tail -n 120 >&2
+    echo "tests/hostile FAILED (exit $hostile_rc; whole log $hostile_log)" >&2
+    exit 1
+fi
 
 # The replication half: both suites side by side (each has its servers),
 # run from their binaries (no second cargo competes for the build lock).

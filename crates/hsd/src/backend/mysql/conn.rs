@@ -1,9 +1,7 @@
 //! A storage connection: one server link (made on first use), its
 //! `HANDLER` handles, and the write group's transaction with its retry and
-//! fault rules (`after_failure`).
+//! fault rules (`after_failure`). Its writes are sent by `conn_writes`.
 
-/// Where the write group's transaction is.
-use super::batch_sql::{push_insert, push_insert_run, push_write, push_write_run, BATCH_SQL_BYTES};
 use super::connector::{Connector, PRESSURE_IDLE};
 use super::errors::{doomed, dooms_transaction, refused_error};
 use super::handler::Handles;
@@ -12,17 +10,15 @@ use super::link::{Answer, Discard, Failure, Link};
 use super::topology::{Commit, Topology};
 use super::{meta, scan};
 use crate::backend::{
-    CommitFailure, Committed, RowInsert, RowTarget, RowVisitor, RowWrite, Scan, StorageConn,
-    StorageError, TableMeta, WriteBatching, ERR_COMMIT_IN_DOUBT, ERR_LOCK_WAIT_TIMEOUT,
-    ERR_STATEMENT_TIMEOUT,
+    CommitFailure, Committed, RowInsert, RowVisitor, RowWrite, Scan, StorageConn, StorageError,
+    TableMeta, WriteBatching, ERR_COMMIT_IN_DOUBT, ERR_LOCK_WAIT_TIMEOUT, ERR_STATEMENT_TIMEOUT,
 };
-use mysql_wire::OkPacket;
-use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// Where the write group's transaction is.
 #[derive(Debug)]
-enum Txn {
+pub(super) enum Txn {
     /// Autocommit (reads, and writes outside a group).
     Off,
     /// `begin` was called; the transaction begins with the group's first
@@ -54,13 +50,13 @@ pub(super) enum Placement {
 }
 
 pub(crate) struct MysqlConn {
-    connector: Arc<Connector>,
+    pub(super) connector: Arc<Connector>,
     placement: Placement,
-    link: Option<Link>,
-    handles: Handles,
-    txn: Txn,
+    pub(super) link: Option<Link>,
+    pub(super) handles: Handles,
+    pub(super) txn: Txn,
     /// Reused for write statements' text.
-    sql: Vec<u8>,
+    pub(super) sql: Vec<u8>,
     /// The modify lock of a table without transactions, while a modify of
     /// it runs (`serialize_modifies`).
     serialized: Option<tokio::sync::OwnedMutexGuard<()>>,
@@ -69,7 +65,7 @@ pub(crate) struct MysqlConn {
     writer: u64,
     group_seq: u64,
     /// The open group sent a write statement.
-    wrote: bool,
+    pub(super) wrote: bool,
 }
 
 impl MysqlConn {
@@ -127,7 +123,7 @@ impl MysqlConn {
     /// After a COMMIT (or an autocommitted write) on a connection that
     /// follows the writer: records the GTID the server reported, before the
     /// writes are answered (reads on replicas wait for it).
-    fn note_commit(&mut self) {
+    pub(super) fn note_commit(&mut self) {
         let Placement::Writer { topology, at, .. } = &self.placement else {
             return;
         };
@@ -170,7 +166,7 @@ impl MysqlConn {
 
     /// Books a failure; `Ok` when the operation may be tried again on a new
     /// connection (`idempotent`, nothing was read yet, first attempt).
-    fn after_failure(
+    pub(super) fn after_failure(
         &mut self,
         f: Failure,
         idempotent: bool,
@@ -210,7 +206,7 @@ impl MysqlConn {
     /// when a deadlock rolls it back, statements already sent behind the
     /// failed one run in a new transaction that the group's rollback ends,
     /// instead of committing on their own), on outside one.
-    async fn ensure_session(&mut self) -> Result<(), Failure> {
+    pub(super) async fn ensure_session(&mut self) -> Result<(), Failure> {
         let in_group = matches!(self.txn, Txn::Wanted | Txn::Open);
         let link = self.link().await?;
         if link.autocommit == in_group {
@@ -222,82 +218,6 @@ impl MysqlConn {
             link.autocommit = !in_group;
         }
         Ok(())
-    }
-
-    /// Runs the write statements whose texts are `spans` of `self.sql`,
-    /// pipelined: they leave in one write and their answers are read in
-    /// order. One result per statement. A statement that dooms the group
-    /// fails the ones behind it too. `retry`: the statements may be sent
-    /// again on a new connection when the server closed the old one before
-    /// answering any (their changes went with that session's transaction);
-    /// never for a table without transactions, whose statement may have
-    /// been applied before the server closed the connection.
-    async fn run_writes(
-        &mut self,
-        spans: &[Range<usize>],
-        retry: bool,
-    ) -> Vec<Result<OkPacket, StorageError>> {
-        if let Txn::Doomed(e) = &self.txn {
-            return spans.iter().map(|_| Err(doomed(e))).collect();
-        }
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let mut results: Vec<Result<OkPacket, StorageError>> = Vec::with_capacity(spans.len());
-            let outcome = async {
-                self.ensure_session().await?;
-                let link = live_link(&mut self.link, &mut self.handles, &self.connector).await?;
-                for span in spans {
-                    let text = &self.sql[span.clone()];
-                    link.queue(|out| out.extend_from_slice(text));
-                }
-                for _ in spans {
-                    results.push(match link.answer(&mut Discard).await? {
-                        Answer::Done(ok) => Ok(ok),
-                        Answer::Refused(e) => Err(refused_error(&e)),
-                    });
-                }
-                Ok::<(), Failure>(())
-            }
-            .await;
-            if !results.is_empty() && matches!(self.txn, Txn::Wanted) {
-                self.txn = Txn::Open;
-            }
-            if !results.is_empty() {
-                self.wrote = true;
-            }
-            if matches!(self.txn, Txn::Open) {
-                let first_doom = results
-                    .iter()
-                    .position(|r| matches!(r, Err(e) if dooms_transaction(e)));
-                if let Some(k) = first_doom {
-                    if let Err(e) = &results[k] {
-                        let e = e.clone();
-                        for later in &mut results[k + 1..] {
-                            *later = Err(doomed(&e));
-                        }
-                        self.txn = Txn::Doomed(e);
-                    }
-                }
-            }
-            if matches!(self.txn, Txn::Off) {
-                // Autocommitted: each statement was its own commit.
-                self.note_commit();
-            }
-            let Err(f) = outcome else {
-                return results;
-            };
-            let answered = results.len();
-            let attempt = if retry { attempt } else { u32::MAX };
-            let error = match self.after_failure(f, false, answered > 0, attempt) {
-                Ok(()) => continue,
-                Err(e) => e,
-            };
-            // The link broke: what was not answered is lost (and in a group,
-            // what was answered is too: the commit fails).
-            results.resize_with(spans.len(), || Err(error.clone()));
-            return results;
-        }
     }
 
     /// Closes every HANDLER handle (so a waiting DDL can go on).
@@ -326,7 +246,7 @@ impl MysqlConn {
 
 /// The connection in `slot`, made first if there is none (a new server
 /// connection has no HANDLER handles open).
-async fn live_link<'a>(
+pub(super) async fn live_link<'a>(
     slot: &'a mut Option<Link>,
     handles: &mut Handles,
     connector: &Connector,
@@ -416,138 +336,17 @@ impl StorageConn for MysqlConn {
         WriteBatching::Batched
     }
 
-    /// Consecutive rows for the same table and columns that generate no id
-    /// leave as one multi-row INSERT, other rows as single INSERTs
-    /// pipelined ahead of it. A multi-row INSERT is the last statement of
-    /// its round trip: when it fails (a statement fails whole), its rows are
-    /// sent again one by one, so each gets its own answer, before any later
-    /// row runs.
-    ///
-    /// Rows that take a generated id always go one by one: a multi-row
-    /// INSERT that fails has used up the ids it reserved, and the rows sent
-    /// again would then get other ids than the original gives them.
+    /// Sent in runs, merged where safe (`insert_in_runs`).
     async fn insert_rows(
         &mut self,
         rows: &[RowInsert<'_>],
     ) -> Vec<Result<Option<u64>, StorageError>> {
-        let mut results = Vec::with_capacity(rows.len());
-        let mut next = 0;
-        while next < rows.len() {
-            self.sql.clear();
-            let mut spans: Vec<Range<usize>> = Vec::new();
-            let mut runs: Vec<Range<usize>> = Vec::new();
-            while next < rows.len() && self.sql.len() < BATCH_SQL_BYTES {
-                let from = self.sql.len();
-                let end = push_insert_run(rows, next, &mut self.sql);
-                spans.push(from..self.sql.len());
-                runs.push(next..end);
-                next = end;
-                if end - runs[runs.len() - 1].start > 1 {
-                    break;
-                }
-            }
-            let retry = rows.iter().all(|r| r.table.transactional);
-            let answers = self.run_writes(&spans, retry).await;
-            for (run, answer) in runs.into_iter().zip(answers) {
-                match answer {
-                    Ok(ok) => {
-                        // A multi-row INSERT's rows generate no id: their
-                        // answers ignore the number.
-                        for row in &rows[run] {
-                            let id = ok.last_insert_id;
-                            results.push(Ok(row.table.has_autoincrement.then_some(id)));
-                        }
-                    }
-                    Err(e) if run.len() > 1 && !matches!(self.txn, Txn::Doomed(_)) => {
-                        tracing::debug!(rows = run.len(), error = %e, "multi-row INSERT failed; its rows go one by one");
-                        self.sql.clear();
-                        let mut spans = Vec::with_capacity(run.len());
-                        for row in &rows[run.clone()] {
-                            let from = self.sql.len();
-                            push_insert(row, &mut self.sql);
-                            spans.push(from..self.sql.len());
-                        }
-                        let answers = self.run_writes(&spans, retry).await;
-                        for (row, answer) in rows[run].iter().zip(answers) {
-                            results.push(answer.map(|ok| {
-                                row.table.has_autoincrement.then_some(ok.last_insert_id)
-                            }));
-                        }
-                    }
-                    Err(e) => results.extend(run.map(|_| Err(e.clone()))),
-                }
-            }
-        }
-        results
+        self.insert_in_runs(rows).await
     }
 
-    /// Consecutive updates of the same columns of one table that no unique
-    /// key depends on leave as one UPDATE (a CASE on the locator picks each
-    /// row's values), the rest as single statements pipelined ahead of it.
-    /// Like a multi-row INSERT, a merged UPDATE ends its round trip, and when
-    /// it fails its rows are sent again one by one before anything later.
-    /// (With a unique column written, one statement could succeed where the
-    /// same changes one after another fail: a value two rows swap.) A
-    /// write by key is a statement of its own, and counts the rows it found
-    /// (the link asks for found rows, not changed ones, as the original
-    /// counted); a row named by its locator was read, so it is found.
+    /// Sent in runs, merged where safe (`write_in_runs`).
     async fn write_rows(&mut self, writes: &[RowWrite<'_>]) -> Vec<Result<u64, StorageError>> {
-        let mut results = Vec::with_capacity(writes.len());
-        let mut next = 0;
-        while next < writes.len() {
-            self.sql.clear();
-            let mut spans: Vec<Range<usize>> = Vec::new();
-            let mut runs: Vec<Range<usize>> = Vec::new();
-            while next < writes.len() && self.sql.len() < BATCH_SQL_BYTES {
-                let from = self.sql.len();
-                let end = push_write_run(writes, next, &mut self.sql);
-                let start = next;
-                next = end;
-                if from == self.sql.len() {
-                    // An update of no column: nothing to send.
-                    runs.push(start..end);
-                    spans.push(from..from);
-                    continue;
-                }
-                spans.push(from..self.sql.len());
-                runs.push(start..end);
-                if end - start > 1 {
-                    break;
-                }
-            }
-            let sent: Vec<Range<usize>> = spans.iter().filter(|s| !s.is_empty()).cloned().collect();
-            let retry = writes.iter().all(|w| w.table.transactional);
-            let mut answers = self.run_writes(&sent, retry).await.into_iter();
-            for (run, span) in runs.into_iter().zip(spans) {
-                if span.is_empty() {
-                    results.push(Ok(1));
-                    continue;
-                }
-                let answer = answers
-                    .next()
-                    .unwrap_or_else(|| Err(StorageError::Unavailable("no answer".into())));
-                match answer {
-                    Ok(ok) if run.len() == 1 => results.push(Ok(found(&writes[run.start], &ok))),
-                    Ok(_) => results.extend(run.map(|_| Ok(1))),
-                    Err(e) if run.len() > 1 && !matches!(self.txn, Txn::Doomed(_)) => {
-                        tracing::debug!(rows = run.len(), error = %e, "merged UPDATE failed; its rows go one by one");
-                        self.sql.clear();
-                        let mut spans = Vec::with_capacity(run.len());
-                        for w in &writes[run.clone()] {
-                            let from = self.sql.len();
-                            push_write(w, &mut self.sql);
-                            spans.push(from..self.sql.len());
-                        }
-                        let answers = self.run_writes(&spans, retry).await;
-                        for (w, answer) in writes[run].iter().zip(answers) {
-                            results.push(answer.map(|ok| found(w, &ok)));
-                        }
-                    }
-                    Err(e) => results.extend(run.map(|_| Err(e.clone()))),
-                }
-            }
-        }
-        results
+        self.write_in_runs(writes).await
     }
 
     async fn serialize_modifies(&mut self, table: &TableMeta) -> Result<(), StorageError> {
@@ -683,15 +482,6 @@ impl StorageConn for MysqlConn {
                 link.quit().await;
             }
         }
-    }
-}
-
-/// The rows a write's statement found: its own count for a write by key;
-/// a row named by its locator was read before, so it is there.
-fn found(write: &RowWrite<'_>, ok: &OkPacket) -> u64 {
-    match write.target {
-        RowTarget::Key { .. } => ok.affected_rows,
-        RowTarget::Locator(_) => 1,
     }
 }
 

@@ -1,6 +1,6 @@
 //! One live connection to MySQL/MariaDB, driven by the event loop that owns
-//! it: login and session settings, statements queued and sent together,
-//! answers read back in order.
+//! it: login and session settings (`link_login`), statements queued and
+//! sent together, answers read back in order.
 //!
 //! The protocol is driven directly (with `mysql-wire`) rather than through a
 //! driver crate, for two reasons measured on this workload: statements are
@@ -17,13 +17,13 @@
 use super::errors::limits_connections;
 use super::link_tls::TlsSetup;
 use crate::backend::StorageError;
-use mysql_wire::auth::{AuthStep, Authenticator, KeyPolicy};
+use mysql_wire::auth::KeyPolicy;
 use mysql_wire::packet::Frame;
 use mysql_wire::result::RowPacket;
 use mysql_wire::session_state;
 use mysql_wire::{
-    Capabilities, ColumnDef, ErrPacket, Greeting, HandshakeResponse, MysqlUrl, OkPacket,
-    PacketReader, PacketWriter, Response, ServerVersion, SslMode, TextRow,
+    ColumnDef, ErrPacket, MysqlUrl, OkPacket, PacketReader, PacketWriter, Response, ServerVersion,
+    TextRow,
 };
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -31,15 +31,7 @@ use tokio::net::{TcpStream, UnixStream};
 
 const COM_QUERY: u8 = 0x03;
 const COM_QUIT: u8 = 0x01;
-/// utf8mb4_general_ci: the text hsd writes (SQL, names) is UTF-8.
-const COLLATION_UTF8MB4: u8 = 45;
 const READ_CHUNK: usize = 64 * 1024;
-
-/// The oldest MySQL hsd serves: CAST(... AS DOUBLE), which the +/- read
-/// of FLOAT columns uses, came in 8.0.17.
-pub(super) const MIN_MYSQL: (u32, u32, u32) = (8, 0, 17);
-/// The oldest MariaDB hsd is tested on.
-pub(super) const MIN_MARIADB: (u32, u32, u32) = (10, 11, 0);
 
 /// MySQL 8.0.24+ sends this error, unasked, before it closes a connection
 /// that stayed idle past wait_timeout (ER_CLIENT_INTERACTION_TIMEOUT).
@@ -73,7 +65,7 @@ impl Failure {
         }
     }
 
-    fn protocol(what: impl std::fmt::Display) -> Failure {
+    pub(super) fn protocol(what: impl std::fmt::Display) -> Failure {
         Failure {
             error: StorageError::Unavailable(format!("MySQL protocol: {what}")),
             link_lost: true,
@@ -84,7 +76,7 @@ impl Failure {
     /// A connection the server does not take now: its own or the
     /// account's connection limit is reached (transient, unlike a refused
     /// login).
-    fn limited(e: &ErrPacket) -> Failure {
+    pub(super) fn limited(e: &ErrPacket) -> Failure {
         Failure {
             error: StorageError::Refused {
                 code: u32::from(e.code),
@@ -103,7 +95,7 @@ impl Failure {
     }
 
     /// A login the server refused (wrong password, unknown user, ...).
-    fn refused(message: String) -> Failure {
+    pub(super) fn refused(message: String) -> Failure {
         Failure {
             error: StorageError::Refused { code: 1, message },
             link_lost: true,
@@ -119,9 +111,9 @@ pub(super) struct LinkSettings {
     /// --mysql-timeout: connect, every read and write, lock waits,
     /// statement time.
     pub(crate) timeout: Duration,
-    tls: TlsSetup,
+    pub(super) tls: TlsSetup,
     /// Which RSA key may encrypt the password on a plain link.
-    keys: KeyPolicy,
+    pub(super) keys: KeyPolicy,
     /// What a connection to one of several servers needs (see `Replicated`).
     pub(crate) replicated: Replicated,
 }
@@ -237,10 +229,10 @@ pub(super) struct Link {
     pub(crate) tls: bool,
     rbuf: Vec<u8>,
     rpos: usize,
-    wbuf: Vec<u8>,
+    pub(super) wbuf: Vec<u8>,
     /// Statements sent (or queued) whose answers were not read yet.
     in_flight: usize,
-    deprecate_eof: bool,
+    pub(super) deprecate_eof: bool,
     timeout: Duration,
     row: TextRow,
     /// Statements at the front of `in_flight` whose answers `answer` reads
@@ -250,9 +242,9 @@ pub(super) struct Link {
     pub(crate) autocommit: bool,
     /// The server reports each commit's GTID (`Replicated::track_gtids`,
     /// and the server agreed).
-    tracks_gtids: bool,
+    pub(super) tracks_gtids: bool,
     /// The GTID the last OK packet that had one reported.
-    reported_gtid: Option<Vec<u8>>,
+    pub(super) reported_gtid: Option<Vec<u8>>,
 }
 
 impl Link {
@@ -298,126 +290,8 @@ impl Link {
         Ok(link)
     }
 
-    async fn login(&mut self, settings: &LinkSettings) -> Result<(), Failure> {
-        let url = &settings.url;
-        let (_, greeting) = self.packet().await?;
-        if greeting.first() == Some(&0xff) {
-            // "Too many connections" comes instead of the greeting.
-            let e = ErrPacket::parse(&greeting);
-            if limits_connections(e.code) {
-                return Err(Failure::limited(&e));
-            }
-        }
-        let greeting = Greeting::parse(&greeting).map_err(Failure::refused)?;
-        if !greeting.capabilities.has(Capabilities::PROTOCOL_41) {
-            return Err(Failure::refused(
-                "the server is too old (no protocol 4.1)".into(),
-            ));
-        }
-        self.server = greeting.server();
-        check_version(&self.server, &greeting.server_version).map_err(Failure::refused)?;
-        let offers_tls = greeting.capabilities.has(Capabilities::SSL);
-        let use_tls = match settings.tls.mode {
-            SslMode::Disabled => false,
-            SslMode::Preferred => offers_tls,
-            mode => {
-                if !offers_tls {
-                    return Err(Failure::refused(format!(
-                        "ssl-mode={mode} but the server at {} does not offer TLS \
-                         (configure its certificate, or lower ssl-mode)",
-                        url.endpoint()
-                    )));
-                }
-                true
-            }
-        };
-        // A Unix socket is local: the server, like MySQL's own clients,
-        // takes a password over it as over TLS.
-        let secure = use_tls || url.options.socket.is_some();
-        let mut auth = Authenticator::new(
-            &greeting.auth_plugin,
-            url.password.as_bytes(),
-            &greeting.scramble,
-            secure,
-        )
-        .with_key_policy(settings.keys.clone());
-        let wanted = Capabilities::LONG_PASSWORD
-            | Capabilities::FOUND_ROWS
-            | Capabilities::LONG_FLAG
-            | Capabilities::PROTOCOL_41
-            | Capabilities::TRANSACTIONS
-            | Capabilities::SECURE_CONNECTION
-            | Capabilities::MULTI_RESULTS
-            | Capabilities::PLUGIN_AUTH
-            | Capabilities::PLUGIN_AUTH_LENENC
-            | Capabilities::DEPRECATE_EOF;
-        let mut caps =
-            wanted & (greeting.capabilities.0 | Capabilities::FOUND_ROWS | Capabilities::LONG_FLAG);
-        if settings.replicated.track_gtids
-            && greeting
-                .capabilities
-                .has(session_state::CLIENT_SESSION_TRACK)
-        {
-            caps |= session_state::CLIENT_SESSION_TRACK;
-            self.tracks_gtids = true;
-        }
-        if url.database.is_some() {
-            caps |= Capabilities::CONNECT_WITH_DB;
-        }
-        if use_tls {
-            caps |= Capabilities::SSL;
-        }
-        self.deprecate_eof = caps & Capabilities::DEPRECATE_EOF != 0;
-        let first = auth.first_response().map_err(Failure::refused)?;
-        let response = HandshakeResponse {
-            capabilities: caps,
-            user: &url.user,
-            auth_response: &first,
-            auth_plugin: auth.plugin(),
-            database: url.database.as_deref(),
-            collation: COLLATION_UTF8MB4,
-        };
-        let mut seq = 1;
-        if use_tls {
-            self.wbuf.clear();
-            response.write_ssl_request(&mut self.wbuf);
-            self.send().await?;
-            self.start_tls(&settings.tls).await?;
-            seq = 2;
-        }
-        self.wbuf.clear();
-        response.write(&mut self.wbuf, seq);
-        self.send().await?;
-        loop {
-            let (seq, p) = self.packet().await?;
-            if p.first() == Some(&0xff) {
-                let e = ErrPacket::parse(&p);
-                if limits_connections(e.code) {
-                    return Err(Failure::limited(&e));
-                }
-            }
-            match auth.on_packet(&p) {
-                Ok(AuthStep::Done) => return Ok(()),
-                Ok(AuthStep::Wait) => {}
-                Ok(AuthStep::Send(data)) => {
-                    self.wbuf.clear();
-                    let w = PacketWriter::begin(&mut self.wbuf, seq.wrapping_add(1));
-                    self.wbuf.extend_from_slice(&data);
-                    w.finish(&mut self.wbuf);
-                    self.send().await?;
-                }
-                Err(message) => {
-                    return Err(Failure::refused(format!(
-                        "logging in as {}: {message}",
-                        url.user
-                    )))
-                }
-            }
-        }
-    }
-
     /// Upgrades the TCP stream to TLS (after the SSL request packet).
-    async fn start_tls(&mut self, tls: &TlsSetup) -> Result<(), Failure> {
+    pub(super) async fn start_tls(&mut self, tls: &TlsSetup) -> Result<(), Failure> {
         let Some(config) = tls.config.clone() else {
             return Err(Failure::protocol("TLS wanted without a TLS configuration"));
         };
@@ -445,94 +319,6 @@ impl Link {
             ))),
             Err(_) => Err(Failure::lost("TLS handshake", "timed out", false)),
         }
-    }
-
-    /// The settings every hsd connection runs with: non-strict like the
-    /// original plugin; column values returned as stored, without character
-    /// set conversion (the original answered with each column's own bytes);
-    /// fresh reads; and the server's own time limits a little inside ours,
-    /// so a slow statement reports the server's error and keeps the link.
-    ///
-    /// MariaDB bounds every statement (`max_statement_time`, seconds, error
-    /// 1969). MySQL bounds only SELECTs (`max_execution_time`, milliseconds,
-    /// error 3024); its writes wait at most `innodb_lock_wait_timeout` for a
-    /// row lock (error 1205) and the link's own timeout for the rest.
-    ///
-    /// CHECK constraints: the original wrote rows at the storage engine,
-    /// below them, so on MariaDB hsd turns them off for its session
-    /// (`check_constraint_checks`). MySQL has no such switch: there the
-    /// server enforces them and a violating write answers 3819.
-    async fn set_up_session(&mut self, t: Duration) -> Result<(), Failure> {
-        let lock_wait = (t.as_secs().max(2) - 1).max(1);
-        let statement_time = t.saturating_sub((t / 4).min(Duration::from_millis(500)));
-        let mut statements = vec![
-            "SET NAMES utf8mb4".to_string(),
-            format!(
-                "SET SESSION sql_mode = '', autocommit = 1, character_set_results = NULL, \
-                 innodb_lock_wait_timeout = {lock_wait}"
-            ),
-            "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string(),
-        ];
-        if self.server.mariadb {
-            statements.push("SET SESSION check_constraint_checks = 0".to_string());
-            statements.push(format!(
-                "SET SESSION max_statement_time = {:.3}",
-                statement_time.as_secs_f64()
-            ));
-        } else {
-            statements.push(format!(
-                "SET SESSION max_execution_time = {}",
-                statement_time.as_millis().max(1)
-            ));
-        }
-        for s in &statements {
-            self.queue(|sql| sql.extend_from_slice(s.as_bytes()));
-        }
-        // The greeting's connection id is 32 bits; the server's own may be
-        // wider, and `KILL` must name exactly this connection.
-        self.queue(|sql| sql.extend_from_slice(b"SELECT CONNECTION_ID()"));
-        for s in &statements {
-            if let Answer::Refused(e) = self.answer(&mut Discard).await? {
-                return Err(Failure::refused(format!("{s}: {e}")));
-            }
-        }
-        let mut id = FirstValue::default();
-        if let Answer::Refused(e) = self.answer(&mut id).await? {
-            return Err(Failure::refused(format!("SELECT CONNECTION_ID(): {e}")));
-        }
-        self.connection_id =
-            id.0.and_then(|v| std::str::from_utf8(&v).ok()?.parse().ok())
-                .ok_or_else(|| Failure::protocol("CONNECTION_ID() answered no number"))?;
-        Ok(())
-    }
-
-    /// The session duties of a replicated set-up. A server that cannot
-    /// report GTIDs leaves `tracks_gtids` off (the topology then treats
-    /// each commit as unknown); a Galera node that refuses causal reads is
-    /// not used.
-    async fn set_up_replicated(&mut self, r: Replicated) -> Result<(), Failure> {
-        if self.tracks_gtids {
-            let sql: &[u8] = if self.server.mariadb {
-                b"SET SESSION session_track_system_variables = 'last_gtid'"
-            } else {
-                b"SET SESSION session_track_gtids = OWN_GTID"
-            };
-            self.queue(|q| q.extend_from_slice(sql));
-            if let Answer::Refused(e) = self.answer(&mut Discard).await? {
-                tracing::warn!(error = %e, "the server cannot report the GTID of commits");
-                self.tracks_gtids = false;
-            }
-            self.reported_gtid = None;
-        }
-        if r.causal_reads {
-            self.queue(|q| q.extend_from_slice(b"SET SESSION wsrep_sync_wait = 1"));
-            if let Answer::Refused(e) = self.answer(&mut Discard).await? {
-                return Err(Failure::refused(format!(
-                    "SET SESSION wsrep_sync_wait = 1 (causal reads on a Galera node): {e}"
-                )));
-            }
-        }
-        Ok(())
     }
 
     /// Whether the server reports the GTID of each commit.
@@ -685,7 +471,7 @@ impl Link {
     }
 
     /// One payload with its sequence number, owned (login only).
-    async fn packet(&mut self) -> Result<(u8, Vec<u8>), Failure> {
+    pub(super) async fn packet(&mut self) -> Result<(u8, Vec<u8>), Failure> {
         loop {
             match PacketReader::next(&self.rbuf, self.rpos) {
                 Some(Frame::Whole {
@@ -754,45 +540,5 @@ fn payload<'a>(
     match owned {
         Some(p) => p,
         None => &rbuf[range.clone()],
-    }
-}
-
-/// Refuses servers older than hsd supports, with what is needed.
-fn check_version(server: &ServerVersion, text: &str) -> Result<(), String> {
-    let (min, what) = if server.mariadb {
-        (MIN_MARIADB, "MariaDB")
-    } else {
-        (MIN_MYSQL, "MySQL")
-    };
-    if server.at_least(min.0, min.1, min.2) {
-        return Ok(());
-    }
-    Err(format!(
-        "the server is {what} {text}; hsd needs {what} {}.{}.{} or later",
-        min.0, min.1, min.2
-    ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn old_servers_are_refused_with_what_is_needed() {
-        let check = |v: &str| check_version(&ServerVersion::parse(v), v);
-        assert!(check("8.0.31").is_ok());
-        assert!(check("8.0.17").is_ok());
-        assert!(check("9.1.0").is_ok());
-        assert!(check("5.5.5-10.11.6-MariaDB-0+deb12u1").is_ok());
-        assert!(check("11.4.2-MariaDB").is_ok());
-        let e = check("8.0.16").unwrap_err();
-        assert_eq!(
-            e,
-            "the server is MySQL 8.0.16; hsd needs MySQL 8.0.17 or later"
-        );
-        let e = check("5.7.44-log").unwrap_err();
-        assert!(e.contains("MySQL 8.0.17 or later"), "{e}");
-        let e = check("5.5.5-10.6.18-MariaDB").unwrap_err();
-        assert!(e.contains("MariaDB 10.11.0 or later"), "{e}");
     }
 }

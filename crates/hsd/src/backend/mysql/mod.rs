@@ -7,9 +7,11 @@
 //! table's metadata.
 //!
 //! - `connector`: makes server connections; fails fast while the server is down.
-//! - `link`: one server connection: login, session settings, pipelined statements.
+//! - `link`: one server connection: pipelined statements, answers read in
+//!   place; `link_login`: its login and session settings.
 //! - `conn`: the storage connection (`MysqlConn`): its link, its transaction
-//!   and the retry rules.
+//!   and the retry rules; `conn_writes`: a group's inserts and updates, merged
+//!   and pipelined.
 //! - `errors`: the server's error numbers as clients see them.
 //! - `meta`: describe a table (information_schema, SHOW INDEX).
 //! - `scan`: `scan_many`: routes each scan to grouped lookups (`points`),
@@ -39,11 +41,13 @@
 
 mod batch_sql;
 mod conn;
+mod conn_writes;
 mod connector;
 mod errors;
 mod handler;
 mod in_doubt;
 mod link;
+mod link_login;
 mod link_tls;
 mod literal;
 mod meta;

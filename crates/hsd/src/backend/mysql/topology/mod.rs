@@ -14,22 +14,26 @@
 //! `--topology-interval` and, while reads wait for a replica, asks that
 //! replica to report as soon as it has applied what they need
 //! (`MASTER_GTID_WAIT`). Its findings land here, under one lock; the
-//! decisions themselves are pure functions (`decide`).
+//! decisions themselves are pure functions (`decide`). Reads are routed in
+//! `route`; the metric families are registered in `metrics`.
 //!
 //! Servers are numbered as configured: 0 is `--backend`, then each
 //! `--replica` in order.
 
 pub(crate) mod decide;
 pub(crate) mod gtid;
+mod metrics;
 pub(crate) mod observe;
 mod poll;
+mod route;
 
-use self::decide::{Health, ReadChoice, Role, Writer};
+use self::decide::{Health, Role, Writer};
 use self::gtid::Position;
+use self::metrics::{role_index, ServerMetrics, TopologyMetrics};
 use self::observe::Flavor;
 use crate::backend::StorageError;
 use mysql_wire::MysqlUrl;
-use prometheus::{IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
+use prometheus::Registry;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -37,18 +41,6 @@ use tokio::sync::Notify;
 
 /// Past this many ranges the frontier is merged with the writer's position.
 const MAX_FRONTIER_RANGES: usize = 64;
-
-/// The role labels of the `server_role` metric, in `role_index` order.
-const ROLE_LABELS: [&str; 4] = ["primary", "replica", "galera_peer", "unusable"];
-
-fn role_index(r: &Role) -> usize {
-    match r {
-        Role::Primary => 0,
-        Role::Replica => 1,
-        Role::GaleraPeer => 2,
-        Role::Unusable(_) => 3,
-    }
-}
 
 /// Where the read port's finds run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,47 +81,6 @@ pub(crate) enum Commit<'a> {
     Untracked,
 }
 
-/// Where a read runs, and its place among the server's reads in flight
-/// (held until the read is done).
-pub(crate) struct ReadRoute {
-    pub(crate) server: usize,
-    _in_flight: InFlight,
-}
-
-/// A read's registration as waiting for some servers (`route_read`).
-struct Waiting<'a> {
-    topology: &'a Topology,
-    servers: Vec<usize>,
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        if self.servers.is_empty() {
-            return;
-        }
-        let mut st = lock(&self.topology.state);
-        for &c in &self.servers {
-            st.waiting[c] = st.waiting[c].saturating_sub(1);
-            if st.waiting[c] == 0 {
-                st.demand[c] = Position::default();
-            }
-        }
-    }
-}
-
-struct InFlight {
-    topology: Arc<Topology>,
-    server: usize,
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.topology.servers[self.server]
-            .in_flight
-            .fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 /// Per-server parts that are not behind the lock.
 struct Server {
     spec: ServerSpec,
@@ -140,16 +91,6 @@ struct Server {
     /// Wakes this server's waiter task: a read now waits for it.
     demand_added: Notify,
     metrics: ServerMetrics,
-}
-
-struct ServerMetrics {
-    /// One gauge per `ROLE_LABELS` entry: 1 for the current role.
-    roles: [IntGauge; 4],
-    lag_seconds: IntGauge,
-    lag_transactions: IntGauge,
-    reads: IntCounter,
-    waits: IntCounter,
-    fallbacks: IntCounter,
 }
 
 struct State {
@@ -349,85 +290,6 @@ impl Topology {
         }
     }
 
-    /// Where a find of the read port runs (`finds`: how many, for the
-    /// metrics). With `--read-from replicas`, on a replica that has applied
-    /// `frontier` (the least busy), waiting up to `--replica-wait` for one
-    /// to catch up; else on the primary.
-    pub(crate) async fn route_read(
-        self: &Arc<Self>,
-        frontier: &Position,
-        finds: usize,
-    ) -> ReadRoute {
-        if self.settings.read_from == ReadFrom::Primary {
-            let p = lock(&self.state).read_primary();
-            return self.route_to(p, finds);
-        }
-        let deadline = tokio::time::Instant::now() + self.settings.replica_wait;
-        // The replicas this read waits for; they stop being asked when it
-        // is done, or dropped (its client went away).
-        let mut waiting_on = Waiting {
-            topology: self,
-            servers: Vec::new(),
-        };
-        let route = loop {
-            let changed = self.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            let choice = {
-                let mut st = lock(&self.state);
-                let choice = st.choose_read(frontier, &self.servers);
-                if let ReadChoice::Wait(candidates) = &choice {
-                    // Ask the candidates to report once they have it.
-                    for &c in candidates {
-                        if !waiting_on.servers.contains(&c) {
-                            waiting_on.servers.push(c);
-                            st.waiting[c] += 1;
-                            st.demand[c].merge(frontier);
-                            self.servers[c].demand_added.notify_one();
-                        }
-                    }
-                }
-                (choice, st.read_primary())
-            };
-            match choice {
-                (ReadChoice::Run(i), _) => {
-                    if !waiting_on.servers.is_empty() {
-                        self.servers[i].metrics.waits.inc();
-                    }
-                    break self.route_to(i, finds);
-                }
-                (ReadChoice::Primary, p) => {
-                    self.servers[p].metrics.fallbacks.inc();
-                    break self.route_to(p, finds);
-                }
-                (ReadChoice::Wait(_), p) => {
-                    if tokio::time::Instant::now() >= deadline {
-                        self.servers[p].metrics.fallbacks.inc();
-                        break self.route_to(p, finds);
-                    }
-                    tokio::select! {
-                        _ = &mut changed => {}
-                        _ = tokio::time::sleep_until(deadline) => {}
-                    }
-                }
-            }
-        };
-        route
-    }
-
-    fn route_to(self: &Arc<Self>, server: usize, finds: usize) -> ReadRoute {
-        let s = &self.servers[server];
-        s.in_flight.fetch_add(1, Ordering::Relaxed);
-        s.metrics.reads.inc_by(finds as u64);
-        ReadRoute {
-            server,
-            _in_flight: InFlight {
-                topology: self.clone(),
-                server,
-            },
-        }
-    }
-
     /// A read on `server` failed because the server could not be reached:
     /// it serves no more reads until a poll reaches it again.
     pub(crate) fn note_unreachable(&self, server: usize, error: &StorageError) {
@@ -624,112 +486,10 @@ impl State {
             _ => self.last_writer,
         }
     }
-
-    fn choose_read(&mut self, frontier: &Position, servers: &[Server]) -> ReadChoice {
-        if self.untracked_since.is_some() {
-            return ReadChoice::Primary;
-        }
-        let in_flight: Vec<usize> = servers
-            .iter()
-            .map(|s| s.in_flight.load(Ordering::Relaxed))
-            .collect();
-        self.turn = self.turn.wrapping_add(1);
-        decide::choose_read(&self.roles, &self.known, frontier, &in_flight, self.turn)
-    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The topology's metric families.
-struct TopologyMetrics {
-    role: IntGaugeVec,
-    lag_seconds: IntGaugeVec,
-    lag_transactions: IntGaugeVec,
-    reads: IntCounterVec,
-    waits: IntCounterVec,
-    fallbacks: IntCounterVec,
-}
-
-impl TopologyMetrics {
-    fn register(registry: &Registry) -> anyhow::Result<TopologyMetrics> {
-        let role = IntGaugeVec::new(
-            Opts::new(
-                "server_role",
-                "1 for each configured MySQL server's current role (primary, replica, galera_peer, unusable)",
-            ),
-            &["server", "role"],
-        )?;
-        let lag_seconds = IntGaugeVec::new(
-            Opts::new(
-                "server_lag_seconds",
-                "A replica's Seconds_Behind_Master at the last poll (-1: unknown)",
-            ),
-            &["server"],
-        )?;
-        let lag_transactions = IntGaugeVec::new(
-            Opts::new(
-                "server_lag_transactions",
-                "Transactions of the primary a replica has not applied, at the last poll \
-                 (Galera: write sets received and not applied; -1: unknown)",
-            ),
-            &["server"],
-        )?;
-        let reads = IntCounterVec::new(
-            Opts::new(
-                "server_reads_total",
-                "Finds of the read port run on this server",
-            ),
-            &["server"],
-        )?;
-        let waits = IntCounterVec::new(
-            Opts::new(
-                "server_read_waits_total",
-                "Read batches that waited for a replica to apply hsd's writes, then ran on this one",
-            ),
-            &["server"],
-        )?;
-        let fallbacks = IntCounterVec::new(
-            Opts::new(
-                "server_read_fallbacks_total",
-                "Read batches no replica could serve in time, run on this server as the primary",
-            ),
-            &["server"],
-        )?;
-        for c in [&role, &lag_seconds, &lag_transactions] {
-            registry.register(Box::new(c.clone()))?;
-        }
-        for c in [&reads, &waits, &fallbacks] {
-            registry.register(Box::new(c.clone()))?;
-        }
-        Ok(TopologyMetrics {
-            role,
-            lag_seconds,
-            lag_transactions,
-            reads,
-            waits,
-            fallbacks,
-        })
-    }
-
-    fn for_server(&self, name: &str) -> ServerMetrics {
-        // Every role's series exists from the start (a scrape sees zeros,
-        // not missing series); a server is unusable until polled.
-        let roles = ROLE_LABELS.map(|r| {
-            let g = self.role.with_label_values(&[name, r]);
-            g.set(i64::from(r == "unusable"));
-            g
-        });
-        ServerMetrics {
-            roles,
-            lag_seconds: self.lag_seconds.with_label_values(&[name]),
-            lag_transactions: self.lag_transactions.with_label_values(&[name]),
-            reads: self.reads.with_label_values(&[name]),
-            waits: self.waits.with_label_values(&[name]),
-            fallbacks: self.fallbacks.with_label_values(&[name]),
-        }
-    }
 }
 
 /// A topology without servers for other modules' tests: three servers,
@@ -768,7 +528,7 @@ mod tests {
         .expect("topology")
     }
 
-    fn pos(s: &str) -> Position {
+    pub(super) fn pos(s: &str) -> Position {
         Position::parse_mariadb(s).expect("position")
     }
 
@@ -799,87 +559,11 @@ mod tests {
         t.apply_poll(2, now, &f, up(true, p3, true));
     }
 
-    fn rt() -> tokio::runtime::Runtime {
+    pub(super) fn rt() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("runtime")
-    }
-
-    #[test]
-    fn reads_go_to_replicas_that_have_the_frontier() {
-        let t = topology(ReadFrom::Replicas, 1000);
-        poll_all(&t, "0-1-10", "0-1-10", "0-1-9");
-        t.note_commit(0, Commit::Gtid(b"0-1-10"));
-        rt().block_on(async {
-            for _ in 0..4 {
-                assert_eq!(t.route_read(&t.frontier(), 1).await.server, 1);
-            }
-            // Both caught up: they take turns (or the less busy one).
-            poll_all(&t, "0-1-10", "0-1-10", "0-1-10");
-            let a = t.route_read(&t.frontier(), 1).await;
-            let b = t.route_read(&t.frontier(), 1).await;
-            assert_ne!(a.server, b.server, "the busier replica was chosen");
-        });
-    }
-
-    #[test]
-    fn a_read_waits_until_a_replica_reports_the_position() {
-        let t = topology(ReadFrom::Replicas, 1000);
-        poll_all(&t, "0-1-10", "0-1-9", "0-1-9");
-        t.note_commit(0, Commit::Gtid(b"0-1-10"));
-        let rt = rt();
-        let started = Instant::now();
-        let route = rt.block_on(async {
-            let reporter = {
-                let t = t.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    // The wait task asked s3: it has it now.
-                    assert_eq!(lock(&t.state).waiting, vec![0, 1, 1]);
-                    t.apply_wait(2, &pos("0-1-10"));
-                })
-            };
-            let route = t.route_read(&t.frontier(), 1).await;
-            reporter.await.expect("reporter");
-            route
-        });
-        assert_eq!(route.server, 2);
-        assert!(started.elapsed() < Duration::from_millis(500));
-        // Nobody waits any more: the wait tasks are asked nothing.
-        let st = lock(&t.state);
-        assert_eq!(st.waiting, vec![0, 0, 0]);
-        assert!(st.demand.iter().all(|d| d.is_empty()));
-        drop(st);
-        assert_eq!(t.servers[2].metrics.waits.get(), 1);
-    }
-
-    #[test]
-    fn a_read_nobody_catches_up_for_runs_on_the_primary_after_the_wait() {
-        let t = topology(ReadFrom::Replicas, 150);
-        poll_all(&t, "0-1-10", "0-1-9", "0-1-9");
-        t.note_commit(0, Commit::Gtid(b"0-1-10"));
-        let started = Instant::now();
-        let route = rt().block_on(t.route_read(&t.frontier(), 1));
-        assert_eq!(route.server, 0);
-        assert!(started.elapsed() >= Duration::from_millis(150));
-        assert_eq!(t.servers[0].metrics.fallbacks.get(), 1);
-    }
-
-    #[test]
-    fn a_read_given_up_leaves_no_demand_behind() {
-        let t = topology(ReadFrom::Replicas, 5000);
-        poll_all(&t, "0-1-10", "0-1-9", "0-1-9");
-        t.note_commit(0, Commit::Gtid(b"0-1-10"));
-        rt().block_on(async {
-            let gave_up =
-                tokio::time::timeout(Duration::from_millis(50), t.route_read(&t.frontier(), 1))
-                    .await;
-            assert!(gave_up.is_err());
-        });
-        let st = lock(&t.state);
-        assert_eq!(st.waiting, vec![0, 0, 0]);
-        assert!(st.demand.iter().all(|d| d.is_empty()));
     }
 
     #[test]

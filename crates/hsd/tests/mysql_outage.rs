@@ -180,16 +180,28 @@ fn restart_and_kill_during_traffic() {
     inst.script("kill");
     std::thread::sleep(Duration::from_millis(500));
     // While it is down: errors, fast, on the same connections; requests that
-    // need no database are answered as usual.
-    for _ in 0..3 {
+    // need no database are answered as usual. A write waits first for a
+    // group whose COMMIT was in flight when the server died: that COMMIT is
+    // resolved before anything else is written (docs/mysql.md, Faults),
+    // which takes up to 4 x --mysql-timeout more while the server stays
+    // down. The read port never waits for it.
+    for round in 0..3 {
         let t = Instant::now();
         assert_eq!(r.q("0|=|1|3"), "1|1|2013");
-        assert_eq!(w.q("0|+|2|999|down"), "1|1|2013");
         assert_eq!(r.q("7|=|1|3"), "2|1|stmtnum");
         assert_eq!(r.q("0|=|0"), "2|1|klen");
         assert!(
             t.elapsed() < Duration::from_secs(TIMEOUT),
-            "{:?}",
+            "reads: {:?}",
+            t.elapsed()
+        );
+        let t = Instant::now();
+        let answer = w.q("0|+|2|999|down");
+        let bound = if round == 0 { 6 * TIMEOUT } else { TIMEOUT };
+        assert_eq!(answer, "1|1|2013");
+        assert!(
+            t.elapsed() < Duration::from_secs(bound),
+            "write in round {round}: {:?}",
             t.elapsed()
         );
     }

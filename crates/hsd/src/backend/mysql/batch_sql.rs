@@ -379,3 +379,152 @@ fn push_update_many(writes: &[RowWrite<'_>], sql: &mut Vec<u8>) {
         sql.push(b')');
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::memory::{table_meta, Col, Idx};
+    use hs_proto::Value;
+
+    /// `t (id integer key, name text, n integer)`, rows located by `id` as
+    /// a MySQL table's are by its primary key.
+    fn table(transactional: bool) -> TableMeta {
+        let col = |name, integer| Col {
+            name,
+            integer,
+            nullable: true,
+        };
+        let mut t = table_meta(
+            "db",
+            "t",
+            &[col("id", true), col("name", false), col("n", true)],
+            &[Idx {
+                name: "PRIMARY",
+                columns: &["id"],
+                unique: true,
+            }],
+            None,
+        );
+        t.locator_sql = vec!["id".into()];
+        t.transactional = transactional;
+        t
+    }
+
+    fn text(sql: &[u8]) -> String {
+        String::from_utf8_lossy(sql).into_owned()
+    }
+
+    #[test]
+    fn inserts_share_a_statement_while_table_and_columns_agree() {
+        let t = table(true);
+        let (both, id_only): (&[usize], &[usize]) = (&[0, 1], &[0]);
+        let (a, b, c) = (
+            [Some(&b"1"[..]), Some(&b"x"[..])],
+            [Some(&b"2"[..]), None],
+            [Some(&b"3"[..])],
+        );
+        let row = |columns, values| RowInsert {
+            table: &t,
+            columns,
+            values,
+            explicit_id: false,
+        };
+        let rows = [row(both, &a[..]), row(both, &b[..]), row(id_only, &c[..])];
+        let mut sql = Vec::new();
+        assert_eq!(push_insert_run(&rows, 0, &mut sql), 2);
+        let merged = text(&sql);
+        assert!(
+            merged.starts_with("INSERT INTO t (id, name) VALUES ("),
+            "{merged}"
+        );
+        assert_eq!(merged.matches("), (").count(), 1, "two rows: {merged}");
+        assert!(merged.ends_with("NULL)"), "{merged}");
+        sql.clear();
+        assert_eq!(push_insert_run(&rows, 2, &mut sql), 3);
+        assert!(text(&sql).starts_with("INSERT INTO t (id) VALUES ("));
+    }
+
+    #[test]
+    fn inserts_without_transactions_or_with_generated_ids_go_one_by_one() {
+        let cols = [0, 1];
+        let values = [Some(&b"1"[..]), Some(&b"x"[..])];
+        let mut auto = table(true);
+        auto.has_autoincrement = true;
+        for t in [table(false), auto] {
+            let row = RowInsert {
+                table: &t,
+                columns: &cols,
+                values: &values,
+                explicit_id: false,
+            };
+            let mut sql = Vec::new();
+            assert_eq!(push_insert_run(&[row, row, row], 0, &mut sql), 1);
+            assert!(!text(&sql).contains("), ("), "{}", text(&sql));
+        }
+    }
+
+    #[test]
+    fn updates_of_the_same_columns_merge_into_one_case_by_locator() {
+        let t = table(true);
+        let name = [1];
+        let (k1, k2): ([Value; 1], [Value; 1]) = ([Some(b"1".to_vec())], [Some(b"2".to_vec())]);
+        let (v1, v2) = (
+            [WriteValue::Bytes(Some(b"a"))],
+            [WriteValue::Bytes(Some(b"b"))],
+        );
+        let update = |locator, values| RowWrite {
+            table: &t,
+            target: RowTarget::Locator(locator),
+            change: Change::Update {
+                columns: &name,
+                values,
+            },
+        };
+        let delete = RowWrite {
+            table: &t,
+            target: RowTarget::Locator(&k1),
+            change: Change::Delete,
+        };
+        let writes = [update(&k1, &v1[..]), update(&k2, &v2[..]), delete];
+        let mut sql = Vec::new();
+        assert_eq!(push_write_run(&writes, 0, &mut sql), 2);
+        let merged = text(&sql);
+        assert!(
+            merged.starts_with("UPDATE t SET name = CASE id WHEN 1 THEN "),
+            "{merged}"
+        );
+        assert!(merged.ends_with(" END WHERE id IN (1, 2)"), "{merged}");
+        // A delete never merges (its locator as the bytes read).
+        sql.clear();
+        assert_eq!(push_write_run(&writes, 2, &mut sql), 3);
+        assert_eq!(text(&sql), "DELETE FROM t WHERE id = _binary'1'");
+    }
+
+    #[test]
+    fn updates_that_must_not_share_a_case_stay_apart() {
+        let name = [1];
+        let k: [Value; 1] = [Some(b"1".to_vec())];
+        let bytes = [WriteValue::Bytes(Some(b"a"))];
+        let number = [WriteValue::Int(7)];
+        let t = table(true);
+        let plain = table(false);
+        let write = |table, values| RowWrite {
+            table,
+            target: RowTarget::Locator(&k),
+            change: Change::Update {
+                columns: &name,
+                values,
+            },
+        };
+        // A number and a string in one CASE would change what is stored;
+        // a table without transactions writes one statement at a time.
+        for pair in [
+            [write(&t, &bytes[..]), write(&t, &number[..])],
+            [write(&plain, &bytes[..]), write(&plain, &bytes[..])],
+        ] {
+            let mut sql = Vec::new();
+            assert_eq!(push_write_run(&pair, 0, &mut sql), 1, "{}", text(&sql));
+            assert!(!text(&sql).contains("CASE"), "{}", text(&sql));
+        }
+    }
+}

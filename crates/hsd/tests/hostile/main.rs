@@ -40,8 +40,8 @@ struct Hsd {
 
 /// Created before the server starts: a BLOB column for `filterblob` and a
 /// NOT NULL column for a refused insert.
-/// `id` is a plain integer key (an INTEGER PRIMARY KEY would be the
-/// auto-increment column, which refuses explicit ids as the original did).
+/// `id` is a plain integer key, a column of its own (an INTEGER PRIMARY KEY
+/// would be the table's rowid).
 const SETUP_SQL: &str = "CREATE TABLE h (id BIGINT PRIMARY KEY, name TEXT NOT NULL, data BLOB)";
 
 impl Hsd {

@@ -362,6 +362,78 @@ fn admin_address(s: &Hsd) -> String {
     panic!("no admin listener found");
 }
 
+/// Asks the admin endpoint for its metrics on `sock`: what came back before
+/// the connection ended (nothing when hsd closed it at once).
+fn admin_answer(mut sock: TcpStream) -> Vec<u8> {
+    sock.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    // A connection closed at once may be reset before the request is sent.
+    let _ = sock.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut answer = Vec::new();
+    let _ = sock.read_to_end(&mut answer);
+    answer
+}
+
+/// The admin endpoint serves 16 connections at once (hsd's
+/// MAX_ADMIN_CONNECTIONS); more are closed as soon as they are accepted,
+/// and the places come back when the held ones close. Before, every
+/// connection was served, each a task waiting 5 s for its request.
+#[test]
+fn the_admin_port_serves_a_bounded_number_of_connections() {
+    const PLACES: usize = 16;
+    let mut s = Hsd::start(&["--admin-address", "127.0.0.1:0"]);
+    let admin = s
+        .child
+        .admin
+        .clone()
+        .expect("admin address in the ready line");
+    // Connections that send nothing hold every place.
+    let held: Vec<TcpStream> = (0..PLACES)
+        .map(|_| TcpStream::connect(&admin).expect("connect admin"))
+        .collect();
+    // Accepted after them (the kernel queues connections in order): each
+    // extra one is closed without an answer, at once.
+    let started = Instant::now();
+    for _ in 0..8 {
+        let extra = TcpStream::connect(&admin).expect("connect admin");
+        let answer = admin_answer(extra);
+        assert!(
+            answer.is_empty(),
+            "a connection past {PLACES} was served: {:?}",
+            show(&answer[..answer.len().min(40)])
+        );
+    }
+    let refused_in = started.elapsed();
+    eprintln!("hostile: admin: {PLACES} held, 8 more closed unanswered in {refused_in:?}");
+    assert!(
+        refused_in < Duration::from_secs(2),
+        "closing the extra connections took {refused_in:?}"
+    );
+    // A held connection is still served.
+    let mut held = held.into_iter();
+    let first = held.next().expect("a held connection");
+    let answer = admin_answer(first);
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        show(&answer[..answer.len().min(40)])
+    );
+    drop(held);
+    // Their places come back.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let answer = admin_answer(TcpStream::connect(&admin).expect("connect admin"));
+        if answer.starts_with(b"HTTP/1.1 200") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the admin port serves nobody after the held connections closed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    s.case_done("admin connections");
+}
+
 #[test]
 fn statements_are_stopped_at_the_statement_timeout() {
     let mut s = Hsd::start(&["--statement-timeout", "1"]);

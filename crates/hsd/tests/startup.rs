@@ -684,6 +684,10 @@ fn a_full_data_disk_starts_hsd_for_reads_with_a_warning() {
     assert_eq!(w.q("1|=|1|1|1|0|U|1|uno"), "1|1|13");
     // Nothing changed, and reads on the write port go on.
     assert_eq!(w.q("1|>=|1|0|10|0"), "0|2|1|one|2|two");
+    // Once space is freed, writes succeed again.
+    std::fs::remove_file(disk.dir.join("filler")).expect("free the disk");
+    assert_eq!(w.q("1|+|2|3|three"), "0|1");
+    assert_eq!(r.q("1|>=|1|0|10|0"), "0|2|1|one|2|two|3|three");
 }
 
 #[test]

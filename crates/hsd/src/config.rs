@@ -139,6 +139,11 @@ pub struct ServeOptions {
     /// Most client connections at once; more are closed at accept [default: 10000].
     #[arg(long, env = "HSD_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
+    /// Most connections from one IP address at once, both ports together;
+    /// more are closed at accept; 0 no limit [default: 0]. Clients behind
+    /// one NAT or proxy share an address.
+    #[arg(long, env = "HSD_MAX_CONNECTIONS_PER_ADDRESS")]
+    pub(crate) max_connections_per_address: Option<usize>,
     /// Serve Prometheus metrics over HTTP on ADDR:PORT.
     #[arg(long, env = "HSD_ADMIN_ADDRESS")]
     pub(crate) admin_address: Option<String>,
@@ -298,6 +303,8 @@ pub struct Config {
     pub(crate) secret: Option<Secret>,
     pub(crate) secret_wr: Option<Secret>,
     pub max_connections: usize,
+    /// `--max-connections-per-address`; None when 0 (no limit).
+    pub(crate) max_connections_per_address: Option<usize>,
     pub(crate) admin_address: Option<String>,
     pub(crate) idle_timeout: Option<Duration>,
     pub(crate) max_line_size: usize,
@@ -496,6 +503,10 @@ impl ServeOptions {
                 .or(file.max_connections)
                 .unwrap_or(10_000)
                 .max(1),
+            max_connections_per_address: self
+                .max_connections_per_address
+                .or(file.max_connections_per_address)
+                .filter(|&n| n > 0),
             admin_address: self.admin_address.or(file.admin_address),
             idle_timeout: (idle > 0).then(|| Duration::from_secs(idle)),
             line_timeout: (line_timeout > 0).then(|| Duration::from_secs(line_timeout)),

@@ -139,6 +139,11 @@ pub struct ServeOptions {
     /// Most client connections at once; more are closed at accept [default: 10000].
     #[arg(long, env = "HSD_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
+    /// Most connections from one IP address at once, both ports together;
+    /// more are closed at accept; 0 no limit [default: 0]. Clients behind
+    /// one NAT or proxy share an address.
+    #[arg(long, env = "HSD_MAX_CONNECTIONS_PER_ADDRESS")]
+    pub(crate) max_connections_per_address: Option<usize>,
     /// Serve Prometheus metrics over HTTP on ADDR:PORT.
     #[arg(long, env = "HSD_ADMIN_ADDRESS")]
     pub(crate) admin_address: Option<String>,
@@ -298,6 +303,8 @@ pub struct Config {
     pub(crate) secret: Option<Secret>,
     pub(crate) secret_wr: Option<Secret>,
     pub max_connections: usize,
+    /// `--max-connections-per-address`; None when 0 (no limit).
+    pub(crate) max_connections_per_address: Option<usize>,
     pub(crate) admin_address: Option<String>,
     pub(crate) idle_timeout: Option<Duration>,
     pub(crate) max_line_size: usize,
@@ -318,6 +325,9 @@ pub struct Config {
     pub(crate) replica_wait: Duration,
     /// Certificate, key and the acceptor built from them when TLS is on.
     pub(crate) tls: Option<Tls>,
+    /// The warning to log at start when the embedded store's data dir is on
+    /// a full disk (see `check_data_dir`).
+    data_disk_full: Option<String>,
 }
 
 /// TLS settings, loaded and checked before anything listens.
@@ -353,6 +363,12 @@ impl Config {
             )),
             _ => None,
         }
+    }
+
+    /// When the embedded store's disk is full: the warning to log at start
+    /// (hsd serves reads; writes fail until space is freed).
+    pub fn data_disk_full(&self) -> Option<&str> {
+        self.data_disk_full.as_deref()
     }
 }
 
@@ -464,7 +480,7 @@ impl ServeOptions {
             (None, None) => None,
             _ => anyhow::bail!("TLS needs both tls-cert and tls-key"),
         };
-        let config = Config {
+        let mut config = Config {
             tls,
             address: self
                 .address
@@ -487,6 +503,10 @@ impl ServeOptions {
                 .or(file.max_connections)
                 .unwrap_or(10_000)
                 .max(1),
+            max_connections_per_address: self
+                .max_connections_per_address
+                .or(file.max_connections_per_address)
+                .filter(|&n| n > 0),
             admin_address: self.admin_address.or(file.admin_address),
             idle_timeout: (idle > 0).then(|| Duration::from_secs(idle)),
             line_timeout: (line_timeout > 0).then(|| Duration::from_secs(line_timeout)),
@@ -520,9 +540,10 @@ impl ServeOptions {
                     .unwrap_or(3)
                     .max(1),
             ),
+            data_disk_full: None,
         };
         if config.backend == BackendChoice::Embedded {
-            check_data_dir(&config.data_dir)?;
+            config.data_disk_full = check_data_dir(&config.data_dir)?;
         }
         Ok(config)
     }
@@ -560,7 +581,13 @@ fn read_secret(
 /// The embedded store creates `<db>.sqlite` and its `-wal` and `-shm` files
 /// in the data dir and writes the db files: check now, while the error can
 /// still stop the start, that it can. Otherwise every `P` would fail later.
-fn check_data_dir(dir: &Path) -> anyhow::Result<()> {
+///
+/// A full disk (or a spent quota) is not a reason to stop: the files are
+/// there and readable, so hsd starts and serves reads, and each write
+/// answers the error a full disk gives it, as it would had the disk filled
+/// up while hsd ran. Stopping would leave the data unreadable until space is
+/// freed. The warning to log at start is returned.
+fn check_data_dir(dir: &Path) -> anyhow::Result<Option<String>> {
     let d = dir.display();
     let hint = "fix its permissions or choose another --data-dir";
     std::fs::create_dir_all(dir)
@@ -571,10 +598,19 @@ fn check_data_dir(dir: &Path) -> anyhow::Result<()> {
         .create_new(true)
         .open(&probe)
         .and_then(|mut f| std::io::Write::write_all(&mut f, b"hsd"));
+    // Removed even when the write failed: creating it may have worked.
     let removed = std::fs::remove_file(&probe);
-    written
-        .and(removed)
-        .map_err(|e| anyhow::anyhow!("data directory {d} is not writable ({e}): {hint}"))?;
+    let disk_full = match written {
+        Err(e) if is_disk_full(&e) => Some(format!(
+            "data directory {d} is on a full disk ({e}): hsd serves reads, but writes fail until space is freed"
+        )),
+        written => {
+            written.and(removed).map_err(|e| {
+                anyhow::anyhow!("data directory {d} is not writable ({e}): {hint}")
+            })?;
+            None
+        }
+    };
     let entries = std::fs::read_dir(dir)
         .map_err(|e| anyhow::anyhow!("cannot list data directory {d} ({e}): {hint}"))?;
     for entry in entries.flatten() {
@@ -592,5 +628,37 @@ fn check_data_dir(dir: &Path) -> anyhow::Result<()> {
                 })?;
         }
     }
-    Ok(())
+    Ok(disk_full)
+}
+
+/// No space left, or the user's quota spent: what freeing space cures, not
+/// a wrong setting.
+fn is_disk_full(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_disk_full;
+    use std::io::Error;
+
+    /// A full disk and a spent quota start hsd for reads; anything else
+    /// (permissions, a read-only file system) stops it.
+    #[test]
+    fn only_a_full_disk_or_quota_counts_as_full() {
+        for (errno, full) in [
+            (libc::ENOSPC, true),
+            (libc::EDQUOT, true),
+            (libc::EACCES, false),
+            (libc::EPERM, false),
+            (libc::EROFS, false),
+            (libc::EIO, false),
+        ] {
+            assert_eq!(
+                is_disk_full(&Error::from_raw_os_error(errno)),
+                full,
+                "errno {errno}"
+            );
+        }
+    }
 }

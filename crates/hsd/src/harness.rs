@@ -88,7 +88,10 @@ impl Harness {
             Duration::from_secs(1),
         ));
         let session = Session::new(port, dispatcher);
-        let Some(place) = Admission::new(1).welcome(kind).await else {
+        let Ok(place) = Admission::new(1, None)
+            .welcome(kind, std::net::Ipv4Addr::LOCALHOST.into())
+            .await
+        else {
             return Close::NoSeat;
         };
         // The trigger must outlive the connection: dropping it means shutdown.

@@ -77,6 +77,9 @@ fn serve(opts: hsd::ServeOptions) -> anyhow::Result<()> {
     if let Some(warning) = config.unprotected_port() {
         tracing::warn!("{warning}");
     }
+    if let Some(warning) = config.data_disk_full() {
+        tracing::warn!("{warning}");
+    }
     raise_open_file_limit(config.max_connections);
     // The main thread accepts and starts the event loops, which run every
     // connection on threads of their own (see hsd::dispatch).

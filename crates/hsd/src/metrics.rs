@@ -1,14 +1,17 @@
 //! Prometheus metrics, and the tiny HTTP endpoint that serves them on
 //! `--admin-address`. The endpoint answers every request with the text
 //! exposition; it is for scrapers on a trusted network, like the admin port
-//! of most servers.
+//! of most servers. It serves at most `MAX_ADMIN_CONNECTIONS` connections at
+//! once, each for at most 10 seconds.
 
 use prometheus::{
     Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
 };
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 
 pub(crate) struct Metrics {
     pub(crate) registry: Registry,
@@ -78,31 +81,59 @@ impl Metrics {
     }
 }
 
-/// Serves `GET /metrics` (any path, really) until the task is dropped.
+/// Admin connections served at once; more are closed as soon as they are
+/// accepted. A scraper or a health check needs one or two: the bound keeps
+/// a client that opens connections and never finishes a request from
+/// holding tasks, sockets and rendered bodies without end on the thread
+/// that also accepts the HandlerSocket ports.
+pub(crate) const MAX_ADMIN_CONNECTIONS: usize = 16;
+
+/// How long one admin connection may take, from accept to its last byte
+/// written: a client that does not send its request or read the answer is
+/// closed then.
+const ADMIN_CONNECTION_TIME: Duration = Duration::from_secs(10);
+
+/// How long the request head may take to arrive before it is answered
+/// anyway.
+const ADMIN_REQUEST_WAIT: Duration = Duration::from_secs(5);
+
+/// Serves `GET /metrics` (any path, really) until the task is dropped, to
+/// at most `MAX_ADMIN_CONNECTIONS` connections at once.
 pub(crate) async fn serve_admin(listener: TcpListener, metrics: Arc<Metrics>) {
     let mut backoff = crate::accept_backoff::AcceptBackoff::default();
+    let places = Arc::new(Semaphore::new(MAX_ADMIN_CONNECTIONS));
     loop {
-        let mut sock = match listener.accept().await {
-            Ok((sock, _)) => sock,
+        let (sock, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
             Err(e) => {
                 backoff.failed(&e, "admin").await;
                 continue;
             }
         };
+        let Ok(place) = places.clone().try_acquire_owned() else {
+            tracing::debug!(%peer, "admin connection closed: {MAX_ADMIN_CONNECTIONS} already open");
+            drop(sock);
+            continue;
+        };
         let metrics = metrics.clone();
         tokio::spawn(async move {
-            let mut buf = [0u8; 4096];
-            // Read the request head; its content does not matter.
-            let _ =
-                tokio::time::timeout(std::time::Duration::from_secs(5), sock.read(&mut buf)).await;
-            let body = metrics.render();
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = sock.write_all(head.as_bytes()).await;
-            let _ = sock.write_all(body.as_bytes()).await;
-            let _ = sock.shutdown().await;
+            let _place = place;
+            let _ = tokio::time::timeout(ADMIN_CONNECTION_TIME, answer(sock, &metrics)).await;
         });
     }
+}
+
+/// Reads the request head (its content does not matter) and answers with
+/// the metrics.
+async fn answer(mut sock: TcpStream, metrics: &Metrics) {
+    let mut buf = [0u8; 4096];
+    let _ = tokio::time::timeout(ADMIN_REQUEST_WAIT, sock.read(&mut buf)).await;
+    let body = metrics.render();
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = sock.write_all(head.as_bytes()).await;
+    let _ = sock.write_all(body.as_bytes()).await;
+    let _ = sock.shutdown().await;
 }

@@ -4,7 +4,7 @@
 //! thread map in `dispatch`).
 
 use crate::accept_backoff::AcceptBackoff;
-use crate::admission::Admission;
+use crate::admission::{Admission, Refusal};
 use crate::backend::mysql::topology;
 use crate::backend::mysql::{MysqlBackend, MysqlSettings};
 use crate::backend::sqlite::SqliteBackend;
@@ -187,7 +187,7 @@ async fn serve<B: Backend>(
     }
     tracing::info!(%read_local, %write_local, backend = %target, "hsd ready");
 
-    let admission = Admission::new(config.max_connections);
+    let admission = Admission::new(config.max_connections, config.max_connections_per_address);
     let mut accepting = Vec::new();
     let mut all_loops = Vec::new();
     for ((listener, event_loops), kind) in ports.into_iter().zip([PortKind::Read, PortKind::Write])
@@ -264,11 +264,19 @@ async fn accept_loop(
                 continue;
             }
         };
-        let Some(place) = admission.welcome(kind).await else {
-            metrics.refused_connections.inc();
-            tracing::debug!(%peer, "max connections reached; refusing");
-            drop(stream);
-            continue;
+        let place = match admission.welcome(kind, peer.ip()).await {
+            Ok(place) => place,
+            Err(Refusal::NoRoom) => {
+                metrics.refused_connections.inc();
+                tracing::debug!(%peer, "max connections reached; refusing");
+                drop(stream);
+                continue;
+            }
+            Err(Refusal::AddressFull) => {
+                tracing::debug!(%peer, "max connections per address reached; refusing");
+                drop(stream);
+                continue;
+            }
         };
         let Ok(stream) = stream.into_std() else {
             continue;

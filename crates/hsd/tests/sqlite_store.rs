@@ -5,10 +5,10 @@
 
 mod common;
 
-use common::{q, t, Backend, TestServer};
+use common::{q, t, Backend, SmallDisk, TestServer};
 use hs_client::insert_line;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 async fn sqlite_server(db: &str) -> TestServer {
@@ -99,35 +99,6 @@ async fn a_table_whose_rowid_cannot_be_named_refuses_modify() {
         s.sql("SELECT owner FROM hidden ORDER BY owner"),
         vec![vec![Some("alice".into())], vec![Some("bob".into())]]
     );
-}
-
-/// A size-limited tmpfs for the data directory, unmounted on drop.
-struct SmallDisk {
-    dir: PathBuf,
-}
-
-impl SmallDisk {
-    fn mount(dir: &Path, bytes: u64) -> SmallDisk {
-        std::fs::create_dir_all(dir).expect("mount point");
-        let status = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
-            .arg(dir)
-            .status()
-            .expect("run mount");
-        assert!(
-            status.success(),
-            "mounting a small tmpfs failed: this test needs root (scripts/test.sh runs as root in CI)"
-        );
-        SmallDisk {
-            dir: dir.to_path_buf(),
-        }
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
-    }
 }
 
 /// Writes to two db files go through one group committer. Only `b` lives on

@@ -626,6 +626,70 @@ fn an_unwritable_data_dir_stops_hsd_at_start() {
     assert_started(&run);
 }
 
+/// A full disk is no reason to stop: the data is there to read. hsd starts
+/// with one warning saying why writes will fail, serves reads, and answers
+/// each write the error a full disk gives it (`1 1 13`, SQLite's "database
+/// or disk is full"), as it does when the disk fills up while it runs.
+#[test]
+fn a_full_data_disk_starts_hsd_for_reads_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = common::SmallDisk::mount(&dir.path().join("small"), 1 << 20);
+    let data = disk.dir.to_str().expect("utf-8 path").to_string();
+    let sql = |stmt: &str| {
+        let run = run_hsd(&["sql", "--data-dir", &data, "test", stmt], &[]);
+        assert_eq!(run.code, Some(0), "{stmt}: {}", run.stderr);
+    };
+    sql("CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)");
+    sql("INSERT INTO kv VALUES (1, 'one'), (2, 'two')");
+    let args = ["--data-dir", data.as_str()];
+    // hsd reads the file once and is killed, as a crash or a kill on a
+    // disk that filled up leaves it: the db's -wal and -shm stay.
+    {
+        let hsd = common::spawn_hsd(&args);
+        let mut r = common::blocking::Hs::connect(&hsd.read);
+        assert_eq!(r.q("P|1|test|kv|PRIMARY|k,v"), "0|1");
+        assert_eq!(r.q("1|=|1|1"), "0|2|1|one");
+    }
+    disk.fill("filler");
+
+    let run = run_hsd(
+        &[
+            "serve",
+            "--port",
+            "0",
+            "--port-wr",
+            "0",
+            "--data-dir",
+            &data,
+        ],
+        &[],
+    );
+    assert_started(&run);
+    let warnings: Vec<&str> = run.stderr.lines().filter(|l| l.contains("WARN")).collect();
+    assert_eq!(warnings.len(), 1, "one warning: {}", run.stderr);
+    assert!(
+        warnings[0].contains(&format!("data directory {data} is on a full disk ("))
+            && warnings[0].ends_with("): hsd serves reads, but writes fail until space is freed"),
+        "{}",
+        warnings[0]
+    );
+
+    let hsd = common::spawn_hsd(&args);
+    let mut r = common::blocking::Hs::connect(&hsd.read);
+    assert_eq!(r.q("P|1|test|kv|PRIMARY|k,v"), "0|1");
+    assert_eq!(r.q("1|>=|1|0|10|0"), "0|2|1|one|2|two");
+    let mut w = common::blocking::Hs::connect(&hsd.write);
+    assert_eq!(w.q("P|1|test|kv|PRIMARY|k,v"), "0|1");
+    assert_eq!(w.q("1|+|2|3|three"), "1|1|13");
+    assert_eq!(w.q("1|=|1|1|1|0|U|1|uno"), "1|1|13");
+    // Nothing changed, and reads on the write port go on.
+    assert_eq!(w.q("1|>=|1|0|10|0"), "0|2|1|one|2|two");
+    // Once space is freed, writes succeed again.
+    std::fs::remove_file(disk.dir.join("filler")).expect("free the disk");
+    assert_eq!(w.q("1|+|2|3|three"), "0|1");
+    assert_eq!(r.q("1|>=|1|0|10|0"), "0|2|1|one|2|two|3|three");
+}
+
 #[test]
 fn hsd_sql_refuses_a_missing_db_unless_creating() {
     let dir = tempfile::tempdir().unwrap();

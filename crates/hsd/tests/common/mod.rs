@@ -512,3 +512,49 @@ pub type RunningHsd = launcher::Hsd;
 pub fn spawn_hsd<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> RunningHsd {
     launcher::serve(hsd_bin(), args).unwrap_or_else(|e| panic!("{e:#}"))
 }
+
+/// A size-limited tmpfs, unmounted on drop: a disk that fills up. Mounting
+/// needs root (scripts/test.sh runs as root in CI).
+pub struct SmallDisk {
+    pub dir: PathBuf,
+}
+
+impl SmallDisk {
+    pub fn mount(dir: &Path, bytes: u64) -> SmallDisk {
+        std::fs::create_dir_all(dir).expect("mount point");
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .expect("run mount");
+        assert!(
+            status.success(),
+            "mounting a small tmpfs failed: this test needs root (scripts/test.sh runs as root in CI)"
+        );
+        SmallDisk {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// Takes every byte left with a file named `name`: the disk is full
+    /// afterwards (a write of one more page fails with ENOSPC).
+    pub fn fill(&self, name: &str) {
+        use std::io::Write;
+        let mut filler = std::fs::File::create(self.dir.join(name)).expect("create filler");
+        let page = [0u8; 4096];
+        loop {
+            match filler.write(&page) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => break,
+                Err(e) => panic!("filling {}: {e}", self.dir.display()),
+            }
+        }
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
+    }
+}

@@ -362,6 +362,160 @@ fn admin_address(s: &Hsd) -> String {
     panic!("no admin listener found");
 }
 
+/// Asks the admin endpoint for its metrics on `sock`: what came back before
+/// the connection ended (nothing when hsd closed it at once).
+fn admin_answer(mut sock: TcpStream) -> Vec<u8> {
+    sock.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    // A connection closed at once may be reset before the request is sent.
+    let _ = sock.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut answer = Vec::new();
+    let _ = sock.read_to_end(&mut answer);
+    answer
+}
+
+/// The admin endpoint serves 16 connections at once (hsd's
+/// MAX_ADMIN_CONNECTIONS); more are closed as soon as they are accepted,
+/// and the places come back when the held ones close. Before, every
+/// connection was served, each a task waiting 5 s for its request.
+#[test]
+fn the_admin_port_serves_a_bounded_number_of_connections() {
+    const PLACES: usize = 16;
+    let mut s = Hsd::start(&["--admin-address", "127.0.0.1:0"]);
+    let admin = s
+        .child
+        .admin
+        .clone()
+        .expect("admin address in the ready line");
+    // Connections that send nothing hold every place.
+    let held: Vec<TcpStream> = (0..PLACES)
+        .map(|_| TcpStream::connect(&admin).expect("connect admin"))
+        .collect();
+    // Accepted after them (the kernel queues connections in order): each
+    // extra one is closed without an answer, at once.
+    let started = Instant::now();
+    for _ in 0..8 {
+        let extra = TcpStream::connect(&admin).expect("connect admin");
+        let answer = admin_answer(extra);
+        assert!(
+            answer.is_empty(),
+            "a connection past {PLACES} was served: {:?}",
+            show(&answer[..answer.len().min(40)])
+        );
+    }
+    let refused_in = started.elapsed();
+    eprintln!("hostile: admin: {PLACES} held, 8 more closed unanswered in {refused_in:?}");
+    assert!(
+        refused_in < Duration::from_secs(2),
+        "closing the extra connections took {refused_in:?}"
+    );
+    // A held connection is still served.
+    let mut held = held.into_iter();
+    let first = held.next().expect("a held connection");
+    let answer = admin_answer(first);
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        show(&answer[..answer.len().min(40)])
+    );
+    drop(held);
+    // Their places come back.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let answer = admin_answer(TcpStream::connect(&admin).expect("connect admin"));
+        if answer.starts_with(b"HTTP/1.1 200") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the admin port serves nobody after the held connections closed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    s.case_done("admin connections");
+}
+
+/// A connection to `addr` from another loopback address (`source`, any of
+/// 127.0.0.0/8): another client as hsd sees it.
+fn connect_from(source: std::net::Ipv4Addr, addr: &str) -> TcpStream {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .expect("runtime");
+    let stream = rt
+        .block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind((source, 0).into())?;
+            let to = addr.parse().map_err(std::io::Error::other)?;
+            socket.connect(to).await?.into_std()
+        })
+        .expect("connect from another loopback address");
+    stream.set_nonblocking(false).expect("blocking socket");
+    stream
+        .set_read_timeout(Some(IO_TIMEOUT))
+        .expect("read timeout");
+    stream
+}
+
+/// Whether a new connection to `addr` is seated (its empty line answered)
+/// within `limit`, trying again while hsd closes it at once.
+fn seated_within(addr: &str, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        let mut c = Conn::open(addr);
+        if c.try_req("").is_some_and(|a| a == "2|1|cmd") {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `--max-connections-per-address 3`: one address holds at most three
+/// connections on both ports together, whether they asked anything or
+/// not; a fourth is closed at once, unanswered; another address is served
+/// meanwhile, and a closed connection gives its share back. (Off by
+/// default: clients behind one NAT or proxy share an address.)
+#[test]
+fn one_address_holds_at_most_its_share_when_limited() {
+    let mut s = Hsd::start(&["--max-connections-per-address", "3"]);
+    // Two seated by an empty line (answered `2 1 cmd`), one newcomer.
+    let mut held: Vec<Conn> = [&s.read, &s.write].map(|a| Conn::open(a)).into();
+    for c in &mut held {
+        assert_eq!(c.req(""), "2|1|cmd");
+    }
+    held.push(Conn::open(&s.read));
+    for addr in [&s.read, &s.write] {
+        let mut extra = Conn::open(addr);
+        assert!(
+            extra.closed_within(Duration::from_secs(2)),
+            "a fourth connection from one address stayed open"
+        );
+    }
+    // Another address is served.
+    let mut other = connect_from(std::net::Ipv4Addr::new(127, 0, 0, 2), &s.read);
+    other
+        .write_all(b"P\t0\ttest\tuser\tPRIMARY\tuser_name\n0\t=\t1\t7\n")
+        .expect("send");
+    let mut answers = BufReader::new(&mut other);
+    let mut line = String::new();
+    answers.read_line(&mut line).expect("answer to P");
+    answers.read_line(&mut line).expect("answer to the find");
+    assert_eq!(line, "0\t1\n0\t1\tJonas Kowalski\n");
+    // The seated ones still work; once one closes, its share comes back.
+    assert_eq!(held[0].req(""), "2|1|cmd");
+    drop(held.remove(2));
+    assert!(
+        seated_within(&s.write, Duration::from_secs(10)),
+        "the closed connection's share never came back"
+    );
+    // Let hsd see the closes before the suite's own check connects.
+    drop(held);
+    std::thread::sleep(Duration::from_millis(300));
+    s.case_done("connections per address");
+}
+
 #[test]
 fn statements_are_stopped_at_the_statement_timeout() {
     let mut s = Hsd::start(&["--statement-timeout", "1"]);

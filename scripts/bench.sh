@@ -43,6 +43,16 @@
 #                     raw.jsonl (every run), results.json, results.md (tables),
 #                     throughput.png (chart), machine.txt, logs
 #   --chart FILE      also copy the chart there (e.g. docs/bench-throughput.png)
+#   --io-bound        data much larger than memory (issue: the I/O-bound case):
+#                     20,000,000 rows unless --rows says otherwise; MariaDB
+#                     with a 256 MiB buffer pool and innodb_flush_method=O_DIRECT
+#                     (its reads reach the disk); hsd-embedded in a memory
+#                     cgroup of 256 MiB + 64 MiB for hsd itself, which also
+#                     bounds the OS page cache its SQLite file may use; get
+#                     and insert at 16 and 64 connections x depth 1 and 16 for
+#                     hs-original, hsd-embedded, hsd-mysql and mysql-sql;
+#                     what the page cache held of each system's files is
+#                     written to DIR/page-cache.txt (fincore)
 #   --perf            after the sweep, perf-record hsd under `get`, each backend
 #                     at 1 x 1 and at 64 x 16 (hsd-mysql: hsd and mariadbd)
 #                     into DIR/perf-get.md
@@ -72,6 +82,7 @@ json_out=""
 out_dir=""
 chart_copy=""
 do_perf=0
+io_bound=0
 rows="" duration="" warmup="" runs=""
 systems="hs-original,hsd-embedded,hsd-mysql,memcached,redis,mysql-sql"
 workloads="get,multiget10,update,insert"
@@ -90,6 +101,7 @@ while [[ $# -gt 0 ]]; do
         --out) out_dir=${2:?}; shift ;;
         --chart) chart_copy=${2:?}; shift ;;
         --perf) do_perf=1 ;;
+        --io-bound) io_bound=1 ;;
         --rows) rows=${2:?}; shift ;;
         --duration) duration=${2:?}; shift ;;
         --warmup) warmup=${2:?}; shift ;;
@@ -109,7 +121,17 @@ while [[ $# -gt 0 ]]; do
     shift
 done
 
-if [[ $quick -eq 1 ]]; then
+if [[ $io_bound -eq 1 ]]; then
+    : "${rows:=20000000}" "${duration:=5}" "${warmup:=1}" "${runs:=3}"
+    : "${conns:=16,64}" "${depths:=1,16}"
+    : "${out_dir:=target/bench-io}"
+    [[ "$systems" == "hs-original,hsd-embedded,hsd-mysql,memcached,redis,mysql-sql" ]] \
+        && systems="hs-original,hsd-embedded,hsd-mysql,mysql-sql"
+    [[ "$workloads" == "get,multiget10,update,insert" ]] && workloads="get,insert"
+    export HSD_BENCH_MARIADB_BUFFER_POOL=${HSD_BENCH_MARIADB_BUFFER_POOL:-256M}
+    export HSD_MARIADB_FLUSH_METHOD=O_DIRECT
+    mode=io-bound
+elif [[ $quick -eq 1 ]]; then
     : "${rows:=100000}" "${duration:=0.4}" "${warmup:=0.1}" "${runs:=1}"
     : "${conns:=1,32}" "${depths:=1,16}"
     : "${out_dir:=target/bench-quick}"
@@ -171,6 +193,7 @@ cleanup() {
     if [[ $stop_mariadb -eq 1 ]]; then
         mdb stop >/dev/null 2>&1 || mdb stop || true
     fi
+    [[ -n "$CGROUP" ]] && rmdir "$CGROUP" 2>/dev/null
     if [[ $stop_repl -eq 1 ]]; then
         repl stop >/dev/null 2>&1 || repl stop || true
     fi
@@ -198,6 +221,24 @@ wait_port() { # host port seconds pid what
         sleep 0.1
     done
     die "$5 did not listen on $1:$2 within $3 s (log: $OUT/$5.log)"
+}
+
+# limit_memory PID BYTES: moves PID (all its threads) into a memory cgroup of
+# its own, which bounds its memory and the page cache its files take (pages
+# are charged to the cgroup of the process that brings them in).
+CGROUP=""
+limit_memory() {
+    local pid=$1 bytes=$2 cg
+    if grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+        cg=/sys/fs/cgroup/hsd-bench-$$
+        mkdir -p "$cg" && echo "$bytes" >"$cg/memory.max" && echo "$pid" >"$cg/cgroup.procs"
+    elif [[ -d /sys/fs/cgroup/memory ]]; then
+        cg=/sys/fs/cgroup/memory/hsd-bench-$$
+        mkdir -p "$cg" && echo "$bytes" >"$cg/memory.limit_in_bytes" && echo "$pid" >"$cg/cgroup.procs"
+    else
+        die "--io-bound needs a memory cgroup (v1 or v2) to bound hsd's page cache"
+    fi || die "cannot put pid $pid in a memory cgroup of $bytes bytes (run as root)"
+    CGROUP=$cg
 }
 
 # start_hsd NAME ARGS...: starts hsd serve on free ports; sets HSD_PID,
@@ -283,6 +324,7 @@ declare -A SPID RPORT WPORT   # per system: server pid(s), read port, write port
 # MariaDB (for mysql-sql, hsd-mysql and the original plugin)
 if want mysql-sql || want hsd-mysql || want hs-original; then
     if mdb status >/dev/null 2>&1; then
+        [[ $io_bound -eq 1 ]] && die "--io-bound starts MariaDB with its own buffer pool and flush method: stop the one in $MDB_DIR first (HSD_MARIADB_DIR=$MDB_DIR scripts/mariadb.sh stop)"
         say "MariaDB in $MDB_DIR already runs: reusing it (left running)"
     else
         stop_mariadb=1
@@ -350,6 +392,12 @@ if want hsd-embedded; then
         "CREATE TABLE $TABLE (id INTEGER PRIMARY KEY, name TEXT, email TEXT, created TEXT)"
     start_hsd hsd-embedded --data-dir "$data"
     SPID[hsd-embedded]=$HSD_PID RPORT[hsd-embedded]=$HSD_RPORT WPORT[hsd-embedded]=$HSD_WPORT
+    if [[ $io_bound -eq 1 ]]; then
+        # As much memory for SQLite's file as InnoDB's buffer pool has, plus
+        # hsd's own; the load below runs inside the bound too.
+        limit_memory "$HSD_PID" $(( (256 + 64) << 20 ))
+        say "hsd-embedded: in memory cgroup $CGROUP (320 MiB: 256 for the page cache of its file, 64 for hsd)"
+    fi
     say "loading $rows rows into hsd-embedded over HandlerSocket inserts"
     "$BIN/hsbench" load --system hs --port "$HSD_WPORT" --db "$DB" --table "$TABLE" --rows "$rows" >&2
 fi
@@ -458,6 +506,22 @@ for run in $(seq 1 "$runs"); do
     say "run $run of $runs done"
 done
 say "sweep took $((SECONDS - t_sweep)) s"
+if [[ $io_bound -eq 1 ]]; then
+    {
+        echo "What the OS page cache held at the end of the sweep (fincore: resident / file size)"
+        echo "MariaDB (innodb_flush_method=O_DIRECT, buffer pool $HSD_BENCH_MARIADB_BUFFER_POOL):"
+        fincore "$MDB_DIR"/data/"$DB"/*.ibd 2>&1 || true
+        if want hsd-embedded; then
+            echo "hsd-embedded (memory cgroup $CGROUP):"
+            fincore "$OUT"/hsd-data/*.sqlite* 2>&1 || true
+            for f in memory.current memory.max memory.usage_in_bytes memory.limit_in_bytes; do
+                [[ -f "$CGROUP/$f" ]] && echo "$f: $(cat "$CGROUP/$f")"
+            done
+        fi
+        du -sh "$MDB_DIR/data/$DB" "$OUT/hsd-data" 2>/dev/null || true
+    } >"$OUT/page-cache.txt"
+    cat "$OUT/page-cache.txt" >&2
+fi
 echo "load average at end of sweep: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
 
 # ---------------------------------------------------------------- profile

@@ -419,34 +419,7 @@ mod tests {
     use crate::backend::memory::{Fault, MemoryStore};
     use crate::backend::WriteBatching;
     use crate::exec::testing::{open, store, write_task};
-    use crate::exec::Catalog;
-    use crate::metrics::Metrics;
-
-    fn shared(store: MemoryStore) -> Shared<MemoryStore> {
-        Shared {
-            backend: Arc::new(store),
-            catalog: Arc::new(Catalog::default()),
-            metrics: Metrics::new().expect("metrics"),
-            max_response_bytes: 1 << 20,
-            walk_time: None,
-            read_threads: None,
-        }
-    }
-
-    fn local<F: std::future::Future>(f: F) -> F::Output {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        tokio::task::LocalSet::new().block_on(&rt, f)
-    }
-
-    fn text(answers: &[ResponseWriter]) -> Vec<String> {
-        answers
-            .iter()
-            .map(|a| String::from_utf8_lossy(a.as_bytes()).into_owned())
-            .collect()
-    }
+    use crate::shared::testing::{local, shared, text};
 
     /// Column `n` of row `id` as stored.
     fn n_of(store: &MemoryStore, id: &str) -> String {

@@ -385,37 +385,9 @@ const _: () = assert!(ERR_UNAVAILABLE == 2013);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::memory::MemoryStore;
     use crate::backend::WriteBatching;
     use crate::exec::testing::{open, read_task, store};
-    use crate::exec::Catalog;
-    use crate::metrics::Metrics;
-
-    fn shared(store: MemoryStore) -> Shared<MemoryStore> {
-        Shared {
-            backend: Arc::new(store),
-            catalog: Arc::new(Catalog::default()),
-            metrics: Metrics::new().expect("metrics"),
-            max_response_bytes: 1 << 20,
-            walk_time: None,
-            read_threads: None,
-        }
-    }
-
-    fn local<F: std::future::Future>(f: F) -> F::Output {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        tokio::task::LocalSet::new().block_on(&rt, f)
-    }
-
-    fn text(answers: &[ResponseWriter]) -> Vec<String> {
-        answers
-            .iter()
-            .map(|a| String::from_utf8_lossy(a.as_bytes()).into_owned())
-            .collect()
-    }
+    use crate::shared::testing::{local, shared, text};
 
     #[test]
     fn each_client_gets_its_own_answers_in_order() {

@@ -46,3 +46,42 @@ impl<B: Backend> Clone for Shared<B> {
         }
     }
 }
+
+/// What the unit tests of the loops' batcher and committer share: a
+/// `Shared` over the memory seam, a single-threaded runtime with a
+/// `LocalSet` (the loops' own kind), and answers as text.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::Shared;
+    use crate::backend::memory::MemoryStore;
+    use crate::exec::Catalog;
+    use crate::metrics::Metrics;
+    use hs_proto::ResponseWriter;
+    use std::sync::Arc;
+
+    pub(crate) fn shared(store: MemoryStore) -> Shared<MemoryStore> {
+        Shared {
+            backend: Arc::new(store),
+            catalog: Arc::new(Catalog::default()),
+            metrics: Metrics::new().expect("metrics"),
+            max_response_bytes: 1 << 20,
+            walk_time: None,
+            read_threads: None,
+        }
+    }
+
+    pub(crate) fn local<F: std::future::Future>(f: F) -> F::Output {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        tokio::task::LocalSet::new().block_on(&rt, f)
+    }
+
+    pub(crate) fn text(answers: &[ResponseWriter]) -> Vec<String> {
+        answers
+            .iter()
+            .map(|a| String::from_utf8_lossy(a.as_bytes()).into_owned())
+            .collect()
+    }
+}

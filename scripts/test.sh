@@ -56,29 +56,39 @@ section() {
 section "dependencies (scripts/deps.sh)"
 bash "$ROOT/scripts/deps.sh"
 
-# The MySQL 8 server is fetched (Maven) and unpacked while cargo builds.
-fetch_log=$ROOT/target/mysql8-fetch.log
+# Every server starts while cargo builds: the private MariaDB, MySQL 8
+# (fetched with Maven and unpacked first), the replicated set-ups. Each is
+# stopped on exit only if this script started it: a developer's running
+# instance is reused and left alone.
 mkdir -p "$ROOT/target"
-bash "$ROOT/scripts/mysql8.sh" fetch >"$fetch_log" 2>&1 &
-fetch_pid=$!
-
-# The replicated set-ups start while cargo builds (each stopped on exit
-# unless it was running before this script).
+stop_mariadb=1
+bash "$ROOT/scripts/mariadb.sh" status >/dev/null 2>&1 && stop_mariadb=0
+stop_mysql8=1
+bash "$ROOT/scripts/mysql8.sh" status >/dev/null 2>&1 && stop_mysql8=0
 stop_repl=1
 bash "$ROOT/scripts/replication.sh" status >/dev/null 2>&1 && stop_repl=0
 stop_galera=1
 bash "$ROOT/scripts/galera.sh" status >/dev/null 2>&1 && stop_galera=0
+mariadb_start_log=$ROOT/target/mariadb-start.log
+mysql8_start_log=$ROOT/target/mysql8-start.log
 repl_start_log=$ROOT/target/replication-start.log
 galera_start_log=$ROOT/target/galera-start.log
+bash "$ROOT/scripts/mariadb.sh" start >"$mariadb_start_log" 2>&1 &
+mariadb_start_pid=$!
+{ bash "$ROOT/scripts/mysql8.sh" fetch && bash "$ROOT/scripts/mysql8.sh" start; } >"$mysql8_start_log" 2>&1 &
+mysql8_start_pid=$!
 bash "$ROOT/scripts/replication.sh" start >"$repl_start_log" 2>&1 &
 repl_start_pid=$!
 bash "$ROOT/scripts/galera.sh" start >"$galera_start_log" 2>&1 &
 galera_start_pid=$!
+start_pids=("$mariadb_start_pid" "$mysql8_start_pid" "$repl_start_pid" "$galera_start_pid")
 # Until the full exit handler is set (after the build): never leave them
 # running.
 early_exit() {
     local rc=$?
-    wait "$repl_start_pid" "$galera_start_pid" 2>/dev/null || true
+    wait "${start_pids[@]}" 2>/dev/null || true
+    [[ $stop_mariadb -eq 1 ]] && bash "$ROOT/scripts/mariadb.sh" stop >/dev/null 2>&1
+    [[ $stop_mysql8 -eq 1 ]] && bash "$ROOT/scripts/mysql8.sh" stop >/dev/null 2>&1
     [[ $stop_repl -eq 1 ]] && bash "$ROOT/scripts/replication.sh" stop >/dev/null 2>&1
     [[ $stop_galera -eq 1 ]] && bash "$ROOT/scripts/galera.sh" stop >/dev/null 2>&1
     exit "$rc"
@@ -95,17 +105,7 @@ if [[ $setup_only -eq 0 ]]; then
     cargo clippy --workspace --all-targets -- -D warnings
 fi
 
-section "private MariaDB (scripts/mariadb.sh start) and MySQL 8 (scripts/mysql8.sh start)"
-# Stop a server on exit only if this script started it: a developer's running
-# instance is reused and left alone.
-stop_mariadb=1
-if bash "$ROOT/scripts/mariadb.sh" status >/dev/null 2>&1; then
-    stop_mariadb=0
-fi
-stop_mysql8=1
-if bash "$ROOT/scripts/mysql8.sh" status >/dev/null 2>&1; then
-    stop_mysql8=0
-fi
+section "private MariaDB and MySQL 8 (started while cargo built)"
 mysql8_pid=""
 repl_pid=""
 hostile_pid=""
@@ -125,7 +125,7 @@ on_exit() {
         kill -TERM -- "-$repl_pid" 2>/dev/null || kill -TERM "$repl_pid" 2>/dev/null || true
         wait "$repl_pid" 2>/dev/null || true
     fi
-    wait "$repl_start_pid" "$galera_start_pid" 2>/dev/null || true
+    wait "${start_pids[@]}" 2>/dev/null || true
     if [[ $stop_repl -eq 1 ]]; then
         echo "== stopping the replicated MariaDB"
         bash "$ROOT/scripts/replication.sh" stop || true
@@ -154,7 +154,16 @@ trap on_exit EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-bash "$ROOT/scripts/mariadb.sh" start
+# wait_started NAME PID LOG: the background start of NAME, its log shown.
+wait_started() {
+    if ! wait "$2"; then
+        cat "$3" >&2
+        echo "scripts/$1.sh start failed (log above)" >&2
+        exit 1
+    fi
+    cat "$3"
+}
+wait_started mariadb "$mariadb_start_pid" "$mariadb_start_log"
 eval "$(bash "$ROOT/scripts/mariadb.sh" env)"
 : "${HSD_TEST_MYSQL_URL:?scripts/mariadb.sh env did not set HSD_TEST_MYSQL_URL}"
 export HSD_TEST_MYSQL_URL HSD_MARIADB_PORT HSD_MARIADB_SOCKET HSD_MARIADB_DIR
@@ -162,13 +171,7 @@ echo "HSD_TEST_MYSQL_URL=$HSD_TEST_MYSQL_URL"
 mariadb --no-defaults -h127.0.0.1 -P"$HSD_MARIADB_PORT" -uhsd -phsd hsdtest \
     -N -e 'select concat("connected as hsd to ", version())'
 
-if ! wait "$fetch_pid"; then
-    cat "$fetch_log" >&2
-    echo "scripts/mysql8.sh fetch failed (log above)" >&2
-    exit 1
-fi
-cat "$fetch_log"
-bash "$ROOT/scripts/mysql8.sh" start
+wait_started mysql8 "$mysql8_start_pid" "$mysql8_start_log"
 eval "$(bash "$ROOT/scripts/mysql8.sh" env)"
 : "${HSD_TEST_MYSQL8_URL:?scripts/mysql8.sh env did not set HSD_TEST_MYSQL8_URL}"
 export HSD_TEST_MYSQL8_URL HSD_MYSQL8_PORT HSD_MYSQL8_SOCKET HSD_MYSQL8_DIR HSD_MYSQL8_CA
@@ -176,15 +179,8 @@ echo "HSD_TEST_MYSQL8_URL=$HSD_TEST_MYSQL8_URL"
 mariadb --no-defaults -h127.0.0.1 -P"$HSD_MYSQL8_PORT" -uhsd -phsd hsdtest \
     -N -e 'select concat("connected as hsd to MySQL ", version())'
 
-for set_up in "replication $repl_start_pid $repl_start_log" "galera $galera_start_pid $galera_start_log"; do
-    read -r name pid log <<<"$set_up"
-    if ! wait "$pid"; then
-        cat "$log" >&2
-        echo "scripts/$name.sh start failed (log above)" >&2
-        exit 1
-    fi
-    cat "$log"
-done
+wait_started replication "$repl_start_pid" "$repl_start_log"
+wait_started galera "$galera_start_pid" "$galera_start_log"
 eval "$(bash "$ROOT/scripts/replication.sh" env)"
 eval "$(bash "$ROOT/scripts/galera.sh" env)"
 export HSD_REPL_PRIMARY_URL HSD_REPL_REPLICA_URLS HSD_REPL_DIR HSD_REPL_HS_PORT HSD_REPL_HS_PORT_WR

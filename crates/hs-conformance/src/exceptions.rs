@@ -159,9 +159,7 @@ pub fn wrapping_u32(token: &[u8]) -> u32 {
 /// The differences between hsd on MariaDB (the reference, which answers
 /// as the plugin) and hsd on MySQL 8 that come from the servers themselves:
 /// each is a value the two servers take, store or refuse differently. (A
-/// difference that hsd could remove is fixed in hsd, not listed here;
-/// `mysql8_float_literal_not_narrowed` is the exception to the rule, open
-/// until hsd's MySQL backend narrows FLOAT values itself.)
+/// difference that hsd could remove is fixed in hsd, not listed here.)
 pub fn cross_backend() -> Vec<Exception> {
     let mut list = stored_value_exceptions();
     list.extend([
@@ -248,25 +246,6 @@ pub fn cross_backend() -> Vec<Exception> {
                         is_utf8mb4_text(col)
                             && v.as_deref()
                                 .is_some_and(|b| std::str::from_utf8(b).is_err())
-                    })
-                })
-            },
-            ends_segment: true,
-            covers_rows: true,
-        },
-        Exception {
-            name: "mysql8_float_literal_not_narrowed",
-            reason: "OPEN, an hsd defect on MySQL 8 (reported with issue 22's exact row \
-                     locators): hsd compares a FLOAT column with CAST(value AS FLOAT), which \
-                     MariaDB rounds to single precision (the value the column stores) and \
-                     MySQL 8 does not (Item_typecast_real keeps the double), so a filter, a \
-                     modify or a walk on MySQL 8 misses rows whose FLOAT is not exactly the \
-                     value given (0.1, 3.14159), and a value beyond FLOAT's range answers \
-                     1 1 1690 instead of comparing with the largest FLOAT",
-            applies: |c| {
-                c.opened.is_some_and(|o| {
-                    all_values(c.request, o).iter().any(|(col, v)| {
-                        col.kind == Kind::Float && v.as_deref().is_some_and(|b| !exact_float(b))
                     })
                 })
             },
@@ -669,16 +648,6 @@ fn is_time(s: &str) -> bool {
     is_clock(t, 838)
 }
 
-/// Whether the text is a number a FLOAT holds exactly (its double value
-/// survives rounding to single precision).
-fn exact_float(v: &[u8]) -> bool {
-    std::str::from_utf8(v)
-        .ok()
-        .filter(|s| is_plain_number(s))
-        .and_then(|s| s.parse::<f64>().ok())
-        .is_some_and(|d| d.is_finite() && f64::from(d as f32) == d)
-}
-
 /// The first plugin-vs-hsd exception that covers this difference, if any
 /// (these need no index: `opened` is not consulted).
 pub fn matching(request: &[u8], plugin: &[u8], hsd: &[u8]) -> Option<&'static str> {
@@ -806,13 +775,6 @@ mod tests {
         assert!(fits_as_is(&double, Some(b"-1e-5")) && fits_as_is(&double, Some(b".5")));
         assert!(!fits_as_is(&double, Some(b"nan")) && !fits_as_is(&double, Some(b" 1.5")));
         assert!(fits_as_is(&col(Kind::VarChar(4), true), Some(b"anything")));
-    }
-
-    #[test]
-    fn floats_held_exactly() {
-        assert!(exact_float(b"1.5") && exact_float(b"100000") && exact_float(b"-2.5"));
-        assert!(!exact_float(b"0.1") && !exact_float(b"3.14159") && !exact_float(b"1e39"));
-        assert!(!exact_float(b"abc"));
     }
 
     #[test]

@@ -531,6 +531,45 @@ fn cross_exception_time_from_a_number_out_of_range() {
     ]);
     let replay = cross_run(&mut pair, &twice, Some("time_from_a_number_out_of_range"));
     assert_eq!(answers(&replay, 5), ("0\t1\t2".into(), "0\t1\t2".into()));
+    // One `-` storing numbers into a TIME and a DATE (seed 946503114 of a
+    // long run, reduced): the rows differ in both kinds of cell at once.
+    let both = cross_steps(&[
+        (
+            Port::Write,
+            "P|0|DB|times|k_dt_tm|da,dt,ts,tm|da,tm,id,dt",
+            None,
+        ),
+        (
+            Port::Write,
+            "0|<=|2|2038-01-19 03:14:07|abc|5|1|-|100|123456789|-1|-100",
+            Some("times"),
+        ),
+    ]);
+    let replay = cross_run(&mut pair, &both, Some("time_from_a_number_out_of_range"));
+    assert_eq!(answers(&replay, 1), ("0\t1\t5".into(), "0\t1\t5".into()));
+    // An IN of 839:00:00 (stored 838:59:59) and 00:00:00 with `+` on the
+    // TIME key (seed 946503171, reduced): the row the first value changed is
+    // 00:00:00 on MariaDB, which the second value finds again, and
+    // 838:59:59 on MySQL 8, which it does not.
+    let again = cross_steps(&[
+        (
+            Port::Write,
+            "P|3|DB|times|k_dt_tm|tm,da,id,dt|da,dt,ts",
+            None,
+        ),
+        (
+            Port::Write,
+            "3|+|4|839:00:00|1000-01-01|94|2010-01-02 03:04:05",
+            Some("times"),
+        ),
+        (
+            Port::Write,
+            "3|=|2|2010-01-02 03:04:05|00:00:00|3|0|@|1|2|839:00:00|00:00:00|+|16777217|",
+            Some("times"),
+        ),
+    ]);
+    let replay = cross_run(&mut pair, &again, Some("time_from_a_number_out_of_range"));
+    assert_eq!(answers(&replay, 2), ("0\t1\t2".into(), "0\t1\t1".into()));
 }
 
 /// Exception `date_from_a_number_mariadb_cannot_read`: 1000-01-01 -

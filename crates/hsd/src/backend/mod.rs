@@ -5,6 +5,7 @@
 //! comparison (keys, filters, collations, NULL order) is expressed in SQL and
 //! done by the database, never in Rust. Backends know nothing about sockets.
 
+pub(crate) mod floats;
 #[cfg(test)]
 pub(crate) mod memory;
 pub(crate) mod mysql;
@@ -220,10 +221,18 @@ pub(crate) enum ColumnKind {
         elements: Vec<Vec<u8>>,
         case_insensitive: bool,
     },
-    /// Anything else (decimal, float, ...), with the SQL type a value is
+    /// FLOAT, FLOAT(M,D) with a `scale`: a value stores as
+    /// `floats::stored_float` computes, which hsd writes itself (the
+    /// servers' CASTs to FLOAT differ); `unsigned` stores a negative value
+    /// as 0.
+    Float {
+        scale: Option<floats::FloatScale>,
+        unsigned: bool,
+    },
+    /// Anything else (decimal, double, ...), with the SQL type a value is
     /// CAST to so that it becomes what storing it would make (`None`:
-    /// compared as text); `unsigned` (a DECIMAL, FLOAT or DOUBLE UNSIGNED)
-    /// also stores a negative value as 0.
+    /// compared as text); `unsigned` (a DECIMAL or DOUBLE UNSIGNED) also
+    /// stores a negative value as 0.
     Other {
         cast: Option<String>,
         unsigned: bool,

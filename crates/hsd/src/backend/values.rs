@@ -489,6 +489,15 @@ pub(crate) fn stored_readback(kind: &super::ColumnKind, n: i64) -> i64 {
                 0
             }
         }
+        K::Float { unsigned, .. } => {
+            // `as` rounds to nearest, as storing into a FLOAT does.
+            let n = f64_to_i64(round_half_even(f64::from(n as f32)));
+            if *unsigned {
+                n.max(0)
+            } else {
+                n
+            }
+        }
         K::Other {
             cast: Some(cast),
             unsigned,
@@ -550,14 +559,10 @@ fn timestamp_holds(stored: i64) -> bool {
             && (19_700_101_000_001..=20_380_119_031_407).contains(&stored))
 }
 
-/// What a FLOAT, DOUBLE or DECIMAL(M,D) column reads back as an integer
-/// after storing `n`: the nearest value the type holds (a DECIMAL clamps to
-/// its largest, which may then round up), read as `IntRead` reads it.
+/// What a DOUBLE or DECIMAL(M,D) column reads back as an integer after
+/// storing `n`: the nearest value the type holds (a DECIMAL clamps to its
+/// largest, which may then round up), read as `IntRead` reads it.
 fn number_readback(cast: &str, n: i64) -> i64 {
-    if cast == "FLOAT" {
-        // `as f32` rounds to nearest, as storing into a FLOAT does.
-        return f64_to_i64(round_half_even(f64::from(n as f32)));
-    }
     if cast == "DOUBLE" {
         return f64_to_i64(n as f64);
     }
@@ -654,6 +659,7 @@ pub(crate) fn is_stored_form(kind: &super::ColumnKind, key: &[u8]) -> bool {
         | super::ColumnKind::Year
         | super::ColumnKind::Bit { .. }
         | super::ColumnKind::Enum { .. }
+        | super::ColumnKind::Float { .. }
         | super::ColumnKind::Other { .. } => false,
     }
 }
@@ -794,8 +800,12 @@ mod tests {
             stored_readback(&other("DOUBLE"), 9_007_199_254_740_993),
             9_007_199_254_740_992
         );
-        assert_eq!(stored_readback(&other("FLOAT"), 123_456_793), 123_456_792);
-        assert_eq!(stored_readback(&other("FLOAT"), i64::MAX), i64::MAX);
+        let float = ColumnKind::Float {
+            scale: None,
+            unsigned: false,
+        };
+        assert_eq!(stored_readback(&float, 123_456_793), 123_456_792);
+        assert_eq!(stored_readback(&float, i64::MAX), i64::MAX);
         // DECIMAL(7,2) holds up to 99999.99, which reads back as 100000.
         assert_eq!(stored_readback(&other("DECIMAL(7,2)"), 99_999), 99_999);
         assert_eq!(

@@ -1,6 +1,7 @@
 //! Values as SQL literals: as bytes, in a column's character set, and as
 //! what storing them into a column of a kind makes of them.
 
+use crate::backend::floats;
 use crate::backend::values::{
     date_check, is_stored_form, stored_bit, stored_enum, stored_year, DateCheck,
 };
@@ -91,7 +92,7 @@ fn push_temporal(sql: &mut Vec<u8>, cast: &str, zero: &str, timestamp: bool, v: 
 /// Appends `value` as what storing it into a column of `kind` makes of it,
 /// the way the original compared filter values: integers rounded and
 /// clamped to the type, text cut to the column's length, BINARY padded,
-/// decimals and dates converted. (Comparing a column with a literal of
+/// decimals and dates converted, a FLOAT narrowed to single precision. (Comparing a column with a literal of
 /// another type does not do that, and `HANDLER ... WHERE` even compares an
 /// INT column with a binary string wrongly.)
 pub(super) fn push_stored(sql: &mut Vec<u8>, kind: &ColumnKind, value: Option<&[u8]>) {
@@ -144,6 +145,16 @@ pub(super) fn push_stored(sql: &mut Vec<u8>, kind: &ColumnKind, value: Option<&[
             elements,
             case_insensitive,
         } => push_number_i64(sql, stored_enum(v, elements, *case_insensitive)),
+        ColumnKind::Float { scale, unsigned } => {
+            // The single-precision value the column would store, written
+            // exactly as a double: both servers then compare the column
+            // with it alike (MySQL 8's CAST(v AS FLOAT) keeps the double).
+            // The same literal as a locator's (`push_locate_value`).
+            let stored = f64::from(floats::stored_float(v, *scale, *unsigned));
+            let text = format!("{stored:e}");
+            let written = push_number_literal(sql, text.as_bytes(), true);
+            debug_assert!(written, "{text} is a numeric literal");
+        }
         ColumnKind::Other {
             cast: Some(t),
             unsigned,
@@ -332,6 +343,33 @@ mod tests {
         sql.clear();
         push_stored(&mut sql, &ColumnKind::Bit { bits: 8 }, Some(b"1"));
         assert_eq!(sql, b"49");
+        // FLOAT: the value the column stores, exactly, whatever the text.
+        let float = |scale, unsigned| ColumnKind::Float { scale, unsigned };
+        for (given, literal) in [
+            (&b"3.14159"[..], "3.141590118408203e0"),
+            (b"0.1", "1.0000000149011612e-1"),
+            (b"1e39", "3.4028234663852886e38"),
+            (b" 1.5", "1.5e0"),
+            (b"12abc", "1.2e1"),
+            (b"-0", "-0e0"),
+        ] {
+            sql.clear();
+            push_stored(&mut sql, &float(None, false), Some(given));
+            assert_eq!(String::from_utf8_lossy(&sql), literal);
+        }
+        sql.clear();
+        let m_d = crate::backend::floats::FloatScale {
+            digits: 7,
+            decimals: 4,
+        };
+        push_stored(&mut sql, &float(Some(m_d), true), Some(b"-3"));
+        assert_eq!(sql, b"0e0");
+        sql.clear();
+        push_stored(&mut sql, &float(Some(m_d), false), Some(b"3.14159"));
+        assert_eq!(sql, b"3.1415998935699463e0");
+        sql.clear();
+        push_stored(&mut sql, &float(None, false), None);
+        assert_eq!(sql, b"NULL");
     }
 
     #[test]

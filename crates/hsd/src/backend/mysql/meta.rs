@@ -7,6 +7,7 @@
 //! `P` means what it meant to the original plugin.
 
 use super::link::{Answer, Failure, Link, ResultSink};
+use crate::backend::floats::FloatScale;
 use crate::backend::{
     ColumnKind, ColumnMeta, IndexMeta, IntRead, LocateForm, StorageError, TableMeta, WriteForm,
 };
@@ -144,6 +145,12 @@ pub(super) fn column_kind(
             }
         }
         "year" => return ColumnKind::Year,
+        "float" => {
+            return ColumnKind::Float {
+                scale: FloatScale::of_column_type(column_type),
+                unsigned,
+            }
+        }
         "bit" => {
             return ColumnKind::Bit {
                 bits: bit_width(column_type),
@@ -187,7 +194,6 @@ fn cast_type(data_type: &str, column_type: &str) -> Option<String> {
         .unwrap_or("");
     match data_type {
         "decimal" => Some(format!("DECIMAL{params}")),
-        "float" => Some("FLOAT".into()),
         "double" => Some("DOUBLE".into()),
         _ => None,
     }

@@ -390,7 +390,11 @@ if want hsd-embedded; then
     rm -rf "$data"
     "$BIN/hsd" sql --data-dir "$data" "$DB" \
         "CREATE TABLE $TABLE (id INTEGER PRIMARY KEY, name TEXT, email TEXT, created TEXT)"
-    start_hsd hsd-embedded --data-dir "$data"
+    embedded_args=()
+    # Data far larger than memory: no memory-mapped reads (docs/benchmarks.md,
+    # the I/O-bound point: mapped, they thrash).
+    [[ $io_bound -eq 1 ]] && embedded_args=(--sqlite-mmap-mib 0)
+    start_hsd hsd-embedded --data-dir "$data" "${embedded_args[@]}"
     SPID[hsd-embedded]=$HSD_PID RPORT[hsd-embedded]=$HSD_RPORT WPORT[hsd-embedded]=$HSD_WPORT
     if [[ $io_bound -eq 1 ]]; then
         # As much memory for SQLite's file as InnoDB's buffer pool has, plus

@@ -187,6 +187,11 @@ pub struct ServeOptions {
     /// Embedded store durability: off, normal or full [default: full].
     #[arg(long, env = "HSD_SYNCHRONOUS", value_enum)]
     pub(crate) synchronous: Option<Synchronous>,
+    /// Embedded store: MiB of each db file that reads take through a memory
+    /// map (0: none, every page by read). Set 0 when the data is much larger
+    /// than memory [default: 1024].
+    #[arg(long, env = "HSD_SQLITE_MMAP_MIB")]
+    pub(crate) sqlite_mmap_mib: Option<usize>,
     /// PEM certificate chain: serve both ports over TLS (with --tls-key).
     #[arg(long, env = "HSD_TLS_CERT", requires = "tls_key")]
     pub(crate) tls_cert: Option<PathBuf>,
@@ -281,6 +286,9 @@ pub(crate) const THREADS: RangeInclusive<usize> = 1..=256;
 pub(crate) const THREADS_WR: RangeInclusive<usize> = 1..=64;
 /// `--mysql-pool`: read connections to the MySQL server per event loop.
 pub(crate) const MYSQL_POOL: RangeInclusive<usize> = 1..=256;
+/// `--sqlite-mmap-mib`: SQLite maps at most 2 GiB of a file (its build's
+/// SQLITE_MAX_MMAP_SIZE) whatever is asked.
+pub(crate) const SQLITE_MMAP_MIB: RangeInclusive<usize> = 0..=2048;
 
 /// `--max-response-bytes` unless set.
 pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 << 20;
@@ -316,6 +324,8 @@ pub struct Config {
     pub(crate) statement_timeout: Option<Duration>,
     pub(crate) drain_timeout: Duration,
     pub(crate) synchronous: Synchronous,
+    /// Bytes of each db file read through a memory map.
+    pub(crate) sqlite_mmap_bytes: i64,
     pub(crate) mysql_pool: Option<usize>,
     pub(crate) mysql_timeout: Duration,
     /// `--replica` servers (empty: one server).
@@ -448,6 +458,13 @@ impl ServeOptions {
         let line_timeout = self.line_timeout.or(file.line_timeout).unwrap_or(10);
         let auth_timeout = self.auth_timeout.or(file.auth_timeout).unwrap_or(10);
         let drain_timeout = self.drain_timeout.or(file.drain_timeout).unwrap_or(30);
+        let sqlite_mmap_mib = in_range(
+            "--sqlite-mmap-mib",
+            self.sqlite_mmap_mib
+                .or(file.sqlite_mmap_mib)
+                .unwrap_or(1024),
+            SQLITE_MMAP_MIB,
+        )?;
         let max_input_memory = self
             .max_input_memory
             .or(file.max_input_memory)
@@ -526,6 +543,8 @@ impl ServeOptions {
                 .synchronous
                 .or(file.synchronous)
                 .unwrap_or(Synchronous::Full),
+            // At most 2048 MiB (checked above): fits an i64.
+            sqlite_mmap_bytes: (sqlite_mmap_mib as i64) << 20,
             mysql_pool,
             replicas,
             read_from: self

@@ -46,7 +46,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
                 }
             }
             let backend = SqliteBackend::new(&config.data_dir, config.synchronous)
-                .with_statement_timeout(config.statement_timeout);
+                .with_statement_timeout(config.statement_timeout)
+                .with_mmap_bytes(config.sqlite_mmap_bytes);
             serve(config, backend, Metrics::new()?).await
         }
         BackendChoice::Mysql(url) => {

@@ -322,3 +322,22 @@ async fn a_db_locked_from_outside_does_not_stall_the_others() {
         assert_eq!(rows[0][0].as_deref(), Some("40"));
     }
 }
+
+/// `--sqlite-mmap-mib 0` reads every page with a system call (for data much
+/// larger than memory, where mapped reads thrash); the default maps the db
+/// file. Seen from outside: whether the file is in hsd's memory map after a
+/// find, and the same answers either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn db_files_are_mapped_unless_told_not_to() {
+    for (extra, mapped) in [(&[][..], true), (&["--sqlite-mmap-mib", "0"][..], false)] {
+        let s = TestServer::start(Backend::Sqlite, "hst_mmap", extra).expect("sqlite server");
+        s.sql("CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)");
+        s.sql("INSERT INTO kv VALUES (1, 'one'), (2, 'two')");
+        let mut r = s.reader().await;
+        assert_eq!(q(&mut r, "P|0|hst_mmap|kv|PRIMARY|k,v").await, t("0|1"));
+        assert_eq!(q(&mut r, "0|>=|1|1|5|0").await, t("0|2|1|one|2|two"));
+        let maps = std::fs::read_to_string(format!("/proc/{}/maps", s.pid())).expect("maps");
+        let file_mapped = maps.lines().any(|l| l.ends_with("/hst_mmap.sqlite"));
+        assert_eq!(file_mapped, mapped, "{extra:?}: {maps}");
+    }
+}

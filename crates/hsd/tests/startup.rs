@@ -88,6 +88,10 @@ fn thread_counts_out_of_range_are_refused() {
             &["--max-response-bytes", "100"][..],
             "--max-response-bytes must be at least 4096, not 100",
         ),
+        (
+            &["--sqlite-mmap-mib", "4096"][..],
+            "--sqlite-mmap-mib must be 0 to 2048, not 4096",
+        ),
     ] {
         assert_refused(&serve(dir.path(), args, &[]), want);
     }

@@ -208,7 +208,13 @@ mod tests {
             .unwrap()
             .execute_batch(&ddl)
             .unwrap();
-        let mut storage = SqliteConn::new(dir.path().to_path_buf(), Synchronous::Off, None, None);
+        let mut storage = SqliteConn::new(
+            dir.path().to_path_buf(),
+            Synchronous::Off,
+            None,
+            None,
+            crate::backend::sqlite::MMAP_SIZE,
+        );
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();

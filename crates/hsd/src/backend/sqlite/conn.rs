@@ -23,7 +23,7 @@ use super::shm::{Fingerprint, WalIndexView};
 use super::statement_clock::StatementClock;
 use super::stmt::RawStatement;
 use super::wal_sync::WalSyncer;
-use super::{db_path, open_db, refused, Synchronous};
+use super::{db_path, open_db, refused, Synchronous, MMAP_SIZE};
 use crate::backend::values::stored_integer;
 use crate::backend::write_sql::{self, WritePlaceholders};
 use crate::backend::ERR_DUPLICATE_KEY;
@@ -77,6 +77,8 @@ enum DbGroup {
 pub(crate) struct SqliteConn {
     data_dir: PathBuf,
     synchronous: Synchronous,
+    /// Bytes of each db file read through mmap (`--sqlite-mmap-mib`).
+    mmap_bytes: i64,
     /// Set when commits are made durable by syncing the WAL beside the loop.
     syncer: Option<Arc<WalSyncer>>,
     files: HashMap<String, DbFile>,
@@ -96,11 +98,13 @@ impl SqliteConn {
         synchronous: Synchronous,
         syncer: Option<Arc<WalSyncer>>,
         statement_timeout: Option<Duration>,
+        mmap_bytes: i64,
     ) -> SqliteConn {
         SqliteConn {
             data_dir,
             synchronous,
             syncer,
+            mmap_bytes,
             files: HashMap::new(),
             in_write_group: false,
             sql: Vec::with_capacity(256),
@@ -119,6 +123,10 @@ impl SqliteConn {
                 None => self.synchronous,
             };
             let conn = open_db(&self.data_dir, db, false, sync)?;
+            if self.mmap_bytes != MMAP_SIZE {
+                conn.pragma_update(None, "mmap_size", self.mmap_bytes)
+                    .map_err(refused)?;
+            }
             if self.syncer.is_some() {
                 conn.pragma_update(None, "wal_autocheckpoint", 0)
                     .map_err(refused)?;

@@ -7,6 +7,8 @@ mod cluster;
 use cluster::{
     block_on, client, eventually, get, insert, open, req, set, Cluster, Hsd, Kind, Restore,
 };
+use hs_conformance::lockstep;
+use hs_conformance::target::Endpoint;
 use std::time::{Duration, Instant};
 
 /// Every read on the read port sees every write acknowledged on the write
@@ -728,97 +730,6 @@ fn hung_primary_writes_fail_within_the_timeout() {
     });
 }
 
-/// Clients of the lockstep test (as tests/conformance.rs's, on replicas):
-/// each has a connection to each port; rows each owns; steps.
-const LOCKSTEP_CLIENTS: usize = 16;
-const LOCKSTEP_ROWS: usize = 4;
-const LOCKSTEP_STEPS: usize = 40;
-
-/// The request client `c` sends in step `k`: in steps where `c + k` is
-/// even a write to one of its own rows, otherwise a read of rows of
-/// clients that do not write in that step. So every answer is fixed
-/// whatever order a step's requests run in: a read sees exactly the writes
-/// answered in earlier steps.
-fn lockstep_request(seed: u64, c: usize, k: usize) -> (bool, String) {
-    let mut rng = hs_conformance::rng::Rng::new(seed * 100_000 + (c * 1_000 + k) as u64);
-    let row = |owner: usize, rng: &mut hs_conformance::rng::Rng| {
-        owner * LOCKSTEP_ROWS + rng.below(LOCKSTEP_ROWS)
-    };
-    if (c + k).is_multiple_of(2) {
-        let r = row(c, &mut rng);
-        let line = match rng.below(4) {
-            0 => format!(
-                "1\t=\t1\t{r}\t1\t0\tU\t{}\ts{}",
-                rng.below(99),
-                rng.below(99)
-            ),
-            1 => format!(
-                "1\t=\t1\t{r}\t1\t0\tU?\t{}\tq{}",
-                rng.below(99),
-                rng.below(99)
-            ),
-            2 => format!("1\t=\t1\t{r}\t1\t0\t+\t{}\t", rng.below(9)),
-            _ => format!("1\t=\t1\t{r}\t1\t0\t-\t{}\t", rng.below(9)),
-        };
-        return (true, line);
-    }
-    let owner = |rng: &mut hs_conformance::rng::Rng| loop {
-        let o = rng.below(LOCKSTEP_CLIENTS);
-        if (o + k) % 2 == 1 {
-            return o;
-        }
-    };
-    let o = owner(&mut rng);
-    let line = match rng.below(3) {
-        0 | 1 => format!("0\t=\t1\t{}", row(o, &mut rng)),
-        _ => format!("0\t>=\t1\t{}\t{LOCKSTEP_ROWS}\t0", o * LOCKSTEP_ROWS),
-    };
-    (false, line)
-}
-
-/// Runs the lockstep against read and write addresses: every client's
-/// answers, step by step.
-fn lockstep_answers(read: &str, write: &str, db: &str, seed: u64) -> Vec<Vec<String>> {
-    use hs_conformance::generate::Port;
-    use hs_conformance::target::{Connection, Endpoint};
-    let endpoint = Endpoint {
-        name: "lockstep".into(),
-        read_addr: read.into(),
-        write_addr: write.into(),
-        db: db.into(),
-    };
-    let barrier = std::sync::Arc::new(std::sync::Barrier::new(LOCKSTEP_CLIENTS));
-    let clients: Vec<_> = (0..LOCKSTEP_CLIENTS)
-        .map(|c| {
-            let (endpoint, barrier) = (endpoint.clone(), barrier.clone());
-            std::thread::spawn(move || {
-                let db = endpoint.db.clone();
-                let mut rd = hs_conformance::target::open(&endpoint, Port::Read).expect("connect");
-                let mut wr = hs_conformance::target::open(&endpoint, Port::Write).expect("connect");
-                let p = |conn: &mut Connection, line: String| {
-                    assert_eq!(conn.request(line.as_bytes()).expect("P"), b"0\t1");
-                };
-                p(&mut rd, format!("P\t0\t{db}\tls\tPRIMARY\tid,n,s"));
-                p(&mut wr, format!("P\t1\t{db}\tls\tPRIMARY\tn,s"));
-                (0..LOCKSTEP_STEPS)
-                    .map(|k| {
-                        let (writes, line) = lockstep_request(seed, c, k);
-                        barrier.wait();
-                        let conn = if writes { &mut wr } else { &mut rd };
-                        let answer = conn.request(line.as_bytes()).expect("answer");
-                        barrier.wait();
-                        format!("{line} -> {}", String::from_utf8_lossy(&answer))
-                    })
-                    .collect::<Vec<String>>()
-            })
-        })
-        .collect();
-    clients
-        .into_iter()
-        .map(|t| t.join().expect("lockstep client"))
-        .collect()
-}
-
 /// Sixteen depth-1 clients in lockstep, half writing on the write port and
 /// half reading the rows written in earlier steps on the read port, which
 /// reads from the replicas: every answer must be the original plugin's on
@@ -834,16 +745,14 @@ fn lockstep_clients_on_replicas_answer_as_the_original() {
     let (plugin_rd, plugin_wr) = (port("HSD_REPL_HS_PORT"), port("HSD_REPL_HS_PORT_WR"));
     let _serial = Cluster::lock();
     c.settle();
-    let rows: Vec<String> = (0..LOCKSTEP_CLIENTS * LOCKSTEP_ROWS)
-        .map(|id| format!("({id}, {}, 's{id}')", id % 7))
-        .collect();
+    let rows = lockstep::seed_rows();
     for db in ["hst_lockstep_plugin", "hst_lockstep_hsd"] {
         c.sql(
             0,
             &format!(
-                "DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}; \
-                 CREATE TABLE {db}.ls (id INT NOT NULL PRIMARY KEY, n INT NOT NULL, s VARCHAR(20) NOT NULL); \
-                 INSERT INTO {db}.ls VALUES {}",
+                "DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}; USE {db}; {}; \
+                 INSERT INTO ls VALUES {}",
+                lockstep::TABLE_SQL,
                 rows.join(", ")
             ),
         );
@@ -854,13 +763,30 @@ fn lockstep_clients_on_replicas_answer_as_the_original() {
         &["--read-from", "replicas", "--topology-interval", "0.2"],
     );
     let seed = 7;
-    let plugin = lockstep_answers(
-        &format!("127.0.0.1:{plugin_rd}"),
-        &format!("127.0.0.1:{plugin_wr}"),
-        "hst_lockstep_plugin",
+    let endpoint = |name: &str, read: String, write: String, db: &str| Endpoint {
+        name: name.into(),
+        read_addr: read,
+        write_addr: write,
+        db: db.into(),
+    };
+    let plugin = lockstep::answers(
+        &endpoint(
+            "plugin",
+            format!("127.0.0.1:{plugin_rd}"),
+            format!("127.0.0.1:{plugin_wr}"),
+            "hst_lockstep_plugin",
+        ),
         seed,
     );
-    let ours = lockstep_answers(&hsd.read, &hsd.write, "hst_lockstep_hsd", seed);
+    let ours = lockstep::answers(
+        &endpoint(
+            "hsd",
+            hsd.read.clone(),
+            hsd.write.clone(),
+            "hst_lockstep_hsd",
+        ),
+        seed,
+    );
     for (client, (p, h)) in plugin.iter().zip(&ours).enumerate() {
         for (k, (pa, ha)) in p.iter().zip(h).enumerate() {
             assert_eq!(

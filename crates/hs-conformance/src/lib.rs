@@ -15,11 +15,14 @@
 //! - `suite`: long and short runs over many seeds.
 //! - `launcher`: starts hsd and reads its ready line (also used by hsd's
 //!   integration tests).
+//! - `lockstep`: many depth-1 clients taking steps together, whose answers
+//!   are fixed whatever order a server runs a step in.
 
 pub mod exceptions;
 pub mod generate;
 pub mod launcher;
 pub mod line;
+pub mod lockstep;
 pub mod reduce;
 pub mod rng;
 pub mod runner;

@@ -15,10 +15,11 @@ use common::{Backend, TestServer};
 use hs_conformance::exceptions;
 use hs_conformance::generate::{Port, Step, CONN_PORTS};
 use hs_conformance::line::Line;
+use hs_conformance::lockstep;
 use hs_conformance::runner::{Replay, Runner, Side};
 use hs_conformance::store::Store;
 use hs_conformance::suite::{self, Config, Mode};
-use hs_conformance::target::{self, Connection, Endpoint};
+use hs_conformance::target::{self, Endpoint};
 
 /// Requests per backend in the short run, and the seeds it starts from.
 const SHORT_RUN_REQUESTS: usize = 3_000;
@@ -1256,107 +1257,6 @@ fn writers_match(db: &str, args: &[&str], seeds: std::ops::RangeInclusive<u64>) 
     server.sql(&format!("DROP DATABASE {plugin_db}"));
 }
 
-/// Clients in the lockstep test, each with a connection to the read port
-/// and one to the write port; rows each owns; steps.
-const LOCKSTEP_CLIENTS: usize = 16;
-const LOCKSTEP_ROWS: usize = 4;
-const LOCKSTEP_STEPS: usize = 40;
-
-/// The request client `c` sends in step `k`. A client writes in the steps
-/// where `(c + k)` is even, only rows of its own; otherwise it reads rows
-/// of clients that do not write in that step. So whatever order hsd runs a
-/// step's requests in, every answer is fixed: a read sees exactly the
-/// writes answered in earlier steps.
-fn lockstep_request(seed: u64, c: usize, k: usize) -> (Port, String) {
-    let mut rng = hs_conformance::rng::Rng::new(seed * 100_000 + (c * 1_000 + k) as u64);
-    let row = |owner: usize, rng: &mut hs_conformance::rng::Rng| {
-        owner * LOCKSTEP_ROWS + rng.below(LOCKSTEP_ROWS)
-    };
-    if (c + k).is_multiple_of(2) {
-        let r = row(c, &mut rng);
-        let line = match rng.below(6) {
-            0 => format!(
-                "1\t=\t1\t{r}\t1\t0\tU\t{}\ts{}",
-                rng.below(99),
-                rng.below(99)
-            ),
-            1 => format!(
-                "1\t=\t1\t{r}\t1\t0\tU?\t{}\tq{}",
-                rng.below(99),
-                rng.below(99)
-            ),
-            2 => format!("1\t=\t1\t{r}\t1\t0\t+\t{}\t", rng.below(9)),
-            3 => format!("1\t=\t1\t{r}\t1\t0\t+?\t{}\t", rng.below(9)),
-            4 => format!("1\t=\t1\t{r}\t1\t0\t-\t{}\t", rng.below(9)),
-            _ => format!("1\t=\t1\t{r}\t1\t0\tU\t{}\tx", rng.below(9)),
-        };
-        return (Port::Write, line);
-    }
-    // Readers read the blocks of clients that read in this step.
-    let owner = |rng: &mut hs_conformance::rng::Rng| loop {
-        let o = rng.below(LOCKSTEP_CLIENTS);
-        if (o + k) % 2 == 1 {
-            return o;
-        }
-    };
-    let o = owner(&mut rng);
-    let line = match rng.below(4) {
-        0 | 1 => format!("0\t=\t1\t{}", row(o, &mut rng)),
-        2 => {
-            let first = o * LOCKSTEP_ROWS;
-            format!("0\t>=\t1\t{first}\t{LOCKSTEP_ROWS}\t0")
-        }
-        _ => {
-            let (a, b) = (owner(&mut rng), owner(&mut rng));
-            format!(
-                "0\t=\t1\t0\t3\t0\t@\t0\t2\t{}\t{}",
-                row(a, &mut rng),
-                row(b, &mut rng)
-            )
-        }
-    };
-    (Port::Read, line)
-}
-
-/// Runs the lockstep on one endpoint: every client's answers, step by step.
-fn lockstep_answers(endpoint: &Endpoint, seed: u64) -> Vec<Vec<String>> {
-    let barrier = std::sync::Arc::new(std::sync::Barrier::new(LOCKSTEP_CLIENTS));
-    let clients: Vec<_> = (0..LOCKSTEP_CLIENTS)
-        .map(|c| {
-            let (endpoint, barrier) = (endpoint.clone(), barrier.clone());
-            std::thread::spawn(move || {
-                let db = endpoint.db.clone();
-                let mut read = target::open(&endpoint, Port::Read).expect("connect");
-                let mut write = target::open(&endpoint, Port::Write).expect("connect");
-                let p = |c: &mut Connection, line: String| {
-                    assert_eq!(c.request(line.as_bytes()).expect("P"), b"0\t1");
-                };
-                p(&mut read, format!("P\t0\t{db}\tls\tPRIMARY\tid,n,s"));
-                p(&mut write, format!("P\t1\t{db}\tls\tPRIMARY\tn,s"));
-                (0..LOCKSTEP_STEPS)
-                    .map(|k| {
-                        let (port, line) = lockstep_request(seed, c, k);
-                        barrier.wait();
-                        let conn = match port {
-                            Port::Read => &mut read,
-                            Port::Write => &mut write,
-                        };
-                        let answer = conn.request(line.as_bytes()).expect("answer");
-                        let answer = String::from_utf8_lossy(&answer).into_owned();
-                        // Every client has its answer before the next step.
-                        barrier.wait();
-                        format!("{line} -> {answer}")
-                    })
-                    .collect::<Vec<String>>()
-            })
-        })
-        .collect();
-    clients
-        .into_iter()
-        .map(|t| t.join().expect("lockstep client"))
-        .collect()
-}
-
 /// Many clients at depth 1 mixing reads and writes on the same rows, all
 /// at once: hsd runs what arrives together together (lookups in one pass
 /// or statement, writes in one group); the answers must be the plugin's.
@@ -1368,14 +1268,9 @@ fn lockstep_matches(backend: Backend, db: &str) {
         return;
     };
     let plugin_db = format!("{db}_plugin");
-    let rows: Vec<String> = (0..LOCKSTEP_CLIENTS * LOCKSTEP_ROWS)
-        .map(|id| format!("({id}, {}, 's{id}')", id % 7))
-        .collect();
+    let rows = lockstep::seed_rows();
     let mut sql = common::blocking::fresh_db(&url, &plugin_db);
-    common::blocking::exec(
-        &mut sql,
-        "CREATE TABLE ls (id INT NOT NULL PRIMARY KEY, n INT NOT NULL, s VARCHAR(20) NOT NULL)",
-    );
+    common::blocking::exec(&mut sql, lockstep::TABLE_SQL);
     common::blocking::exec(
         &mut sql,
         &format!("INSERT INTO ls VALUES {}", rows.join(", ")),
@@ -1384,15 +1279,13 @@ fn lockstep_matches(backend: Backend, db: &str) {
         Backend::Sqlite => {
             "CREATE TABLE ls (id INT NOT NULL PRIMARY KEY, n INT NOT NULL, s TEXT NOT NULL)"
         }
-        Backend::Mysql => {
-            "CREATE TABLE ls (id INT NOT NULL PRIMARY KEY, n INT NOT NULL, s VARCHAR(20) NOT NULL)"
-        }
+        Backend::Mysql => lockstep::TABLE_SQL,
     };
     server.sql(table);
     server.sql(&format!("INSERT INTO ls VALUES {}", rows.join(", ")));
     let seed = 7;
-    let plugin = lockstep_answers(&plugin_endpoint(ports, &plugin_db), seed);
-    let hsd = lockstep_answers(&hsd_endpoint(&server), seed);
+    let plugin = lockstep::answers(&plugin_endpoint(ports, &plugin_db), seed);
+    let hsd = lockstep::answers(&hsd_endpoint(&server), seed);
     for (c, (p, h)) in plugin.iter().zip(&hsd).enumerate() {
         for (k, (pa, ha)) in p.iter().zip(h).enumerate() {
             assert_eq!(

@@ -232,13 +232,19 @@ fn restart_and_kill_during_traffic() {
         seen.acked_ids.len()
     );
     assert!(seen.ok > ok_before_stop, "traffic did not resume");
+    // A write whose group's COMMIT was in flight at the kill is resolved
+    // before it is answered (docs/mysql.md, Faults): done or 2013 once the
+    // server can be asked, 1180 (outcome unknown) when it stays down past
+    // 4 x the timeout; the writes queued behind it wait as long.
     assert!(
-        seen.errors.iter().all(|e| e == "1|1|2013"),
+        seen.errors
+            .iter()
+            .all(|e| e == "1|1|2013" || e == "1|1|1180"),
         "unexpected answers {:?}",
         seen.errors
     );
     assert!(
-        seen.max_latency < Duration::from_secs(TIMEOUT + 1),
+        seen.max_latency < Duration::from_secs(6 * TIMEOUT + 1),
         "an answer took {:?}",
         seen.max_latency
     );

@@ -417,7 +417,7 @@ fn take_finished(active: &mut Vec<WriteJob>) -> Vec<WriteJob> {
 mod tests {
     use super::*;
     use crate::backend::memory::{Fault, MemoryStore};
-    use crate::backend::WriteBatching;
+    use crate::backend::{OpenedIndex, TableMeta, WriteBatching};
     use crate::exec::testing::{open, store, write_task};
     use crate::shared::testing::{local, shared, text};
 
@@ -513,15 +513,23 @@ mod tests {
         });
     }
 
-    #[test]
-    fn a_deadlock_reruns_no_write_to_a_table_without_transactions() {
-        let (store, table) = store(WriteBatching::OneAtATime);
-        let mut meta = (*table).clone();
+    /// Table `m`, a copy of `t` whose engine has no transactions, with one
+    /// row keyed 5 whose column 2 is 0; opened as index 2 on that column.
+    fn counter_without_transactions(
+        store: &MemoryStore,
+        table: &Arc<TableMeta>,
+    ) -> Arc<OpenedIndex> {
+        let mut meta = (**table).clone();
         meta.name = "m".into();
         meta.transactional = false;
         let rows: Vec<Vec<Option<&str>>> = vec![vec![Some("5"), None, Some("0"), None]];
-        let plain = store.add_table(meta, &rows);
-        let counter = open(&plain, 2, 0, &[2], &[]);
+        open(&store.add_table(meta, &rows), 2, 0, &[2], &[])
+    }
+
+    #[test]
+    fn a_deadlock_reruns_no_write_to_a_table_without_transactions() {
+        let (store, table) = store(WriteBatching::OneAtATime);
+        let counter = counter_without_transactions(&store, &table);
         let index = open(&table, 1, 0, &[2], &[]);
         // Calls: 1 begin, 2-3 read and write of m's +, 4 t's read: the
         // deadlock rolls the group back; m's change stands.
@@ -574,12 +582,7 @@ mod tests {
     #[test]
     fn a_failed_commit_keeps_the_answers_of_a_table_without_transactions() {
         let (store, table) = store(WriteBatching::Batched);
-        let mut meta = (*table).clone();
-        meta.name = "m".into();
-        meta.transactional = false;
-        let rows: Vec<Vec<Option<&str>>> = vec![vec![Some("5"), None, Some("0"), None]];
-        let plain = store.add_table(meta, &rows);
-        let counter = open(&plain, 2, 0, &[2], &[]);
+        let counter = counter_without_transactions(&store, &table);
         let index = open(&table, 1, 0, &[2], &[]);
         // Calls: 1 begin, 2-3 m's read and write, 4 t's read, 5 t's write,
         // 6 the commit: lost.

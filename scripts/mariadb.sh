@@ -42,7 +42,9 @@
 # Environment: HSD_MARIADB_DIR, HSD_MARIADB_TIMEOUT (start/stop wait, default 60 s),
 #   HSD_MARIADB_BUFFER_POOL (default 256M), HSD_MARIADB_TLS=1 (offer TLS),
 #   HSD_MARIADB_FLUSH_METHOD (innodb_flush_method, e.g. O_DIRECT: the
-#   benchmark's I/O-bound point keeps the OS page cache out of InnoDB's reads).
+#   benchmark's I/O-bound point keeps the OS page cache out of InnoDB's reads),
+#   HSD_MARIADB_OPTIONS (more server options, one per line, appended to
+#   my.cnf: a test's own instance with, e.g., innodb_rollback_on_timeout=ON).
 set -euo pipefail
 
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
@@ -188,6 +190,7 @@ innodb_buffer_pool_size=$BUFFER_POOL
 ${FLUSH_METHOD:+innodb_flush_method=$FLUSH_METHOD}
 skip-log-bin
 $TLS_CNF
+${HSD_MARIADB_OPTIONS:-}
 # The original HandlerSocket plugin: rated beta, so MariaDB wants the
 # maturity lowered; both secrets set (empty) explicitly, since 10.11 fills
 # unset ones with random bytes and then every request answers 3 1 unauth.

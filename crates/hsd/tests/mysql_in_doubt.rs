@@ -28,7 +28,14 @@ struct Instance(PrivateMariadb);
 
 impl Instance {
     fn start() -> Instance {
-        Instance(PrivateMariadb::start("mariadb-in-doubt"))
+        let inst = PrivateMariadb::start("mariadb-in-doubt");
+        // hsd makes it anew: a test that failed halfway may have left it
+        // changed (and hsd would rightly refuse writes).
+        exec(
+            &mut sql_conn(&inst.url),
+            "DROP TABLE IF EXISTS hsd.commit_marker",
+        );
+        Instance(inst)
     }
 
     fn signal(&self, sig: i32) {
@@ -145,6 +152,8 @@ struct Proxy {
     url: String,
     arm: Arc<AtomicBool>,
     held: Arc<AtomicBool>,
+    /// New connections are closed at once (the server looks down).
+    refuse: Arc<AtomicBool>,
 }
 
 impl Proxy {
@@ -158,9 +167,14 @@ impl Proxy {
             Arc::new(AtomicBool::new(false)),
         );
         let (a, h) = (arm.clone(), held.clone());
+        let refuse = Arc::new(AtomicBool::new(false));
+        let r = refuse.clone();
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(client) = client else { return };
+                if r.load(Ordering::SeqCst) {
+                    continue;
+                }
                 let Ok(server) = TcpStream::connect(&upstream) else {
                     continue;
                 };
@@ -203,7 +217,16 @@ impl Proxy {
                 });
             }
         });
-        Proxy { url, arm, held }
+        Proxy {
+            url,
+            arm,
+            held,
+            refuse,
+        }
+    }
+
+    fn refuse_new_connections(&self, refuse: bool) {
+        self.refuse.store(refuse, Ordering::SeqCst);
     }
 
     fn hold_next_commit_answer(&self) {
@@ -313,4 +336,245 @@ fn a_server_that_stays_unreachable_answers_outcome_unknown() {
         assert!(Instant::now() < deadline, "still {r}");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// `url` with its commit marker table named.
+fn with_marker(url: &str, marker: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}commit-marker={marker}")
+}
+
+/// Waits until `line` answers `want` on `w`.
+fn until_answer(w: &mut Hs, line: &str, want: &str, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let got = w.q(line);
+        if got == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{line}: still {got}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A marker table whose rows could not say what became of a group (an
+/// engine without transactions keeps a mark the group's rollback undoes
+/// nowhere else; without `writer` as its key every group adds a row and an
+/// old one may be read): writes are refused (`1 1 2013`) and store
+/// nothing, reads go on, and once the table is fixed writes resume
+/// without a restart.
+#[test]
+fn an_untrusted_marker_table_refuses_writes_until_it_is_fixed() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(url) = mysql_url() else {
+        return;
+    };
+    let db = "hsdt_marker_untrusted";
+    let mut sql = setup(&url, db);
+    let columns = "(writer BIGINT UNSIGNED NOT NULL, seq BIGINT UNSIGNED NOT NULL, \
+                   at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP";
+    exec(
+        &mut sql,
+        &format!("CREATE TABLE {db}.m_myisam {columns}, PRIMARY KEY (writer)) ENGINE=MyISAM"),
+    );
+    exec(
+        &mut sql,
+        &format!("CREATE TABLE {db}.m_nokey {columns}) ENGINE=InnoDB"),
+    );
+    let cases = [
+        ("m_myisam", "ENGINE=InnoDB", 7),
+        ("m_nokey", "ADD PRIMARY KEY (writer)", 8),
+    ];
+    for (marker, fix, id) in cases {
+        let hsd = Hsd::start(
+            &with_marker(&url, &format!("{db}.{marker}")),
+            &["--mysql-timeout", &TIMEOUT.to_string()],
+        );
+        let mut w = hsd.writer();
+        assert_eq!(w.q(&format!("P|1|{db}|c|PRIMARY|n")), "0|1");
+        assert_eq!(w.q(&format!("P|2|{db}|log|PRIMARY|id")), "0|1");
+        assert_eq!(w.q(&format!("2|+|1|{id}")), "1|1|2013", "{marker}");
+        assert_eq!(w.q("1|=|1|1|1|0|+|1"), "1|1|2013", "{marker}");
+        let count = format!("SELECT COUNT(*) FROM {db}.log WHERE id = {id}");
+        assert_eq!(scalar(&mut sql, &count), "0", "{marker}");
+        assert_eq!(stored(&mut sql, db).0, "0", "{marker}");
+        let mut r = hsd.reader();
+        assert_eq!(r.q(&format!("P|1|{db}|c|PRIMARY|n")), "0|1");
+        assert_eq!(r.q("1|=|1|1"), "0|1|0", "reads go on");
+        exec(&mut sql, &format!("ALTER TABLE {db}.{marker} {fix}"));
+        until_answer(
+            &mut w,
+            &format!("2|+|1|{id}"),
+            "0|1",
+            Duration::from_secs(10),
+        );
+        assert_eq!(scalar(&mut sql, &count), "1");
+    }
+}
+
+/// The marker table changed under a running hsd (its key dropped, so a
+/// group's mark became a second row): a COMMIT whose answer was lost is
+/// not resolved from it (its old row would say "rolled back" of a group
+/// that committed); the writes answer `1 1 1180`, outcome unknown, and
+/// later writes are refused until the table is fixed.
+#[test]
+fn a_marker_table_changed_under_hsd_resolves_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if mysql_url().is_none() {
+        return;
+    }
+    let inst = Instance::start();
+    let db = "hsdt_doubt_marker_changed";
+    let mut sql = setup(&inst.0.url, db);
+    let proxy = Proxy::start(&inst.0.url);
+    let hsd = Hsd::start(&proxy.url, &["--mysql-timeout", &TIMEOUT.to_string()]);
+    let mut w = hsd.writer();
+    assert_eq!(w.q(&format!("P|1|{db}|c|PRIMARY|n")), "0|1");
+    assert_eq!(w.q(&format!("P|2|{db}|log|PRIMARY|id")), "0|1");
+    assert_eq!(w.q("2|+|1|5"), "0|1", "a first group marks its commit");
+    exec(&mut sql, "ALTER TABLE hsd.commit_marker DROP PRIMARY KEY");
+    proxy.hold_next_commit_answer();
+    let got = w.pipeline(&GROUP.map(String::from));
+    assert!(
+        proxy.held(),
+        "the case happened: a COMMIT's answer was held"
+    );
+    assert_eq!(got, ["1|1|1180", "1|1|1180"]);
+    // The server had committed it: answered "unknown", never "failed".
+    assert_eq!(stored(&mut sql, db), ("1".into(), "2".into()));
+    assert_eq!(w.q("2|+|1|9"), "1|1|2013", "writes refused meanwhile");
+    exec(&mut sql, "DELETE FROM hsd.commit_marker");
+    exec(
+        &mut sql,
+        "ALTER TABLE hsd.commit_marker ADD PRIMARY KEY (writer)",
+    );
+    until_answer(&mut w, "2|+|1|9", "0|1", Duration::from_secs(10));
+}
+
+/// With `innodb_rollback_on_timeout=ON` a lock wait that times out rolls
+/// back the whole transaction, not the statement: the group fails whole
+/// (each write answers an error and none is stored), never the one write
+/// alone while the writes before it are answered done and lost.
+#[test]
+fn a_lock_wait_timeout_that_ends_the_transaction_fails_the_whole_group() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if mysql_url().is_none() {
+        return;
+    }
+    let inst = PrivateMariadb::start_with(
+        "mariadb-rollback-on-timeout",
+        &[("HSD_MARIADB_OPTIONS", "innodb_rollback_on_timeout=ON")],
+    );
+    let db = "hsdt_rollback_on_timeout";
+    let mut sql = setup(&inst.url, db);
+    exec(&mut sql, &format!("INSERT INTO {db}.c VALUES (2, 0)"));
+    assert_eq!(scalar(&mut sql, "SELECT @@innodb_rollback_on_timeout"), "1");
+    // --mysql-timeout 2: hsd's lock waits last 1 s.
+    let hsd = Hsd::start(&inst.url, &["--mysql-timeout", "2"]);
+    let mut w = hsd.writer();
+    assert_eq!(w.q(&format!("P|1|{db}|c|PRIMARY|n")), "0|1");
+    assert_eq!(w.q(&format!("P|2|{db}|log|PRIMARY|id")), "0|1");
+    let mut holder = sql_conn(&inst.url);
+    exec(&mut holder, "START TRANSACTION");
+    exec(
+        &mut holder,
+        &format!("SELECT n FROM {db}.c WHERE id = 2 FOR UPDATE"),
+    );
+    for round in 0..3 {
+        let (a, b) = (100 + 2 * round, 101 + 2 * round);
+        let got = w.pipeline(&[
+            format!("2|+|1|{a}"),
+            "1|=|1|2|1|0|U|5".to_string(),
+            format!("2|+|1|{b}"),
+        ]);
+        assert!(
+            got.iter().all(|g| g.starts_with("1|1|")),
+            "round {round}: {got:?}"
+        );
+        assert_eq!(
+            scalar(
+                &mut sql,
+                &format!("SELECT COUNT(*) FROM {db}.log WHERE id IN ({a}, {b})")
+            ),
+            "0",
+            "round {round}: {got:?}"
+        );
+    }
+    exec(&mut holder, "ROLLBACK");
+    let got = w.pipeline(&[
+        "2|+|1|200".to_string(),
+        "1|=|1|2|1|0|U|5".to_string(),
+        "2|+|1|201".to_string(),
+    ]);
+    assert_eq!(got, ["0|1", "0|1|1", "0|1"]);
+    assert_eq!(
+        scalar(&mut sql, &format!("SELECT COUNT(*) FROM {db}.log")),
+        "2"
+    );
+}
+
+/// The server restarted while a COMMIT's answer was outstanding: it
+/// numbers connections from 1 again, so hsd's old id may now be another
+/// account's session (here: root's). hsd reads the marker without ending
+/// any session: every session opened after the restart lives on, and the
+/// writes, which the server had committed, are answered done.
+#[test]
+fn after_a_restart_the_resolver_ends_no_session() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if mysql_url().is_none() {
+        return;
+    }
+    let inst = Instance::start();
+    let db = "hsdt_doubt_restart";
+    let mut sql = setup(&inst.0.url, db);
+    let proxy = Proxy::start(&inst.0.url);
+    // Long enough for the server's restart inside the resolution's bound.
+    let hsd = Hsd::start(&proxy.url, &["--mysql-timeout", "5"]);
+    let mut w = hsd.writer();
+    assert_eq!(w.q(&format!("P|1|{db}|c|PRIMARY|n")), "0|1");
+    assert_eq!(w.q(&format!("P|2|{db}|log|PRIMARY|id")), "0|1");
+    // The write loop's connection is made (the proxy takes no new ones).
+    assert_eq!(w.q("2|+|1|5"), "0|1");
+    let highest: u64 = scalar(
+        &mut sql,
+        "SELECT MAX(ID) FROM information_schema.PROCESSLIST",
+    )
+    .parse()
+    .expect("an id");
+    drop(sql);
+    proxy.refuse_new_connections(true);
+    proxy.hold_next_commit_answer();
+    let mut all = Vec::new();
+    for l in GROUP {
+        all.extend(Hs::line(
+            &l.split('|').map(|t| Some(t.as_bytes())).collect::<Vec<_>>(),
+        ));
+    }
+    w.send_raw(&all);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !proxy.held() {
+        assert!(Instant::now() < deadline, "the COMMIT never passed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    inst.0.script("restart");
+    // Root's sessions take every id hsd's connections had.
+    let root = |_| {
+        let opts = mysql::OptsBuilder::new()
+            .socket(Some(inst.0.socket.clone()))
+            .user(Some("root"));
+        mysql::Conn::new(opts).expect("root on the socket")
+    };
+    let mut sessions: Vec<mysql::Conn> = (0..highest + 5).map(root).collect();
+    let ids: Vec<String> = sessions
+        .iter_mut()
+        .map(|c| scalar(c, "SELECT CONNECTION_ID()"))
+        .collect();
+    proxy.refuse_new_connections(false);
+    let got = answers(&mut w);
+    assert_eq!(got, ["0|1|1", "0|1"], "the server had committed the group");
+    for (c, id) in sessions.iter_mut().zip(&ids) {
+        assert_eq!(scalar(c, "SELECT 1"), "1", "root's session {id} was ended");
+    }
+    let mut sql = sql_conn(&inst.0.url);
+    assert_eq!(stored(&mut sql, db), ("1".into(), "2".into()));
 }

@@ -5,7 +5,7 @@
 use super::connector::{Connector, PRESSURE_IDLE};
 use super::errors::{doomed, dooms_transaction, refused_error};
 use super::handler::Handles;
-use super::in_doubt::{resolve, Fate};
+use super::in_doubt::{resolve, Fate, Session};
 use super::link::{Answer, Discard, Failure, Link};
 use super::topology::{Commit, Topology};
 use super::{meta, scan};
@@ -159,6 +159,38 @@ impl MysqlConn {
         !matches!(self.placement, Placement::Fixed { causal: true })
     }
 
+    /// The server rolled the whole transaction back with this error
+    /// (`errors::dooms_transaction`, with what the server said at login).
+    pub(super) fn ends_transaction(&self, e: &StorageError) -> bool {
+        dooms_transaction(e, self.connector.rollback_on_timeout())
+    }
+
+    /// Refuses a write group while the commit marker table exists but
+    /// cannot be trusted, looking at it again now and then (so a table
+    /// fixed or dropped by an operator lets writes resume).
+    async fn refuse_writes_for_marker(&mut self) -> Result<(), StorageError> {
+        if self.connector.writes_refused().is_none() {
+            return Ok(());
+        }
+        if self.connector.marker_recheck_due() {
+            let connector = self.connector.clone();
+            match self.link().await {
+                Ok(link) => {
+                    if let Err(f) = connector.recheck_marker(link).await {
+                        self.link = None;
+                        self.handles.clear();
+                        return Err(f.error);
+                    }
+                }
+                Err(f) => return Err(f.error),
+            }
+        }
+        match self.connector.writes_refused() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
     /// A live connection, made on demand.
     async fn link(&mut self) -> Result<&mut Link, Failure> {
         live_link(&mut self.link, &mut self.handles, &self.connector).await
@@ -181,7 +213,7 @@ impl MysqlConn {
             }
         }
         let in_txn = matches!(self.txn, Txn::Open);
-        if in_txn && (f.link_lost || dooms_transaction(&f.error)) {
+        if in_txn && (f.link_lost || self.ends_transaction(&f.error)) {
             tracing::warn!(error = %f.error, "write group's transaction lost; the group fails");
             self.txn = Txn::Doomed(f.error.clone());
             return Err(f.error);
@@ -321,7 +353,7 @@ impl StorageConn for MysqlConn {
                 Ok(()) => return Ok(()),
                 Err(f) if !f.link_lost => {
                     // A statement failed; the link is fine and in step.
-                    if matches!(self.txn, Txn::Open) && dooms_transaction(&f.error) {
+                    if matches!(self.txn, Txn::Open) && self.ends_transaction(&f.error) {
                         self.txn = Txn::Doomed(f.error.clone());
                     }
                     return Err(self.causal_read_error(f.error));
@@ -365,6 +397,7 @@ impl StorageConn for MysqlConn {
             self.rollback().await;
         }
         self.follow_writer(true).await?;
+        self.refuse_writes_for_marker().await?;
         self.txn = Txn::Wanted;
         self.wrote = false;
         Ok(())
@@ -378,6 +411,13 @@ impl StorageConn for MysqlConn {
         match std::mem::replace(&mut self.txn, Txn::Off) {
             Txn::Off | Txn::Wanted => Committed::done(),
             Txn::Open => {
+                if let Some(e) = self.connector.writes_refused().filter(|_| self.wrote) {
+                    // The marker table was found untrusted when this
+                    // group's connection was made: nothing of it stands.
+                    self.roll_back_link().await;
+                    return Committed::failed(CommitFailure::all(e));
+                }
+                let rollback_on_timeout = self.connector.rollback_on_timeout();
                 let Some(link) = self.link.as_mut() else {
                     return Committed::failed(CommitFailure::all(StorageError::Unavailable(
                         "connection lost before commit".into(),
@@ -390,7 +430,10 @@ impl StorageConn for MysqlConn {
                     link.queue(|sql| m.push_mark(sql, writer, seq));
                 }
                 link.queue(|sql| sql.extend_from_slice(b"COMMIT"));
-                let connection_id = link.connection_id;
+                let session = Session {
+                    connection_id: link.connection_id,
+                    run: link.server_run,
+                };
                 let mut marked = marker.is_some();
                 // A marker refused for a deadlock (on Galera, a certification
                 // conflict surfaces at the statement before COMMIT) means
@@ -401,7 +444,7 @@ impl StorageConn for MysqlConn {
                     if marker.is_some() {
                         if let Answer::Refused(e) = link.answer(&mut Discard).await? {
                             let error = refused_error(&e);
-                            if dooms_transaction(&error) {
+                            if dooms_transaction(&error, rollback_on_timeout) {
                                 rolled_back_at_marker = Some(error);
                             } else {
                                 tracing::warn!(error = %e, "the commit marker was not written");
@@ -439,7 +482,7 @@ impl StorageConn for MysqlConn {
                             // Nothing to commit: the answers are true.
                             return Committed::done();
                         }
-                        self.settle_in_doubt(f.error, connection_id, marked).await
+                        self.settle_in_doubt(f.error, session, marked).await
                     }
                 }
             }
@@ -509,21 +552,14 @@ impl MysqlConn {
     async fn settle_in_doubt(
         &mut self,
         error: StorageError,
-        connection_id: u64,
+        session: Session,
         marked: bool,
     ) -> Committed {
         let marker = self.connector.marker().filter(|_| marked);
         let fate = match marker {
             Some(m) => {
                 tracing::warn!(%error, "a COMMIT went unanswered; asking the server whether it committed");
-                resolve(
-                    &self.connector,
-                    m,
-                    connection_id,
-                    self.writer,
-                    self.group_seq,
-                )
-                .await
+                resolve(&self.connector, m, session, self.writer, self.group_seq).await
             }
             None => Fate::Unknown("the group has no commit marker".into()),
         };
@@ -540,6 +576,17 @@ impl MysqlConn {
                 Committed::failed(CommitFailure::all(StorageError::Unavailable(format!(
                     "the group was rolled back ({error})"
                 ))))
+            }
+            Fate::Untrusted(u) => {
+                self.connector.distrust_marker(&u.0);
+                self.note_commit();
+                Committed::failed(CommitFailure::all(StorageError::Refused {
+                    code: ERR_COMMIT_IN_DOUBT,
+                    message: format!(
+                        "commit outcome unknown: {error}; the commit marker table {}",
+                        u.0
+                    ),
+                }))
             }
             Fate::Unknown(why) => {
                 // It may have committed: replicas must not serve reads

@@ -4,7 +4,7 @@
 
 use super::batch_sql::{push_insert, push_insert_run, push_write, push_write_run, BATCH_SQL_BYTES};
 use super::conn::{live_link, MysqlConn, Txn};
-use super::errors::{doomed, dooms_transaction, refused_error};
+use super::errors::{doomed, refused_error};
 use super::link::{Answer, Discard, Failure};
 use crate::backend::{RowInsert, RowTarget, RowWrite, StorageError};
 use mysql_wire::OkPacket;
@@ -56,7 +56,7 @@ impl MysqlConn {
             if matches!(self.txn, Txn::Open) {
                 let first_doom = results
                     .iter()
-                    .position(|r| matches!(r, Err(e) if dooms_transaction(e)));
+                    .position(|r| matches!(r, Err(e) if self.ends_transaction(e)));
                 if let Some(k) = first_doom {
                     if let Err(e) = &results[k] {
                         let e = e.clone();

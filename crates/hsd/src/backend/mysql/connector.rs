@@ -2,7 +2,7 @@
 //! waiting on a server that cannot be reached: after a failed attempt the
 //! others fail at once for a short pause while one caller probes.
 
-use super::in_doubt::MarkerTable;
+use super::in_doubt::{MarkerCheck, MarkerTable};
 use super::link::{Failure, Link, LinkSettings};
 use crate::backend::{StorageError, ERR_LOCK_WAIT_TIMEOUT};
 use std::collections::HashMap;
@@ -37,6 +37,11 @@ pub(super) struct Connector {
     /// is there.
     marker: Option<MarkerTable>,
     marker_state: Mutex<MarkerState>,
+    /// Why the marker table is not trusted, and when it was last looked at.
+    marker_untrusted: Mutex<Option<(String, Instant)>>,
+    /// The server rolls a whole transaction back when a lock wait times
+    /// out (`innodb_rollback_on_timeout`, learnt at each login).
+    rollback_on_timeout: AtomicBool,
     limits: Mutex<Limits>,
     /// The pause in `paused_until` follows a refusal for limits, not an
     /// unreachable server.
@@ -68,7 +73,13 @@ enum MarkerState {
     /// It could not be made: groups are not marked, and an unanswered
     /// COMMIT is answered as in doubt.
     Unusable,
+    /// It exists but its rows could not be trusted (`in_doubt::marker_problem`):
+    /// writes are refused until it is fixed or dropped (hsd then makes it).
+    Untrusted,
 }
+
+/// How often a write looks again at a marker table found untrusted.
+const MARKER_RECHECK: Duration = Duration::from_secs(1);
 
 impl Connector {
     pub(super) fn new(settings: LinkSettings, target: String) -> Connector {
@@ -82,6 +93,8 @@ impl Connector {
                 .as_ref()
                 .map(|(db, table)| MarkerTable::new(db, table)),
             marker_state: Mutex::new(MarkerState::Unchecked),
+            marker_untrusted: Mutex::new(None),
+            rollback_on_timeout: AtomicBool::new(false),
             limits: Mutex::default(),
             limit_paused: AtomicBool::new(false),
             settings,
@@ -95,9 +108,72 @@ impl Connector {
         self.marker.as_ref().filter(|_| state == MarkerState::Ready)
     }
 
+    /// Whether a lock wait that timed out ended the whole transaction
+    /// (as the server said at the last login).
+    pub(super) fn rollback_on_timeout(&self) -> bool {
+        self.rollback_on_timeout.load(Ordering::Relaxed)
+    }
+
+    /// Why writes are refused now: the marker table exists but cannot be
+    /// trusted, so neither a lost COMMIT nor (with a table of another
+    /// engine) a rolled-back one could be told from a committed one.
+    pub(super) fn writes_refused(&self) -> Option<StorageError> {
+        let untrusted = self
+            .marker_untrusted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let (why, _) = untrusted.as_ref()?;
+        Some(StorageError::Unavailable(format!(
+            "writes refused: the commit marker table {why}; fix it or drop it (hsd makes it \
+             anew), or name another with ?commit-marker=DB.TABLE in --backend"
+        )))
+    }
+
+    /// The resolver found the marker table untrusted (changed since it
+    /// was checked): writes are refused from now on, as at a check.
+    pub(super) fn distrust_marker(&self, why: &str) {
+        let mut held = self
+            .marker_untrusted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if held.is_none() {
+            tracing::error!(
+                "writes refused: the commit marker table {why}; fix it or drop it \
+                 (hsd makes it anew), or name another with ?commit-marker=DB.TABLE in --backend"
+            );
+        }
+        *held = Some((why.to_string(), Instant::now()));
+        *self.marker_state.lock().unwrap_or_else(|p| p.into_inner()) = MarkerState::Untrusted;
+    }
+
+    /// While writes are refused for the marker table: whether to look at
+    /// it again now (at most every `MARKER_RECHECK`).
+    pub(super) fn marker_recheck_due(&self) -> bool {
+        let mut untrusted = self
+            .marker_untrusted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match untrusted.as_mut() {
+            Some((_, at)) if at.elapsed() >= MARKER_RECHECK => {
+                *at = Instant::now();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Looks at the marker table again on `link` (after `marker_recheck_due`).
+    pub(super) async fn recheck_marker(&self, link: &mut Link) -> Result<(), Failure> {
+        *self.marker_state.lock().unwrap_or_else(|p| p.into_inner()) = MarkerState::Unchecked;
+        self.check_marker(link).await
+    }
+
     /// On the first connection made: makes sure the marker table exists
-    /// (once per process; a failure is logged with what to do).
+    /// and can be trusted (once per process, and again while it cannot; a
+    /// failure is logged with what to do).
     async fn check_marker(&self, link: &mut Link) -> Result<(), Failure> {
+        self.rollback_on_timeout
+            .store(link.rollback_on_timeout, Ordering::Relaxed);
         let Some(marker) = &self.marker else {
             return Ok(());
         };
@@ -108,12 +184,13 @@ impl Connector {
             }
             *state = MarkerState::Checking;
         }
-        let result = marker.ensure(link).await;
-        let next = match &result {
-            Ok(()) => MarkerState::Ready,
+        let check = marker.ensure(link).await;
+        let mut untrusted = None;
+        let next = match &check {
+            MarkerCheck::Usable => MarkerState::Ready,
             // The link broke: the next connection looks again.
-            Err(StorageError::Unavailable(_)) => MarkerState::Unchecked,
-            Err(e) => {
+            MarkerCheck::Failed(StorageError::Unavailable(_)) => MarkerState::Unchecked,
+            MarkerCheck::Failed(e) => {
                 tracing::warn!(
                     table = %marker.table_sql,
                     error = %e,
@@ -125,10 +202,28 @@ impl Connector {
                 );
                 MarkerState::Unusable
             }
+            MarkerCheck::Untrusted(u) => {
+                untrusted = Some(u.0.clone());
+                MarkerState::Untrusted
+            }
         };
-        *self.marker_state.lock().unwrap_or_else(|p| p.into_inner()) = next;
-        match result {
-            Err(StorageError::Unavailable(m)) => Err(Failure {
+        match untrusted {
+            Some(why) => self.distrust_marker(&why),
+            None => {
+                if next == MarkerState::Ready {
+                    let mut held = self
+                        .marker_untrusted
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner());
+                    if held.take().is_some() {
+                        tracing::info!(table = %marker.table_sql, "the commit marker table can be trusted again; writes resume");
+                    }
+                }
+                *self.marker_state.lock().unwrap_or_else(|p| p.into_inner()) = next;
+            }
+        }
+        match check {
+            MarkerCheck::Failed(StorageError::Unavailable(m)) => Err(Failure {
                 error: StorageError::Unavailable(m),
                 link_lost: true,
                 retryable: false,

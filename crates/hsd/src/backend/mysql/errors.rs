@@ -66,10 +66,22 @@ pub(super) fn limits_connections(code: u16) -> bool {
     matches!(code, 1040 | 1203 | 1226)
 }
 
-/// The server rolled back the whole transaction, not just the statement.
-pub(super) fn dooms_transaction(e: &StorageError) -> bool {
-    matches!(e, StorageError::Refused { code, .. } if *code == handler_errors::LOCK_DEADLOCK)
-        || matches!(e, StorageError::Unavailable(_))
+/// The server rolled back the whole transaction, not just the statement:
+/// a deadlock always; a lock wait that timed out when the server runs with
+/// `innodb_rollback_on_timeout` (`rollback_on_timeout`); a lost link.
+/// Statements after it in the group then run in a new transaction, so the
+/// whole group must fail or run again, never the one write alone. (An
+/// error packet carries no status flags to tell this from; these are the
+/// errors InnoDB ends a transaction with.)
+pub(super) fn dooms_transaction(e: &StorageError, rollback_on_timeout: bool) -> bool {
+    match e {
+        StorageError::Refused { code, .. } => {
+            *code == handler_errors::LOCK_DEADLOCK
+                || (rollback_on_timeout && *code == handler_errors::LOCK_WAIT_TIMEOUT)
+        }
+        StorageError::Unavailable(_) => true,
+        _ => false,
+    }
 }
 
 /// An error of a write group that an earlier failure doomed.
@@ -83,5 +95,33 @@ pub(super) fn doomed(e: &StorageError) -> StorageError {
             message: format!("earlier in this write group: {message}"),
         },
         other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(code: u16) -> StorageError {
+        refused_error(&ErrPacket {
+            code,
+            sql_state: "HY000".into(),
+            message: "x".into(),
+        })
+    }
+
+    #[test]
+    fn a_lock_wait_timeout_ends_the_transaction_only_when_the_server_says_so() {
+        let timeout = refused(codes::ER_LOCK_WAIT_TIMEOUT);
+        assert!(!dooms_transaction(&timeout, false));
+        assert!(dooms_transaction(&timeout, true));
+        let deadlock = refused(codes::ER_LOCK_DEADLOCK);
+        assert!(dooms_transaction(&deadlock, false));
+        let duplicate = refused(codes::ER_DUP_ENTRY);
+        assert!(!dooms_transaction(&duplicate, true));
+        assert!(dooms_transaction(
+            &StorageError::Unavailable("gone".into()),
+            false
+        ));
     }
 }

@@ -197,6 +197,57 @@ pub(super) trait ResultSink {
     fn row(&mut self, payload: &[u8], row: &TextRow) -> bool;
 }
 
+/// A server and when it started, as a connection learnt them at login: a
+/// restarted server numbers its connections from 1 again, so an old
+/// connection id means nothing on a new run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ServerRun {
+    pub(crate) server_id: Option<u64>,
+    /// Unix seconds (from the server's clock and `Uptime`); `None` where
+    /// the account may not read the status.
+    pub(crate) started_at: Option<u64>,
+}
+
+impl ServerRun {
+    /// Whether `later` (learnt after `self`) is another server or another
+    /// run of it; `None` when it cannot be told. Start times computed at
+    /// two moments may differ by a second of rounding.
+    pub(crate) fn changed(&self, later: &ServerRun) -> Option<bool> {
+        if let (Some(a), Some(b)) = (self.server_id, later.server_id) {
+            if a != b {
+                return Some(true);
+            }
+        }
+        let (a, b) = (self.started_at?, later.started_at?);
+        Some(a.abs_diff(b) > 1)
+    }
+}
+
+/// Keeps every value of the first row.
+#[derive(Default)]
+pub(super) struct FirstRow(pub(super) Option<Vec<Option<Vec<u8>>>>);
+
+impl ResultSink for FirstRow {
+    fn row(&mut self, payload: &[u8], row: &TextRow) -> bool {
+        if self.0.is_none() {
+            self.0 = Some(
+                (0..row.len())
+                    .map(|i| row.get(payload, i).map(<[u8]>::to_vec))
+                    .collect(),
+            );
+        }
+        true
+    }
+}
+
+impl FirstRow {
+    /// Value `i` as a number.
+    pub(super) fn number(&self, i: usize) -> Option<u64> {
+        let v = self.0.as_ref()?.get(i)?.as_deref()?;
+        std::str::from_utf8(v).ok()?.trim().parse().ok()
+    }
+}
+
 /// Keeps the first column of the first row.
 #[derive(Default)]
 pub(super) struct FirstValue(pub(super) Option<Vec<u8>>);
@@ -225,6 +276,12 @@ pub(super) struct Link {
     pub(crate) server: ServerVersion,
     /// The server's id of this connection (what `KILL` takes).
     pub(crate) connection_id: u64,
+    /// Which server run this connection belongs to (`KILL` names a
+    /// session of that run only).
+    pub(crate) server_run: ServerRun,
+    /// The server's `innodb_rollback_on_timeout`: a lock wait that times
+    /// out rolls back the whole transaction, not just the statement.
+    pub(crate) rollback_on_timeout: bool,
     /// The link is encrypted.
     pub(crate) tls: bool,
     rbuf: Vec<u8>,
@@ -271,6 +328,8 @@ impl Link {
             stream,
             server: ServerVersion::parse(""),
             connection_id: 0,
+            server_run: ServerRun::default(),
+            rollback_on_timeout: false,
             tls: false,
             rbuf: Vec::with_capacity(READ_CHUNK),
             rpos: 0,

@@ -3,7 +3,7 @@
 //! runs with (and, with replicas, GTID tracking or causal reads).
 
 use super::errors::limits_connections;
-use super::link::{Answer, Discard, Failure, FirstValue, Link, LinkSettings, Replicated};
+use super::link::{Answer, Discard, Failure, FirstRow, Link, LinkSettings, Replicated};
 use mysql_wire::auth::{AuthStep, Authenticator};
 use mysql_wire::session_state;
 use mysql_wire::{
@@ -182,19 +182,40 @@ impl Link {
         }
         // The greeting's connection id is 32 bits; the server's own may be
         // wider, and `KILL` must name exactly this connection.
-        self.queue(|sql| sql.extend_from_slice(b"SELECT CONNECTION_ID()"));
+        const WHO: &str = "SELECT CONNECTION_ID(), @@server_id, @@innodb_rollback_on_timeout";
+        // When the server started: an account that may not read the status
+        // is told so and goes on (`ServerRun::started_at` stays unknown).
+        let started: &[u8] = if self.server.mariadb {
+            b"SELECT UNIX_TIMESTAMP() - CAST(VARIABLE_VALUE AS UNSIGNED) FROM information_schema.GLOBAL_STATUS \
+              WHERE VARIABLE_NAME = 'UPTIME'"
+        } else {
+            b"SELECT UNIX_TIMESTAMP() - CAST(VARIABLE_VALUE AS UNSIGNED) FROM performance_schema.global_status \
+              WHERE VARIABLE_NAME = 'Uptime'"
+        };
+        self.queue(|sql| sql.extend_from_slice(WHO.as_bytes()));
+        self.queue(|sql| sql.extend_from_slice(started));
         for s in &statements {
             if let Answer::Refused(e) = self.answer(&mut Discard).await? {
                 return Err(Failure::refused(format!("{s}: {e}")));
             }
         }
-        let mut id = FirstValue::default();
-        if let Answer::Refused(e) = self.answer(&mut id).await? {
-            return Err(Failure::refused(format!("SELECT CONNECTION_ID(): {e}")));
+        let mut who = FirstRow::default();
+        if let Answer::Refused(e) = self.answer(&mut who).await? {
+            return Err(Failure::refused(format!("{WHO}: {e}")));
         }
-        self.connection_id =
-            id.0.and_then(|v| std::str::from_utf8(&v).ok()?.parse().ok())
-                .ok_or_else(|| Failure::protocol("CONNECTION_ID() answered no number"))?;
+        self.connection_id = who
+            .number(0)
+            .ok_or_else(|| Failure::protocol("CONNECTION_ID() answered no number"))?;
+        self.server_run.server_id = who.number(1);
+        self.rollback_on_timeout = who.number(2) == Some(1);
+        let mut since = FirstRow::default();
+        self.server_run.started_at = match self.answer(&mut since).await? {
+            Answer::Done(_) => since.number(0),
+            Answer::Refused(e) => {
+                tracing::debug!(error = %e, "cannot read the server's Uptime");
+                None
+            }
+        };
         Ok(())
     }
 

@@ -208,14 +208,11 @@ pub struct ServeOptions {
     pub(crate) mysql_timeout: Option<u64>,
     /// MySQL backend: a replica of --backend, or another node of its Galera
     /// cluster (same URL form; without a password, the one of
-    /// --backend-password-file); repeatable. hsd learns from the servers
+    /// --backend-password-file); repeatable, or several in one value
+    /// separated by commas (a comma separates only where the next
+    /// `mysql://` begins, so passwords may hold commas). hsd learns from the servers
     /// which one takes writes (read_only = OFF) and sends writes there.
-    #[arg(
-        long = "replica",
-        env = "HSD_REPLICAS",
-        value_delimiter = ',',
-        hide_env_values = true
-    )]
+    #[arg(long = "replica", env = "HSD_REPLICAS", hide_env_values = true)]
     #[serde(default)]
     pub(crate) replica: Vec<String>,
     /// With --replica: where the read port's finds run, `primary` or
@@ -241,6 +238,26 @@ pub struct ServeOptions {
 pub(crate) enum ReadFrom {
     Primary,
     Replicas,
+}
+
+/// The URLs of `--replica` values: one value may hold several, separated
+/// by commas, and a comma separates only where a new `mysql://` URL begins
+/// (a password may hold commas; splitting at every comma once cut one in
+/// two and showed the half in the error).
+fn replica_urls(values: &[String]) -> Vec<&str> {
+    let mut urls = Vec::new();
+    for value in values {
+        let mut start = 0;
+        for (i, _) in value.match_indices(',') {
+            if value[i + 1..].trim_start().starts_with("mysql://") {
+                urls.push(value[start..i].trim());
+                start = i + 1;
+            }
+        }
+        urls.push(value[start..].trim());
+    }
+    urls.retain(|u| !u.is_empty());
+    urls
 }
 
 /// Reads one `--replica` URL; a password file, if given, supplies the
@@ -411,15 +428,13 @@ impl ServeOptions {
             self.backend.or(file.backend).as_deref().unwrap_or("sqlite"),
             password_file.as_deref(),
         )?;
-        let replica_urls = if self.replica.is_empty() {
+        let replica_values = if self.replica.is_empty() {
             file.replica
         } else {
             self.replica
         };
-        let replicas = replica_urls
-            .iter()
-            .map(|u| u.trim())
-            .filter(|u| !u.is_empty())
+        let replicas = replica_urls(&replica_values)
+            .into_iter()
             .map(|u| parse_replica(u, password_file.as_deref()))
             .collect::<anyhow::Result<Vec<MysqlUrl>>>()?;
         anyhow::ensure!(
@@ -658,8 +673,41 @@ fn is_disk_full(e: &std::io::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::is_disk_full;
+    use super::{is_disk_full, parse_replica, replica_urls};
     use std::io::Error;
+
+    /// HSD_REPLICAS holds several URLs; a password's commas stay in it,
+    /// and no error shows any part of a password.
+    #[test]
+    fn replica_urls_split_only_where_a_url_begins() {
+        let values = vec![
+            "mysql://u:S3,cr3t@h1:3307, mysql://u:p,w@h2:3308".to_string(),
+            "mysql://u:x@h3".to_string(),
+        ];
+        let urls = replica_urls(&values);
+        assert_eq!(
+            urls,
+            [
+                "mysql://u:S3,cr3t@h1:3307",
+                "mysql://u:p,w@h2:3308",
+                "mysql://u:x@h3"
+            ]
+        );
+        let parsed: Vec<_> = urls
+            .iter()
+            .map(|u| parse_replica(u, None).expect("a URL"))
+            .collect();
+        assert_eq!(parsed[0].password, "S3,cr3t");
+        assert_eq!(parsed[1].password, "p,w");
+        for bad in [
+            "mysql://u:S3cr3tPW@h:12x",
+            "mysql://u:S3cr3t?PW@h:3306?nosuch=1",
+            "mysql://u:S3cr3t?PW@h:3306?ssl-mode=ON",
+        ] {
+            let e = parse_replica(bad, None).expect_err(bad).to_string();
+            assert!(!e.contains("S3cr3t"), "{e}");
+        }
+    }
 
     /// A full disk and a spent quota start hsd for reads; anything else
     /// (permissions, a read-only file system) stops it.

@@ -141,16 +141,23 @@ impl std::fmt::Display for MysqlUrl {
 
 impl MysqlUrl {
     /// Parses a URL; user, password, database and option values may be
-    /// percent-encoded (a password may also hold `/`, `#`, `@` and `:` as
-    /// they are: the host starts after the last `@`). An unknown option, or
+    /// percent-encoded (a password may also hold `/`, `#`, `@`, `:` and `?`
+    /// as they are: the host starts after the last `@`, options after the
+    /// first `?` behind it). An unknown option, or
     /// a bad value, is an error. An error never repeats the URL (it may
     /// hold a password).
     pub fn parse(url: &str) -> Result<MysqlUrl, String> {
         let Some(rest) = url.strip_prefix("mysql://") else {
             return Err("expected mysql://user:password@host:port".into());
         };
-        let (rest, query) = match rest.split_once('?') {
-            Some((r, q)) => (r, Some(q)),
+        // Options begin at the first `?` after the last `@`: a password
+        // may hold `?` too.
+        let options_from = rest.rfind('@').map_or(0, |at| at + 1).min(rest.len());
+        let (rest, query) = match rest[options_from..].find('?') {
+            Some(q) => (
+                &rest[..options_from + q],
+                Some(&rest[options_from + q + 1..]),
+            ),
             None => (rest, None),
         };
         let (auth, hostpart) = match rest.rfind('@') {
@@ -167,7 +174,9 @@ impl MysqlUrl {
             Some((h, p)) if !p.contains(']') => (
                 h,
                 p.parse()
-                    .map_err(|_| format!("the port {p:?} is not a number"))?,
+                    // Not repeated: a badly written URL may have put
+                    // part of a password here.
+                    .map_err(|_| "the port is not a number from 1 to 65535".to_string())?,
             ),
             _ => (hostport, 3306),
         };

@@ -472,6 +472,39 @@ fn two_writable_servers_refuse_writes() {
     });
 }
 
+/// The primary configured a second time under another address
+/// (`--replica` naming it by `localhost`): one server is one server (its
+/// identity, not its address), so it is not two writable servers and
+/// writes go on.
+#[test]
+fn one_server_under_two_addresses_is_one_server() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_same_server");
+    c.sql(0, "INSERT INTO hsdtest.rr_same_server VALUES (1,0)");
+    c.settle_data();
+    let again = c.urls[0].replace("@127.0.0.1:", "@localhost:");
+    assert_ne!(again, c.urls[0], "the primary's URL names 127.0.0.1");
+    let hsd = Hsd::start(&c, &["--replica", &again, "--topology-interval", "0.2"]);
+    block_on(async {
+        let mut writer = client(&hsd.write).await;
+        open(&mut writer, 1, "rr_same_server").await;
+        // Several polls long: every write goes through.
+        let t = Instant::now();
+        let mut i = 0;
+        while t.elapsed() < Duration::from_millis(1500) {
+            i += 1;
+            assert_eq!(set(&mut writer, 1, 1, i).await, "0|1|1", "write {i}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let log = hsd.log();
+    assert!(!log.contains("are all writable"), "{log}");
+}
+
 /// MDEV-33967: with MariaDB 10.11, the original plugin's writes on a
 /// primary are not written to the binary log, so replicas never see them;
 /// hsd writes through SQL, and its writes replicate.

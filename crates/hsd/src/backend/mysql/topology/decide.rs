@@ -75,6 +75,18 @@ impl Role {
 /// their own, within --mysql-timeout), and among the nodes of one Galera
 /// cluster it stays the writer while usable, so writes do not hop between
 /// nodes and conflict.
+/// Per server, the earlier configured server it is the same server as
+/// (one server under two addresses): it is used once, under its first.
+pub(crate) fn same_as(servers: &[Health]) -> Vec<Option<usize>> {
+    let id = |i: usize| servers[i].observation()?.identity.as_deref();
+    (0..servers.len())
+        .map(|i| {
+            let mine = id(i)?;
+            (0..i).find(|&j| id(j) == Some(mine))
+        })
+        .collect()
+}
+
 pub(crate) fn choose_writer(servers: &[Health], previous: Option<usize>) -> Writer {
     // Not polled yet (the first polls finish one by one): no news.
     if let Some(p) = previous {
@@ -82,10 +94,13 @@ pub(crate) fn choose_writer(servers: &[Health], previous: Option<usize>) -> Writ
             return Writer::One(p);
         }
     }
-    // Writable and fit to write: read_only off, and a Galera node Synced.
+    // Writable and fit to write: read_only off, and a Galera node Synced;
+    // a server configured twice counts once.
+    let same = same_as(servers);
     let candidates: Vec<usize> = servers
         .iter()
         .enumerate()
+        .filter(|(i, _)| same[*i].is_none())
         .filter_map(|(i, h)| {
             let o = h.observation()?;
             let fit = !o.read_only && o.galera.as_ref().is_none_or(|g| g.usable());
@@ -138,10 +153,17 @@ pub(crate) fn roles(servers: &[Health], writer: &Writer) -> Vec<Role> {
     let writer_cluster = writer_obs
         .and_then(|o| o.galera.as_ref())
         .map(|g| g.cluster_uuid.clone());
+    let same = same_as(servers);
     servers
         .iter()
         .enumerate()
         .map(|(i, h)| {
+            if let Some(j) = same[i] {
+                return Role::Unusable(format!(
+                    "the same server as configured server {} (one server, two addresses)",
+                    j + 1
+                ));
+            }
             let o = match h {
                 Health::Unknown => return Role::Unusable("not polled yet".into()),
                 Health::Down(e) => return Role::Unusable(format!("unreachable: {e}")),
@@ -263,6 +285,7 @@ mod tests {
             applied: Position::default(),
             logged: pos(logged),
             replication: None,
+            identity: None,
             replication_visible: true,
             galera: None,
         })
@@ -281,6 +304,7 @@ mod tests {
                 seconds_behind: Some(0),
                 last_error: String::new(),
             }),
+            identity: None,
             replication_visible: true,
             galera: None,
         })
@@ -304,6 +328,7 @@ mod tests {
             applied: Position::default(),
             logged: Position::default(),
             replication: None,
+            identity: None,
             replication_visible: true,
             galera: Some(Galera {
                 ready: primary_component,
@@ -372,6 +397,37 @@ mod tests {
             roles(&s, &w)[0],
             Role::Unusable("read-only and not replicating".into())
         );
+    }
+
+    fn known_as(h: Health, id: &str) -> Health {
+        match h {
+            Health::Up(mut o) => {
+                o.identity = Some(id.into());
+                Health::Up(o)
+            }
+            h => h,
+        }
+    }
+
+    /// `--backend 127.0.0.1:P --replica localhost:P`: one server, used
+    /// once; it takes the writes and is not a replica of itself.
+    #[test]
+    fn one_server_under_two_addresses_is_one_server() {
+        let s = [
+            known_as(primary("0-1-5"), "h:3306:/data"),
+            known_as(primary("0-1-5"), "h:3306:/data"),
+            known_as(replica("0-1-5", true), "h:3307:/data2"),
+        ];
+        assert_eq!(same_as(&s), [None, Some(0), None]);
+        let w = choose_writer(&s, Some(0));
+        assert_eq!(w, Writer::One(0));
+        let r = roles(&s, &w);
+        assert_eq!(r[0], Role::Primary);
+        assert!(matches!(&r[1], Role::Unusable(why) if why.contains("same server")));
+        assert_eq!(r[2], Role::Replica);
+        // Two servers that only look alike (identity unknown) still count twice.
+        let s = [primary("0-1-5"), primary("0-1-5")];
+        assert_eq!(choose_writer(&s, Some(0)), Writer::Conflict(vec![0, 1]));
     }
 
     #[test]

@@ -545,6 +545,7 @@ mod tests {
                 seconds_behind: Some(0),
                 last_error: String::new(),
             }),
+            identity: None,
             replication_visible: true,
             galera: None,
         })

@@ -56,7 +56,8 @@ pub(crate) fn poll_statements(flavor: Flavor) -> &'static [&'static str] {
     match flavor {
         Flavor::Mariadb => &[
             "SHOW GLOBAL VARIABLES WHERE Variable_name IN \
-             ('read_only', 'log_bin', 'gtid_slave_pos', 'gtid_binlog_pos', 'wsrep_on')",
+             ('read_only', 'log_bin', 'gtid_slave_pos', 'gtid_binlog_pos', 'wsrep_on', \
+             'hostname', 'port', 'datadir')",
             "SHOW ALL SLAVES STATUS",
             "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready', \
              'wsrep_local_state_comment', 'wsrep_cluster_status', 'wsrep_cluster_state_uuid', \
@@ -66,7 +67,8 @@ pub(crate) fn poll_statements(flavor: Flavor) -> &'static [&'static str] {
         // to SHOW SLAVE STATUS when a server refuses it.
         Flavor::Mysql => &[
             "SHOW GLOBAL VARIABLES WHERE Variable_name IN \
-             ('read_only', 'super_read_only', 'log_bin', 'gtid_mode', 'gtid_executed')",
+             ('read_only', 'super_read_only', 'log_bin', 'gtid_mode', 'gtid_executed', \
+             'server_uuid', 'hostname', 'port', 'datadir')",
             "SHOW REPLICA STATUS",
         ],
     }
@@ -155,6 +157,22 @@ pub(crate) struct Observation {
     pub(crate) replication_visible: bool,
     /// `None`: not a Galera node.
     pub(crate) galera: Option<Galera>,
+    /// Which server this is, whatever address reached it (`identity`):
+    /// one server configured under two addresses is one server.
+    pub(crate) identity: Option<String>,
+}
+
+/// A server's identity: MySQL's `server_uuid`; else (MariaDB has none)
+/// its host name, port and data directory, which no two running servers
+/// share. `None` when the account cannot see them.
+fn identity(vars: &Table) -> Option<String> {
+    if let Some(uuid) = vars.value_of("server_uuid").filter(|u| !u.is_empty()) {
+        return Some(uuid.to_string());
+    }
+    let host = vars.value_of("hostname")?;
+    let port = vars.value_of("port")?;
+    let datadir = vars.value_of("datadir")?;
+    Some(format!("{host}:{port}:{datadir}"))
 }
 
 fn on(v: Option<&str>) -> bool {
@@ -219,6 +237,7 @@ pub(crate) fn observation(
         replication,
         replication_visible: replicas.is_some(),
         galera,
+        identity: identity(vars),
     })
 }
 

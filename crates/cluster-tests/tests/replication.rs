@@ -472,6 +472,89 @@ fn two_writable_servers_refuse_writes() {
     });
 }
 
+/// After a failover a replica may be ahead of the promoted server: it
+/// applied a write the new primary never got, and its I/O thread then fails
+/// with 1236 while its SQL thread runs. MariaDB compares GTIDs by domain
+/// and sequence only, so its position seemed to cover the new primary's
+/// writes; it must serve no read, and every read sees the write
+/// acknowledged before it.
+#[test]
+fn a_replica_ahead_of_the_promoted_primary_serves_nothing() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_ahead");
+    c.sql(0, "INSERT INTO hsdtest.rr_ahead VALUES (1,0)");
+    c.settle_data();
+    let hsd = Hsd::start(
+        &c,
+        &[
+            "--read-from",
+            "replicas",
+            "--topology-interval",
+            "0.2",
+            "--mysql-timeout",
+            "2",
+        ],
+    );
+    let mut restore = Restore::new(&c);
+    // s3 holds a transaction no other server has: only a fresh set heals.
+    restore.then(&["reset"]);
+    block_on(async {
+        let mut writer = client(&hsd.write).await;
+        let mut reader = client(&hsd.read).await;
+        open(&mut writer, 1, "rr_ahead").await;
+        open(&mut reader, 1, "rr_ahead").await;
+        assert_eq!(set(&mut writer, 1, 1, 1).await, "0|1|1");
+        c.script(&["sql", "2", "-e", "STOP SLAVE IO_THREAD"]);
+        // 300 transactions s2 never gets: s3's sequence numbers run that far
+        // ahead of what s2 will write next.
+        for v in 2..=301 {
+            assert_eq!(set(&mut writer, 1, 1, v).await, "0|1|1");
+        }
+        eventually(
+            Duration::from_secs(10),
+            "s3 applies the writes s2 lacks",
+            || {
+                c.value(2, "SELECT v FROM hsdtest.rr_ahead WHERE id = 1")
+                    .as_deref()
+                    == Some("301")
+            },
+        );
+        c.script(&["kill-node", "1"]);
+        c.script(&["promote", "2"]);
+        let promoted = Instant::now();
+        let mut i = 1000;
+        loop {
+            i += 1;
+            if set(&mut writer, 1, 1, i).await == "0|1|1" {
+                break;
+            }
+            assert!(
+                promoted.elapsed() < Duration::from_secs(10),
+                "writes never moved"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let mut stale = 0;
+        for _ in 0..200 {
+            i += 1;
+            assert_eq!(set(&mut writer, 1, 1, i).await, "0|1|1");
+            if get(&mut reader, 1, 1).await != format!("0|2|1|{i}") {
+                stale += 1;
+            }
+        }
+        assert_eq!(
+            stale, 0,
+            "reads that missed the write acknowledged before them"
+        );
+    });
+    let log = hsd.log();
+    assert!(log.contains("its source cannot send what it asks"), "{log}");
+}
+
 /// The primary configured a second time under another address
 /// (`--replica` naming it by `localhost`): one server is one server (its
 /// identity, not its address), so it is not two writable servers and

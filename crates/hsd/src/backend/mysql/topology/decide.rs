@@ -192,12 +192,32 @@ pub(crate) fn roles(servers: &[Health], writer: &Writer) -> Vec<Role> {
                     "the primary writes no binary log, so nothing replicates from it".into(),
                 );
             }
+            let writer_id = writer_obs.and_then(|w| w.server_id);
             match &o.replication {
                 Some(r) if !r.sql_running => Role::Unusable(if r.last_error.is_empty() {
                     "replication SQL thread stopped".into()
                 } else {
                     format!("replication SQL thread stopped: {}", r.last_error)
                 }),
+                // Its GTIDs may look ahead of the writer's while holding
+                // transactions the writer never had (MariaDB compares a
+                // domain's sequence numbers only).
+                Some(r) if r.diverged.is_some() => Role::Unusable(format!(
+                    "its source cannot send what it asks ({}): it holds transactions the \
+                     writer does not, so its position proves nothing",
+                    r.diverged.as_deref().unwrap_or_default()
+                )),
+                Some(r)
+                    if r.source_server_id.is_some()
+                        && writer_id.is_some()
+                        && r.source_server_id != writer_id =>
+                {
+                    Role::Unusable(format!(
+                        "it replicates from server_id {}, not from the writer (server_id {})",
+                        r.source_server_id.unwrap_or_default(),
+                        writer_id.unwrap_or_default()
+                    ))
+                }
                 Some(_) => Role::Replica,
                 None if !o.replication_visible => Role::Unusable(
                     "its replication status cannot be read (grant the account SLAVE MONITOR \
@@ -286,6 +306,7 @@ mod tests {
             logged: pos(logged),
             replication: None,
             identity: None,
+            server_id: None,
             replication_visible: true,
             galera: None,
         })
@@ -303,8 +324,11 @@ mod tests {
                 io_running: true,
                 seconds_behind: Some(0),
                 last_error: String::new(),
+                diverged: None,
+                source_server_id: None,
             }),
             identity: None,
+            server_id: None,
             replication_visible: true,
             galera: None,
         })
@@ -329,6 +353,7 @@ mod tests {
             logged: Position::default(),
             replication: None,
             identity: None,
+            server_id: None,
             replication_visible: true,
             galera: Some(Galera {
                 ready: primary_component,
@@ -397,6 +422,55 @@ mod tests {
             roles(&s, &w)[0],
             Role::Unusable("read-only and not replicating".into())
         );
+    }
+
+    /// After a failover, a replica whose source cannot send it what it asks
+    /// (it applied transactions the promoted server never got) or that
+    /// still follows another server serves no reads: its GTIDs compare as
+    /// covering the writer's while its data does not.
+    #[test]
+    fn replicas_that_diverged_or_follow_another_source_serve_nothing() {
+        let with = |h: Health, f: &dyn Fn(&mut Observation)| match h {
+            Health::Up(mut o) => {
+                f(&mut o);
+                Health::Up(o)
+            }
+            h => h,
+        };
+        let writer = with(primary("0-2-16"), &|o| o.server_id = Some(2));
+        let following = |source: u64| {
+            with(replica("0-2-16", true), &move |o| {
+                if let Some(r) = o.replication.as_mut() {
+                    r.source_server_id = Some(source);
+                }
+            })
+        };
+        let ahead = with(replica("0-1-315", true), &|o| {
+            if let Some(r) = o.replication.as_mut() {
+                r.io_running = false;
+                r.diverged = Some("error 1236: ahead".into());
+                r.source_server_id = Some(2);
+            }
+        });
+        let s = [writer, following(2), ahead, following(1)];
+        let w = choose_writer(&s, Some(0));
+        assert_eq!(w, Writer::One(0));
+        let r = roles(&s, &w);
+        assert_eq!(r[1], Role::Replica);
+        assert!(
+            matches!(&r[2], Role::Unusable(why) if why.contains("1236")),
+            "{:?}",
+            r[2]
+        );
+        assert!(
+            matches!(&r[3], Role::Unusable(why) if why.contains("server_id 1")),
+            "{:?}",
+            r[3]
+        );
+        // The writer down: its replicas keep serving what they applied.
+        let s = [Health::Down("gone".into()), following(2)];
+        let r = roles(&s, &choose_writer(&s, Some(0)));
+        assert_eq!(r[1], Role::Replica);
     }
 
     fn known_as(h: Health, id: &str) -> Health {

@@ -544,8 +544,11 @@ mod tests {
                 io_running: true,
                 seconds_behind: Some(0),
                 last_error: String::new(),
+                diverged: None,
+                source_server_id: None,
             }),
             identity: None,
+            server_id: None,
             replication_visible: true,
             galera: None,
         })

@@ -57,7 +57,7 @@ pub(crate) fn poll_statements(flavor: Flavor) -> &'static [&'static str] {
         Flavor::Mariadb => &[
             "SHOW GLOBAL VARIABLES WHERE Variable_name IN \
              ('read_only', 'log_bin', 'gtid_slave_pos', 'gtid_binlog_pos', 'wsrep_on', \
-             'hostname', 'port', 'datadir')",
+             'hostname', 'port', 'datadir', 'server_id')",
             "SHOW ALL SLAVES STATUS",
             "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready', \
              'wsrep_local_state_comment', 'wsrep_cluster_status', 'wsrep_cluster_state_uuid', \
@@ -68,7 +68,7 @@ pub(crate) fn poll_statements(flavor: Flavor) -> &'static [&'static str] {
         Flavor::Mysql => &[
             "SHOW GLOBAL VARIABLES WHERE Variable_name IN \
              ('read_only', 'super_read_only', 'log_bin', 'gtid_mode', 'gtid_executed', \
-             'server_uuid', 'hostname', 'port', 'datadir')",
+             'server_uuid', 'hostname', 'port', 'datadir', 'server_id')",
             "SHOW REPLICA STATUS",
         ],
     }
@@ -101,7 +101,21 @@ pub(crate) struct Replication {
     pub(crate) seconds_behind: Option<u64>,
     /// The first non-empty `Last_SQL_Error`, for logs.
     pub(crate) last_error: String,
+    /// A channel's I/O thread stopped because its source refused the
+    /// position it asked for (1236; MySQL 8 also 13114): the replica holds
+    /// transactions the source does not (it was ahead of a promoted
+    /// server, or the source's history was reset). Its position then says
+    /// nothing about what it shares with the writer.
+    pub(crate) diverged: Option<String>,
+    /// The `server_id` of every channel's source (`Master_Server_Id`;
+    /// 0 while it never connected), when there is one channel.
+    pub(crate) source_server_id: Option<u64>,
 }
+
+/// What a source answers when it cannot send the position a replica asked
+/// for (MariaDB and MySQL's ER_MASTER_FATAL_ERROR_READING_BINLOG, MySQL 8's
+/// ER_SERVER_SOURCE_FATAL_ERROR_READING_BINLOG).
+const SOURCE_CANNOT_SEND: [&str; 2] = ["1236", "13114"];
 
 /// A Galera node's state (MariaDB with wsrep_on).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,6 +174,8 @@ pub(crate) struct Observation {
     /// Which server this is, whatever address reached it (`identity`):
     /// one server configured under two addresses is one server.
     pub(crate) identity: Option<String>,
+    /// `server_id`: what a replica's status names its source by.
+    pub(crate) server_id: Option<u64>,
 }
 
 /// A server's identity: MySQL's `server_uuid`; else (MariaDB has none)
@@ -238,6 +254,7 @@ pub(crate) fn observation(
         replication_visible: replicas.is_some(),
         galera,
         identity: identity(vars),
+        server_id: vars.value_of("server_id").and_then(|v| v.parse().ok()),
     })
 }
 
@@ -251,6 +268,8 @@ fn replication(t: &Table) -> Option<Replication> {
         io_running: true,
         seconds_behind: Some(0),
         last_error: String::new(),
+        diverged: None,
+        source_server_id: None,
     };
     for i in 0..t.rows.len() {
         let field = |a: &str, b: &str| t.get(i, a).or_else(|| t.get(i, b));
@@ -267,6 +286,24 @@ fn replication(t: &Table) -> Option<Replication> {
                 r.last_error = e.to_string();
             }
         }
+        let io = field("Slave_IO_Running", "Replica_IO_Running").unwrap_or_default();
+        let io_errno = t.get(i, "Last_IO_Errno").unwrap_or_default();
+        if r.diverged.is_none()
+            && !io.eq_ignore_ascii_case("Yes")
+            && SOURCE_CANNOT_SEND.contains(&io_errno)
+        {
+            r.diverged = Some(format!(
+                "error {io_errno}: {}",
+                t.get(i, "Last_IO_Error").unwrap_or_default()
+            ));
+        }
+    }
+    if t.rows.len() == 1 {
+        r.source_server_id = t
+            .get(0, "Master_Server_Id")
+            .or_else(|| t.get(0, "Source_Server_Id"))
+            .and_then(|v| v.parse().ok())
+            .filter(|&id: &u64| id != 0);
     }
     Some(r)
 }
@@ -345,6 +382,7 @@ mod tests {
             ("Slave_SQL_Running", Some("Yes")),
             ("Seconds_Behind_Master", Some("3")),
             ("Last_SQL_Error", Some("")),
+            ("Master_Server_Id", Some("1")),
         ]]);
         let o = observation(Flavor::Mariadb, &v, Some(&running), None).unwrap();
         assert!(o.read_only);
@@ -354,9 +392,38 @@ mod tests {
                 sql_running: true,
                 io_running: true,
                 seconds_behind: Some(3),
-                last_error: String::new()
+                last_error: String::new(),
+                diverged: None,
+                source_server_id: Some(1),
             })
         );
+        // Pointed at a promoted server that lacks what it applied: the I/O
+        // thread stops with 1236 while the SQL thread runs.
+        let ahead = slaves(&[&[
+            ("Slave_IO_Running", Some("No")),
+            ("Slave_SQL_Running", Some("Yes")),
+            ("Last_IO_Errno", Some("1236")),
+            ("Last_IO_Error", Some("the slave is ahead")),
+            ("Master_Server_Id", Some("2")),
+        ]]);
+        let o = observation(Flavor::Mariadb, &v, Some(&ahead), None).unwrap();
+        let r = o.replication.expect("replicating");
+        assert!(r.sql_running);
+        assert_eq!(
+            r.diverged.as_deref(),
+            Some("error 1236: the slave is ahead")
+        );
+        assert_eq!(r.source_server_id, Some(2));
+        // A source that cannot be reached is no divergence.
+        let unreachable = slaves(&[&[
+            ("Slave_IO_Running", Some("Connecting")),
+            ("Slave_SQL_Running", Some("Yes")),
+            ("Last_IO_Errno", Some("2003")),
+            ("Master_Server_Id", Some("0")),
+        ]]);
+        let o = observation(Flavor::Mariadb, &v, Some(&unreachable), None).unwrap();
+        let r = o.replication.expect("replicating");
+        assert_eq!((r.diverged, r.source_server_id), (None, None));
         // SQL thread stopped by an error; I/O thread reconnecting.
         let stopped = slaves(&[&[
             ("Slave_IO_Running", Some("Connecting")),

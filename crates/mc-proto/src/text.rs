@@ -781,6 +781,11 @@ impl TextDecoder {
         &self.limits
     }
 
+    /// Bytes of a refused data block still to be dropped.
+    pub fn swallowing(&self) -> usize {
+        self.swallow
+    }
+
     /// Looks at the unconsumed bytes of the connection's buffer; the caller
     /// drops the bytes each answer says and calls again.
     pub fn decode<'a>(&mut self, buf: &'a [u8]) -> Decoded<'a> {

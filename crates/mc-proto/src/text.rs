@@ -46,6 +46,15 @@ pub struct TextLimits {
     pub max_multiget_line_len: usize,
 }
 
+impl TextLimits {
+    /// The most bytes a connection must hold to parse any request these
+    /// limits accept: a multi-get line, or a storage line with its block.
+    pub fn max_request_len(&self) -> usize {
+        self.max_multiget_line_len
+            .max(self.max_line_len + self.max_item_size + 2)
+    }
+}
+
 impl Default for TextLimits {
     fn default() -> Self {
         TextLimits {

@@ -412,6 +412,33 @@ fn other_commands() {
 }
 
 #[test]
+fn request_length_bound() {
+    let limits = TextLimits {
+        max_item_size: 5000,
+        max_line_len: 2048,
+        max_multiget_line_len: 4000,
+    };
+    assert_eq!(limits.max_request_len(), 2048 + 5000 + 2);
+    // The longest storage request within the bound parses.
+    let key = "k".repeat(250);
+    let mut request = format!("set {key} 0 0 5000").into_bytes();
+    request.extend(std::iter::repeat_n(b' ', 2048 - request.len() - 2));
+    request.extend_from_slice(b"\r\n");
+    request.extend(std::iter::repeat_n(b'v', 5000));
+    request.extend_from_slice(b"\r\n");
+    assert_eq!(request.len(), limits.max_request_len());
+    assert!(matches!(
+        parse_text(&request, &limits),
+        TextFrame::Command { command: Command::Store { .. }, consumed } if consumed == request.len()
+    ));
+    let multiget = TextLimits {
+        max_multiget_line_len: 1 << 20,
+        ..limits
+    };
+    assert_eq!(multiget.max_request_len(), 1 << 20);
+}
+
+#[test]
 fn line_length() {
     assert_eq!(parse(&[b'x'; 2048]), TextFrame::Incomplete);
     assert_eq!(refusal(&[b'x'; 2049]), (String::new(), 2049, 0, true));

@@ -193,6 +193,9 @@ fn text_cases() -> Vec<(String, Vec<u8>)> {
         "ms a 2 Oaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\nhi\r\n",
         "ms a 2 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20\r\nhi\r\n",
         "ms a 0\r\n\r\nmg a v\r\n",
+        "ms a 2 b\r\nhi\r\n",
+        "ms !!!! 2 b q\r\nhi\r\n",
+        "ms a 2 T-1 q\r\nhi\r\n",
         "ms YWJj 2 b k\r\nhi\r\nmg YWJj b v\r\nmd YWJj b q\r\nmg YWJj b\r\n",
         // Meta delete and arithmetic, meta debug.
         "md nokey\r\n",
@@ -218,6 +221,7 @@ fn text_cases() -> Vec<(String, Vec<u8>)> {
         "set c 0 0 2\r\n10\r\nma c M- v\r\nma c MI v\r\nma c MD D3 k\r\nma c Mi\r\n",
         "me\r\n",
         "me nokey\r\n",
+        "me nokey z\r\n",
         "me a b\r\n",
         "me YWJj b\r\n",
     ]
@@ -361,7 +365,7 @@ fn text_protocol_answers_as_memcached() {
         let until = if expected.closed {
             Until::Closed
         } else if marked {
-            Until::EndsWith(b"MN\r\n")
+            Until::EndsWith(b"MN\r\n", expected.answer.len())
         } else {
             Until::Quiet
         };
@@ -392,7 +396,8 @@ fn deliberate_text_differences_are_as_documented() {
         server.flush();
         let mut input = case.as_bytes().to_vec();
         input.extend_from_slice(TEXT_MARKER);
-        let (answer, closed) = server.exchange(&input, Until::EndsWith(b"MN\r\n"));
+        let (answer, closed) =
+            server.exchange(&input, Until::EndsWith(b"MN\r\n", memcached_says.len()));
         assert_eq!(
             (String::from_utf8_lossy(&answer).as_ref(), closed),
             (*memcached_says, false),
@@ -521,7 +526,7 @@ fn binary_protocol_answers_as_memcached() {
         let until = if expected.closed {
             Until::Closed
         } else if marked {
-            Until::EndsWith(&marker_answer)
+            Until::EndsWith(&marker_answer, expected.answer.len())
         } else {
             Until::Quiet
         };

@@ -15,8 +15,10 @@ pub struct Memcached {
 pub enum Until<'a> {
     /// The server closes the connection.
     Closed,
-    /// The answer ends with these bytes (the marker command's answer).
-    EndsWith(&'a [u8]),
+    /// The answer is at least this long and ends with these bytes (the
+    /// marker command's answer; the length tells it from the same answer
+    /// to a command of the case itself).
+    EndsWith(&'a [u8], usize),
     /// Nothing more arrives for a while (the server waits for bytes).
     Quiet,
 }
@@ -97,8 +99,8 @@ impl Memcached {
                 Ok(n) => {
                     answer.extend_from_slice(&buf[..n]);
                     last_data = Instant::now();
-                    if let Until::EndsWith(marker) = until {
-                        if answer.ends_with(marker) {
+                    if let Until::EndsWith(marker, min_len) = until {
+                        if answer.len() >= min_len && answer.ends_with(marker) {
                             break;
                         }
                     }
@@ -126,13 +128,13 @@ impl Memcached {
 
     /// Empties the cache between cases.
     pub fn flush(&self) {
-        let (answer, _) = self.exchange(b"flush_all\r\n", Until::EndsWith(b"OK\r\n"));
+        let (answer, _) = self.exchange(b"flush_all\r\n", Until::EndsWith(b"OK\r\n", 4));
         assert_eq!(answer, b"OK\r\n", "flush_all before a case");
     }
 
     /// memcached's `version` answer.
     pub fn version(&self) -> String {
-        let (answer, _) = self.exchange(b"version\r\n", Until::EndsWith(b"\r\n"));
+        let (answer, _) = self.exchange(b"version\r\n", Until::EndsWith(b"\r\n", 2));
         let text = String::from_utf8(answer).expect("version is text");
         text.trim_end()
             .strip_prefix("VERSION ")

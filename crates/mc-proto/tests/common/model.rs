@@ -9,15 +9,14 @@
 
 use std::collections::HashMap;
 
-use mc_proto::binary::{self, parse_binary, BinaryCommand, BinaryFrame, ResponseHeader};
 use mc_proto::response::{self, write_meta, MetaCode, MetaCommand, MetaFacts, Status};
 use mc_proto::text::{Command, Decoded, StoreMode, TextDecoder, TextLimits};
 use mc_proto::{number, ErrorReply, MetaFlags, MetaKey};
 
 #[derive(Clone, Debug)]
-struct Item {
-    client_flags: u32,
-    data: Vec<u8>,
+pub(super) struct Item {
+    pub(super) client_flags: u32,
+    pub(super) data: Vec<u8>,
 }
 
 /// What the model answered to a whole input.
@@ -31,9 +30,9 @@ pub struct Outcome {
 }
 
 pub struct Model {
-    items: HashMap<Vec<u8>, Item>,
-    version: String,
-    max_item_size: usize,
+    pub(super) items: HashMap<Vec<u8>, Item>,
+    pub(super) version: String,
+    pub(super) max_item_size: usize,
 }
 
 const NON_NUMERIC: &str = "cannot increment or decrement non-numeric value";
@@ -267,7 +266,7 @@ impl Model {
     }
 
     /// Ok(None): no such item.
-    fn arithmetic(
+    pub(super) fn arithmetic(
         &mut self,
         key: &[u8],
         delta: u64,
@@ -363,145 +362,5 @@ impl Model {
             &facts,
             text.as_bytes(),
         );
-    }
-
-    pub fn run_binary(&mut self, input: &[u8]) -> Outcome {
-        let mut out = Vec::new();
-        let mut at = 0;
-        let mut swallow = 0usize;
-        loop {
-            if swallow > 0 {
-                let skipped = swallow.min(input.len() - at);
-                if skipped == 0 {
-                    break;
-                }
-                swallow -= skipped;
-                at += skipped;
-                continue;
-            }
-            match parse_binary(&input[at..], self.max_item_size) {
-                BinaryFrame::Incomplete => break,
-                BinaryFrame::Error {
-                    error,
-                    consumed,
-                    swallow: skip,
-                } => {
-                    error.encode(&mut out);
-                    if error.close {
-                        return Outcome {
-                            answer: out,
-                            closed: true,
-                            settled: false,
-                        };
-                    }
-                    at += consumed;
-                    swallow = skip;
-                }
-                BinaryFrame::Request { request, consumed } => {
-                    at += consumed;
-                    let header = request.header;
-                    let reply = |status| ResponseHeader {
-                        opcode: header.opcode,
-                        status,
-                        opaque: header.opaque,
-                        cas: 0,
-                    };
-                    let status = match &request.command {
-                        BinaryCommand::Version => {
-                            binary::write_response(
-                                &mut out,
-                                reply(binary::Status::NoError),
-                                &[],
-                                &[],
-                                self.version.as_bytes(),
-                            );
-                            continue;
-                        }
-                        BinaryCommand::Noop => binary::Status::NoError,
-                        BinaryCommand::Quit { quiet } => {
-                            if !quiet {
-                                binary::write_response(
-                                    &mut out,
-                                    reply(binary::Status::NoError),
-                                    &[],
-                                    &[],
-                                    &[],
-                                );
-                            }
-                            return Outcome {
-                                answer: out,
-                                closed: true,
-                                settled: false,
-                            };
-                        }
-                        BinaryCommand::Flush { .. } => {
-                            self.items.clear();
-                            binary::Status::NoError
-                        }
-                        BinaryCommand::Get {
-                            key,
-                            return_key: true,
-                            ..
-                        } => {
-                            assert!(
-                                !self.items.contains_key(*key),
-                                "the model answers misses only"
-                            );
-                            if !binary::suppressed(&request.command, binary::Status::KeyNotFound) {
-                                binary::write_response(
-                                    &mut out,
-                                    reply(binary::Status::KeyNotFound),
-                                    &[],
-                                    key,
-                                    &[],
-                                );
-                            }
-                            continue;
-                        }
-                        BinaryCommand::Get { key, .. } | BinaryCommand::Delete { key, .. } => {
-                            assert!(
-                                !self.items.contains_key(*key),
-                                "the model answers misses only"
-                            );
-                            binary::Status::KeyNotFound
-                        }
-                        BinaryCommand::Arithmetic { key, exptime, .. } => {
-                            assert!(
-                                !self.items.contains_key(*key) && *exptime == u32::MAX,
-                                "the model answers misses only"
-                            );
-                            binary::Status::KeyNotFound
-                        }
-                        BinaryCommand::Store {
-                            mode: binary::BinaryStore::Append | binary::BinaryStore::Prepend,
-                            key,
-                            ..
-                        } => {
-                            assert!(
-                                !self.items.contains_key(*key),
-                                "the model answers misses only"
-                            );
-                            binary::Status::NotStored
-                        }
-                        // A server without SASL configured: memcached's answer.
-                        BinaryCommand::SaslListMechs => binary::Status::UnknownCommand,
-                        other => panic!("not modelled: {other:?}"),
-                    };
-                    if binary::suppressed(&request.command, status) {
-                        continue;
-                    }
-                    if status == binary::Status::NoError {
-                        binary::write_response(&mut out, reply(status), &[], &[], &[]);
-                    } else {
-                        binary::write_error(&mut out, header.opcode, header.opaque, status);
-                    }
-                }
-            }
-        }
-        Outcome {
-            answer: out,
-            closed: false,
-            settled: at == input.len() && swallow == 0,
-        }
     }
 }

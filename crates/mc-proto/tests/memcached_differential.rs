@@ -218,6 +218,13 @@ fn text_cases() -> Vec<(String, Vec<u8>)> {
         "ma nokey z\r\n",
         "set c 0 0 1\r\n1\r\nma c v\r\nma c q\r\nma c MD v D5\r\nma c M+ D7\r\nmg c v\r\n",
         "set a 0 0 1\r\nx\r\nma a\r\n",
+        "set a 3 0 1\r\nx\r\ngets a b\r\ngats 10 a\r\n",
+        "set a 0 0 1\r\nx\r\ncas a 0 0 1 999999999\r\ny\r\n",
+        "set a 0 0 1\r\nx\r\ncas a 0 0 1 999999999 noreply\r\ny\r\nget a\r\n",
+        "set a 5 0 3\r\nxyz\r\nmg a c f v t s\r\nmg a t c\r\n",
+        "ms a 2 c\r\nhi\r\nms a 2 c ME\r\nho\r\nms a 2 ME c k O5\r\nho\r\n",
+        "set n 0 0 1\r\n5\r\nma n c t v\r\nma n t c k\r\n",
+        "ma nokey N0 J3 c t v\r\n",
         "set c 0 0 2\r\n10\r\nma c M- v\r\nma c MI v\r\nma c MD D3 k\r\nma c Mi\r\n",
         "me\r\n",
         "me nokey\r\n",
@@ -340,6 +347,51 @@ const DIFFERENCES: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// Writes 0 for every cas value in a stream of text answers (the fifth
+/// field of `VALUE` lines, `c<n>` return flags of meta answers): memcached's
+/// cas values are its own, the model writes 0. Data blocks are copied by
+/// their length, so their bytes are never taken for lines.
+fn mask_text_cas(stream: &[u8]) -> Vec<u8> {
+    let mut masked = Vec::with_capacity(stream.len());
+    let mut rest = stream;
+    while let Some(end) = rest.windows(2).position(|w| w == b"\r\n") {
+        let line = &rest[..end];
+        rest = &rest[end + 2..];
+        let mut fields: Vec<Vec<u8>> = line.split(|&b| b == b' ').map(<[u8]>::to_vec).collect();
+        let code = fields[0].clone();
+        let mut block = None;
+        if code == b"VALUE" && fields.len() >= 4 {
+            if fields.len() == 5 {
+                fields[4] = b"0".to_vec();
+            }
+            block = std::str::from_utf8(&fields[3])
+                .ok()
+                .and_then(|n| n.parse::<usize>().ok());
+        } else if [&b"VA"[..], b"HD", b"EN", b"NS", b"EX", b"NF"].contains(&code.as_slice()) {
+            for field in fields.iter_mut().skip(1) {
+                if field.len() > 1 && field[0] == b'c' && field[1..].iter().all(u8::is_ascii_digit)
+                {
+                    *field = b"c0".to_vec();
+                }
+            }
+            if code == b"VA" && fields.len() >= 2 {
+                block = std::str::from_utf8(&fields[1])
+                    .ok()
+                    .and_then(|n| n.parse::<usize>().ok());
+            }
+        }
+        masked.extend_from_slice(&fields.join(&b' '));
+        masked.extend_from_slice(b"\r\n");
+        if let Some(len) = block {
+            let take = (len + 2).min(rest.len());
+            masked.extend_from_slice(&rest[..take]);
+            rest = &rest[take..];
+        }
+    }
+    masked.extend_from_slice(rest);
+    masked
+}
+
 /// The case's bytes, with the marker appended when the model says the
 /// connection is ready for another command after them.
 fn with_text_marker(version: &str, bytes: &[u8]) -> (Vec<u8>, bool) {
@@ -370,6 +422,7 @@ fn text_protocol_answers_as_memcached() {
             Until::Quiet
         };
         let (answer, closed) = server.exchange(&input, until);
+        let answer = mask_text_cas(&answer);
         if answer != expected.answer || closed != expected.closed {
             failures.push(format!(
                 "{name}\n  memcached: {:?} closed={closed}\n  hsd:       {:?} closed={}",

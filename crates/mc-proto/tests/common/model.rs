@@ -90,10 +90,14 @@ impl Model {
 
     fn execute(&mut self, command: Command<'_>, out: &mut Vec<u8>) {
         match command {
-            Command::Get { keys, .. } => {
+            Command::Get {
+                keys, return_cas, ..
+            } => {
+                // Cas values are the real cache's; the test masks them.
+                let cas = return_cas.then_some(0);
                 for key in keys {
                     if let Some(item) = self.items.get(key) {
-                        response::write_value(out, key, item.client_flags, &item.data, None);
+                        response::write_value(out, key, item.client_flags, &item.data, cas);
                     }
                 }
                 response::write_status(out, Status::End);
@@ -181,15 +185,12 @@ impl Model {
                         _ => MetaCode::Ns,
                     }
                 };
-                write_meta(
-                    out,
-                    MetaCommand::Set,
-                    code,
-                    &key,
-                    &flags,
-                    &MetaFacts::default(),
-                    b"",
-                );
+                // memcached returns `c` whatever the code.
+                let facts = MetaFacts {
+                    cas: Some(0),
+                    ..MetaFacts::default()
+                };
+                write_meta(out, MetaCommand::Set, code, &key, &flags, &facts, b"");
             }
             Command::MetaDelete { key, flags } => {
                 let code = match self.items.remove(&*key.bytes) {
@@ -298,8 +299,11 @@ impl Model {
             );
             return;
         };
+        // Items never expire here; cas values are masked by the test.
         let facts = MetaFacts {
+            cas: Some(0),
             client_flags: Some(item.client_flags),
+            ttl: Some(-1),
             size: Some(item.data.len()),
             ..MetaFacts::default()
         };
@@ -352,7 +356,11 @@ impl Model {
         } else {
             MetaCode::Hd
         };
-        let facts = MetaFacts::default();
+        let facts = MetaFacts {
+            cas: Some(0),
+            ttl: Some(-1),
+            ..MetaFacts::default()
+        };
         write_meta(
             out,
             MetaCommand::Arithmetic,

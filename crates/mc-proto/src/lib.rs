@@ -55,8 +55,6 @@ pub mod meta;
 pub mod number;
 pub mod response;
 pub mod text;
-#[cfg(test)]
-mod text_tests;
 
 pub use binary::{parse_binary, BinaryCommand, BinaryError, BinaryFrame, BinaryRequest, Opcode};
 pub use keys::{join_columns, parse_key, split_columns, KeyTarget};

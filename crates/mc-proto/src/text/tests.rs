@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use crate::text::*;
+use super::*;
 
 fn limits() -> TextLimits {
     TextLimits {

@@ -56,7 +56,10 @@ pub mod number;
 pub mod response;
 pub mod text;
 
-pub use binary::{parse_binary, BinaryCommand, BinaryError, BinaryFrame, BinaryRequest, Opcode};
+pub use binary::{
+    parse_binary, BinaryCommand, BinaryDecoded, BinaryDecoder, BinaryError, BinaryFrame,
+    BinaryRequest, Opcode,
+};
 pub use keys::{join_columns, parse_key, split_columns, KeyTarget};
 pub use meta::{MetaFlags, MetaKey};
 pub use response::{MetaCode, MetaCommand, MetaFacts, Status};

@@ -2,7 +2,7 @@
 //! over the model's items (see `model.rs` for what the model is for).
 
 use mc_proto::binary::{
-    self, parse_binary, BinaryCommand, BinaryFrame, BinaryRequest, BinaryStore, ResponseHeader,
+    self, BinaryCommand, BinaryDecoded, BinaryDecoder, BinaryRequest, BinaryStore, ResponseHeader,
     Status,
 };
 
@@ -10,34 +10,21 @@ use super::model::{Item, Model, Outcome};
 
 impl Model {
     pub fn run_binary(&mut self, input: &[u8]) -> Outcome {
+        let mut decoder = BinaryDecoder::new(self.max_item_size);
         let mut out = Vec::new();
         let mut at = 0;
-        let mut swallow = 0usize;
         loop {
-            if swallow > 0 {
-                let skipped = swallow.min(input.len() - at);
-                if skipped == 0 {
-                    break;
-                }
-                swallow -= skipped;
-                at += skipped;
-                continue;
-            }
-            match parse_binary(&input[at..], self.max_item_size) {
-                BinaryFrame::Incomplete => break,
-                BinaryFrame::Error {
-                    error,
-                    consumed,
-                    swallow: skip,
-                } => {
+            match decoder.decode(&input[at..]) {
+                BinaryDecoded::Incomplete => break,
+                BinaryDecoded::Skipped(n) => at += n,
+                BinaryDecoded::Error { error, consumed } => {
                     error.encode(&mut out);
                     if error.close {
                         return closed(out);
                     }
                     at += consumed;
-                    swallow = skip;
                 }
-                BinaryFrame::Request { request, consumed } => {
+                BinaryDecoded::Request { request, consumed } => {
                     at += consumed;
                     if let BinaryCommand::Quit { quiet } = request.command {
                         if !quiet {
@@ -53,7 +40,7 @@ impl Model {
         Outcome {
             answer: out,
             closed: false,
-            settled: at == input.len() && swallow == 0,
+            settled: at == input.len() && decoder.swallowing() == 0,
         }
     }
 

@@ -41,7 +41,7 @@
 //! - **`q` on `ma`** hides every success, an auto-created item's too.
 //! - **Binary unknown opcodes** skip exactly their body; memcached skips the
 //!   body length again after the key and extras it already read, eating the
-//!   start of the next request.
+//!   start of the next request (which it then never answers).
 //! - **Admin commands** memcached has and a table server does not
 //!   (`shutdown`, `slabs`, `lru`, `lru_crawler`, `watch`, `cache_memlimit`,
 //!   `extstore`, `debugtime`, `misbehave`) answer `ERROR`, as unknown ones.

@@ -1,0 +1,69 @@
+//! `BinaryDecoder`: the binary parser plus the bytes still to skip (the
+//! body of an unknown opcode, a value over the item size).
+
+use super::{parse_binary, BinaryError, BinaryFrame, BinaryRequest};
+
+/// What `BinaryDecoder::decode` found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BinaryDecoded<'a> {
+    /// Wait for more bytes.
+    Incomplete,
+    /// Drop this many bytes: the rest of a refused request's body.
+    Skipped(usize),
+    Request {
+        request: BinaryRequest<'a>,
+        consumed: usize,
+    },
+    /// Answer the error (`BinaryError::encode`), then drop `consumed` bytes
+    /// (and close the connection if `error.close`).
+    Error { error: BinaryError, consumed: usize },
+}
+
+/// `parse_binary` plus the one piece of state a binary connection keeps
+/// between reads.
+#[derive(Clone, Debug)]
+pub struct BinaryDecoder {
+    max_item_size: usize,
+    swallow: usize,
+}
+
+impl BinaryDecoder {
+    pub fn new(max_item_size: usize) -> Self {
+        BinaryDecoder {
+            max_item_size,
+            swallow: 0,
+        }
+    }
+
+    /// Bytes of a refused body still to be dropped.
+    pub fn swallowing(&self) -> usize {
+        self.swallow
+    }
+
+    /// Looks at the unconsumed bytes of the connection's buffer; the caller
+    /// drops the bytes each answer says and calls again.
+    pub fn decode<'a>(&mut self, buf: &'a [u8]) -> BinaryDecoded<'a> {
+        if self.swallow > 0 {
+            if buf.is_empty() {
+                return BinaryDecoded::Incomplete;
+            }
+            let dropped = self.swallow.min(buf.len());
+            self.swallow -= dropped;
+            return BinaryDecoded::Skipped(dropped);
+        }
+        match parse_binary(buf, self.max_item_size) {
+            BinaryFrame::Incomplete => BinaryDecoded::Incomplete,
+            BinaryFrame::Request { request, consumed } => {
+                BinaryDecoded::Request { request, consumed }
+            }
+            BinaryFrame::Error {
+                error,
+                consumed,
+                swallow,
+            } => {
+                self.swallow = swallow;
+                BinaryDecoded::Error { error, consumed }
+            }
+        }
+    }
+}

@@ -74,8 +74,13 @@ fn cell(column_type: ColumnType, value: BinlogValue<'_>, signedness: bool) -> Ce
             Value::UInt(v),
         ) => Cell::Text(v.to_string().into_bytes()),
         (
-            MYSQL_TYPE_VARCHAR | MYSQL_TYPE_VAR_STRING | MYSQL_TYPE_STRING | MYSQL_TYPE_TINY_BLOB
-            | MYSQL_TYPE_MEDIUM_BLOB | MYSQL_TYPE_LONG_BLOB | MYSQL_TYPE_BLOB,
+            MYSQL_TYPE_VARCHAR
+            | MYSQL_TYPE_VAR_STRING
+            | MYSQL_TYPE_STRING
+            | MYSQL_TYPE_TINY_BLOB
+            | MYSQL_TYPE_MEDIUM_BLOB
+            | MYSQL_TYPE_LONG_BLOB
+            | MYSQL_TYPE_BLOB,
             Value::Bytes(b),
         ) => Cell::Text(b),
         (MYSQL_TYPE_DATE | MYSQL_TYPE_NEWDATE, Value::Date(y, m, d, 0, 0, 0, 0)) => {
@@ -112,7 +117,11 @@ mod tests {
             Cell::Text(b"k\xff".to_vec())
         );
         assert_eq!(
-            cell(MYSQL_TYPE_NEWDATE, v(Value::Date(2024, 2, 9, 0, 0, 0, 0)), true),
+            cell(
+                MYSQL_TYPE_NEWDATE,
+                v(Value::Date(2024, 2, 9, 0, 0, 0, 0)),
+                true
+            ),
             text("2024-02-09")
         );
         assert_eq!(cell(MYSQL_TYPE_LONG, v(Value::NULL), true), Cell::Null);

@@ -67,7 +67,10 @@ pub fn refusals(s: &ObservedSettings) -> Vec<String> {
             s.binlog_row_image
         ));
     }
-    if !matches!(s.binlog_checksum.to_ascii_uppercase().as_str(), "CRC32" | "NONE") {
+    if !matches!(
+        s.binlog_checksum.to_ascii_uppercase().as_str(),
+        "CRC32" | "NONE"
+    ) {
         out.push(format!(
             "binlog_checksum is {}: the binlog reader checks CRC32 or NONE",
             s.binlog_checksum
@@ -144,7 +147,10 @@ fn global_privileges(line: &str) -> Vec<String> {
     let Some((privileges, _)) = rest.split_once(" ON *.* TO ") else {
         return Vec::new();
     };
-    privileges.split(',').map(|p| p.trim().to_string()).collect()
+    privileges
+        .split(',')
+        .map(|p| p.trim().to_string())
+        .collect()
 }
 
 /// Runs one statement; its rows as text (None for NULL).
@@ -210,7 +216,9 @@ mod tests {
             ("binlog_format is STATEMENT", |s| {
                 s.binlog_format = "STATEMENT".into()
             }),
-            ("binlog_format is MIXED", |s| s.binlog_format = "MIXED".into()),
+            ("binlog_format is MIXED", |s| {
+                s.binlog_format = "MIXED".into()
+            }),
             ("binlog_row_image is MINIMAL", |s| {
                 s.binlog_row_image = "MINIMAL".into()
             }),

@@ -9,9 +9,7 @@ use super::cells::{knows_signedness, row_cells};
 use super::statement::{classify, Statement};
 use super::{Change, Position, RowChange, StreamEvent};
 use mysql_common::binlog::consts::BinlogVersion;
-use mysql_common::binlog::events::{
-    Event, EventData, FormatDescriptionEvent, TableMapEvent,
-};
+use mysql_common::binlog::events::{Event, EventData, FormatDescriptionEvent, TableMapEvent};
 use mysql_wire::binlog::{
     event_type as t, parse_rotate, strip_checksum, EventHeader, MariadbGtid, EVENT_HEADER_LEN,
     LOG_EVENT_ARTIFICIAL_F,
@@ -228,27 +226,25 @@ impl Decoder {
                     })));
                 }
             }
-            EventData::QueryEvent(q) => {
-                match classify(&q.schema(), q.query_raw()) {
-                    Statement::Begin => self.in_transaction = true,
-                    Statement::End => self.end_transaction(out),
-                    Statement::Neutral => {
-                        if !self.in_transaction {
-                            self.end_transaction(out);
-                        }
-                    }
-                    Statement::Changes(changes) => {
-                        out.extend(changes.into_iter().map(StreamEvent::Change));
-                        if !self.in_transaction {
-                            self.end_transaction(out);
-                        }
-                    }
-                    Statement::EndWith(changes) => {
-                        out.extend(changes.into_iter().map(StreamEvent::Change));
+            EventData::QueryEvent(q) => match classify(&q.schema(), q.query_raw()) {
+                Statement::Begin => self.in_transaction = true,
+                Statement::End => self.end_transaction(out),
+                Statement::Neutral => {
+                    if !self.in_transaction {
                         self.end_transaction(out);
                     }
                 }
-            }
+                Statement::Changes(changes) => {
+                    out.extend(changes.into_iter().map(StreamEvent::Change));
+                    if !self.in_transaction {
+                        self.end_transaction(out);
+                    }
+                }
+                Statement::EndWith(changes) => {
+                    out.extend(changes.into_iter().map(StreamEvent::Change));
+                    self.end_transaction(out);
+                }
+            },
             EventData::GtidEvent(g) => {
                 self.mysql_gtid = Some(format!("{}:{}", uuid_text(&g.sid()), g.gno()));
             }

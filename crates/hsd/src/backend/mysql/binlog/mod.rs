@@ -56,11 +56,16 @@ pub enum Change {
     Row(RowChange),
     /// The table's definition or all its rows changed (ALTER, DROP,
     /// RENAME, TRUNCATE, CREATE): drop its rows and its metadata.
-    Table { db: String, table: String },
+    Table {
+        db: String,
+        table: String,
+    },
     /// Something the reader cannot attribute to rows or tables changed
     /// (a statement logged as text, an unknown event, a gap in the log):
     /// drop everything.
-    Everything { reason: String },
+    Everything {
+        reason: String,
+    },
 }
 
 /// A place in the binary log.

@@ -30,7 +30,11 @@ pub(super) fn classify(schema: &str, query: &[u8]) -> Statement {
     let Some(words) = tokens(&text) else {
         return everything(&text);
     };
-    let word = |i: usize| words.get(i).map_or(String::new(), |w| w.to_ascii_uppercase());
+    let word = |i: usize| {
+        words
+            .get(i)
+            .map_or(String::new(), |w| w.to_ascii_uppercase())
+    };
     let tables = |names: Vec<(String, String)>| {
         Statement::Changes(
             names
@@ -100,7 +104,10 @@ fn names_after(words: &[String], from: usize, schema: &str) -> Vec<(String, Stri
         {
             i += 1;
         }
-        let Some(w) = words.get(i).filter(|w| !matches!(w.as_str(), "(" | "," | "." | ")" | "=")) else {
+        let Some(w) = words
+            .get(i)
+            .filter(|w| !matches!(w.as_str(), "(" | "," | "." | ")" | "="))
+        else {
             return out;
         };
         if words.get(i + 1).is_some_and(|d| d == ".") {
@@ -176,7 +183,10 @@ fn tokens(text: &str) -> Option<Vec<String>> {
             let start = i;
             while i < b.len()
                 && !b[i].is_ascii_whitespace()
-                && !matches!(b[i], b'.' | b',' | b'(' | b')' | b'=' | b';' | b'`' | b'"' | b'\'')
+                && !matches!(
+                    b[i],
+                    b'.' | b',' | b'(' | b')' | b'=' | b';' | b'`' | b'"' | b'\''
+                )
             {
                 i += 1;
             }

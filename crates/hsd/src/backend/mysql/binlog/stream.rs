@@ -135,8 +135,13 @@ impl Follower {
         ];
         if self.mariadb {
             let gtid = from.gtid.as_deref().unwrap_or("");
-            if !gtid.bytes().all(|b| b.is_ascii_digit() || b == b'-' || b == b',') {
-                return Err(format!("binlog reader: a GTID state {gtid:?} it cannot use"));
+            if !gtid
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b == b'-' || b == b',')
+            {
+                return Err(format!(
+                    "binlog reader: a GTID state {gtid:?} it cannot use"
+                ));
             }
             statements.extend([
                 // The dump is not a statement to time out.

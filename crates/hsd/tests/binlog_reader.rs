@@ -14,7 +14,8 @@ use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 /// The stream tests read the global binlog settings; the refusal test
-/// changes them for a moment (and restores them): not at the same time.
+/// changes binlog_row_image for a moment (and restores it): not at the
+/// same time.
 static GLOBALS: RwLock<()> = RwLock::new(());
 
 fn settings(url: &str, server_id: u32) -> ReaderSettings {
@@ -424,15 +425,10 @@ fn refusals(url: &str, user: &str, mariadb: bool) {
     assert!(refused[1].contains(monitor), "{refused:?}");
 
     let _g = GLOBALS.write().unwrap_or_else(|e| e.into_inner());
-    {
-        let _format = GlobalSetting::set(&mut sql, "binlog_format", "STATEMENT");
-        let refused = check(url);
-        assert_eq!(refused.len(), 1, "{refused:?}");
-        assert!(
-            refused[0].starts_with("binlog_format is STATEMENT"),
-            "{refused:?}"
-        );
-    }
+    // binlog_format is not changed here: sessions opened meanwhile by
+    // other suites would keep STATEMENT, which InnoDB refuses to log under
+    // their READ COMMITTED. The image is harmless to them (no other suite
+    // reads this server's binlog); the pure refusals are unit-tested.
     {
         let _image = GlobalSetting::set(&mut sql, "binlog_row_image", "MINIMAL");
         let refused = check(url);

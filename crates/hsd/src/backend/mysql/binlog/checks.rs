@@ -211,7 +211,8 @@ mod tests {
 
     #[test]
     fn each_problem_is_one_line_naming_its_setting() {
-        let cases: [(&str, fn(&mut ObservedSettings)); 6] = [
+        type Change = fn(&mut ObservedSettings);
+        let cases: [(&str, Change); 6] = [
             ("log_bin is OFF", |s| s.log_bin = "0".into()),
             ("binlog_format is STATEMENT", |s| {
                 s.binlog_format = "STATEMENT".into()

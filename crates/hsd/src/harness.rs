@@ -24,8 +24,8 @@ pub use crate::connection::Close;
 /// The MySQL/MariaDB binary log reader, for its tests against real servers.
 pub mod binlog {
     pub use crate::backend::mysql::binlog::{
-        refusals, BinlogReader, BinlogSink, Cell, Change, ObservedSettings, Position,
-        ReaderSettings, Row, RowChange, StreamEvent,
+        BinlogReader, BinlogSink, Cell, Change, Position, ReaderSettings, Row, RowChange,
+        StreamEvent,
     };
 }
 pub use crate::session::MAX_AUTH_FAILURES;

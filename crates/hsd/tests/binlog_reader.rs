@@ -8,7 +8,9 @@
 mod common;
 use common::blocking::*;
 use common::{mysql8_url, mysql_url};
-use hsd::harness::binlog::{BinlogReader, Cell, Change, ReaderSettings, RowChange, StreamEvent};
+use hsd::harness::binlog::{
+    BinlogReader, Cell, Change, Position, ReaderSettings, RowChange, StreamEvent,
+};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
@@ -78,7 +80,7 @@ impl Follow {
                 StreamEvent::Change(Change::Row(r)) if r.db == db && r.table == "marker" => {
                     seen_marker = r.after == Some(vec![text(&m.to_string())]);
                 }
-                StreamEvent::Applied(_) if seen_marker => {
+                StreamEvent::Applied { .. } if seen_marker => {
                     out.push(event);
                     return out;
                 }
@@ -172,7 +174,10 @@ fn rows_and_ddl(url: &str, db: &str, server_id: u32, mariadb: bool) {
     let applied: Vec<_> = ev
         .iter()
         .filter_map(|e| match e {
-            StreamEvent::Applied(p) => Some(p.clone()),
+            StreamEvent::Applied {
+                position,
+                commit_time,
+            } if *commit_time > 0 => Some(position.clone()),
             _ => None,
         })
         .collect();
@@ -457,4 +462,63 @@ fn mariadb_refusals() {
 fn mysql8_refusals() {
     let Some(url) = mysql8_url() else { return };
     refusals(&url, "hsdt_binlog_noprivs", false);
+}
+
+/// The reader catches up with the position the server reports, also after
+/// a rotation to a new file with no transaction in it yet (what a reader
+/// that must see every commit before answering waits for).
+fn reaches_the_server_position(url: &str, db: &str, server_id: u32, mariadb: bool) {
+    let _g = GLOBALS.read().unwrap_or_else(|e| e.into_inner());
+    let mut sql = set_up(url, db);
+    let (f, _) = Follow::start(url, server_id);
+    exec(&mut sql, "INSERT INTO t (id, k) VALUES (1, 'a')");
+    exec(&mut sql, "FLUSH BINARY LOGS");
+    let status = rows(&mut sql, "SHOW MASTER STATUS");
+    let cell = |i: usize| String::from_utf8(status[0][i].clone().expect("value")).expect("utf8");
+    let target = Position {
+        file: cell(0),
+        offset: cell(1).parse().expect("offset"),
+        gtid: None,
+    };
+    let gtid_target = mariadb.then(|| scalar(&mut sql, "SELECT @@GLOBAL.gtid_binlog_pos"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut last = None;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match f.events.recv_timeout(left) {
+            Ok(StreamEvent::Applied { position, .. }) => {
+                if position.reached(&target) {
+                    if let Some(g) = &gtid_target {
+                        let seq = |s: &str, domain: &str| -> u64 {
+                            s.split(',')
+                                .filter_map(|d| {
+                                    let mut p = d.trim().split('-');
+                                    (p.next()? == domain).then(|| p.nth(1)?.parse().ok())?
+                                })
+                                .next()
+                                .unwrap_or(0)
+                        };
+                        let state = position.gtid.as_deref().unwrap_or("");
+                        assert!(seq(state, "0") >= seq(g, "0"), "{state} against {g}");
+                    }
+                    return;
+                }
+                last = Some(position);
+            }
+            Ok(_) => {}
+            Err(_) => panic!("never reached {target}; last applied {last:?}"),
+        }
+    }
+}
+
+#[test]
+fn mariadb_reaches_the_server_position() {
+    let Some(url) = mysql_url() else { return };
+    reaches_the_server_position(&url, "hsdt_binlog_reach", 4103, true);
+}
+
+#[test]
+fn mysql8_reaches_the_server_position() {
+    let Some(url) = mysql8_url() else { return };
+    reaches_the_server_position(&url, "hsdt_binlog_reach", 4203, false);
 }

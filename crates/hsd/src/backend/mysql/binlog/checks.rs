@@ -7,20 +7,20 @@ use mysql_wire::TextRow;
 
 /// What the server says about its binary log and the account.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ObservedSettings {
-    pub mariadb: bool,
+pub(crate) struct ObservedSettings {
+    pub(crate) mariadb: bool,
     /// `@@log_bin`: `1` or `0`.
-    pub log_bin: String,
-    pub binlog_format: String,
-    pub binlog_row_image: String,
+    pub(crate) log_bin: String,
+    pub(crate) binlog_format: String,
+    pub(crate) binlog_row_image: String,
     /// `@@binlog_checksum`: `CRC32` or `NONE`.
-    pub binlog_checksum: String,
+    pub(crate) binlog_checksum: String,
     /// MariaDB's `log_bin_compress` or MySQL's
     /// `binlog_transaction_compression` (`1` or `0`).
-    pub compression: String,
+    pub(crate) compression: String,
     /// The account's privileges on `*.*`, upper case, as SHOW GRANTS
     /// lists them (`ALL PRIVILEGES` included as such).
-    pub global_privileges: Vec<String>,
+    pub(crate) global_privileges: Vec<String>,
 }
 
 impl ObservedSettings {
@@ -46,7 +46,7 @@ impl ObservedSettings {
 
 /// Why a binlog-fed cache cannot be exact on this server: one line per
 /// setting, empty when it can.
-pub fn refusals(s: &ObservedSettings) -> Vec<String> {
+pub(crate) fn refusals(s: &ObservedSettings) -> Vec<String> {
     let mut out = Vec::new();
     let on = |v: &str| v == "1" || v.eq_ignore_ascii_case("ON");
     if !on(&s.log_bin) {

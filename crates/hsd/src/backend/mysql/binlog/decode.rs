@@ -129,6 +129,10 @@ impl Decoder {
                     .map_err(|e| format!("format description: {e}"))?;
                 self.fde = Some(fde.into_owned().with_footer(event.footer()));
                 self.tables.clear();
+                if !self.in_transaction {
+                    self.applied.file = self.at.file.clone();
+                    self.applied.offset = self.at.offset;
+                }
                 Ok(())
             }
             t::MARIADB_GTID => {
@@ -138,7 +142,25 @@ impl Decoder {
                 Ok(())
             }
             t::XID | t::XA_PREPARE => {
-                self.end_transaction(out);
+                self.end_transaction(header.timestamp, out);
+                Ok(())
+            }
+            t::HEARTBEAT => {
+                // The server's position while idle: everything before it
+                // was sent (or is not for replicas).
+                if !self.in_transaction {
+                    let file = String::from_utf8_lossy(body);
+                    let file = file.trim_end_matches('\0');
+                    if file == self.at.file && u64::from(header.log_pos) > self.at.offset {
+                        self.at.offset = u64::from(header.log_pos);
+                    }
+                    self.applied.file = self.at.file.clone();
+                    self.applied.offset = self.at.offset;
+                    out.push(StreamEvent::Applied {
+                        position: self.applied.clone(),
+                        commit_time: 0,
+                    });
+                }
                 Ok(())
             }
             t::TABLE_MAP
@@ -150,24 +172,36 @@ impl Decoder {
             | t::DELETE_ROWS
             | t::PARTIAL_UPDATE_ROWS
             | t::QUERY
-            | t::GTID => self.parsed_event(raw, out),
+            | t::GTID => self.parsed_event(raw, header.timestamp, out),
             t::ANONYMOUS_GTID => {
                 self.mysql_gtid = None;
                 Ok(())
             }
-            // Statement context, bookkeeping and heartbeats: nothing changes.
-            3 | 5 | 13 | 14 | t::HEARTBEAT | 28 | 29 | 35 | 36 | 37 => Ok(()),
-            t::MARIADB_ANNOTATE_ROWS
+            // Statement context inside a transaction: nothing changes.
+            5 | 13 | 14 | 28 | 29 | t::MARIADB_ANNOTATE_ROWS => Ok(()),
+            // Bookkeeping between transactions: nothing changes, and the
+            // applied position moves past it (a server's position after
+            // FLUSH LOGS is after these).
+            3
+            | 35
+            | 36
+            | 37
             | t::MARIADB_BINLOG_CHECKPOINT
             | t::MARIADB_GTID_LIST
-            | t::MARIADB_START_ENCRYPTION => Ok(()),
+            | t::MARIADB_START_ENCRYPTION => {
+                if !self.in_transaction {
+                    self.applied.file = self.at.file.clone();
+                    self.applied.offset = self.at.offset;
+                }
+                Ok(())
+            }
             _ if header.flags & LOG_EVENT_IGNORABLE_F != 0 => Ok(()),
             other => {
                 out.push(StreamEvent::Change(Change::Everything {
                     reason: format!("a binlog event of type {other} the reader does not decode"),
                 }));
                 if !self.in_transaction {
-                    self.end_transaction(out);
+                    self.end_transaction(header.timestamp, out);
                 }
                 Ok(())
             }
@@ -175,7 +209,12 @@ impl Decoder {
     }
 
     /// The events `mysql_common` parses.
-    fn parsed_event(&mut self, raw: &[u8], out: &mut Vec<StreamEvent>) -> Result<(), String> {
+    fn parsed_event(
+        &mut self,
+        raw: &[u8],
+        time: u32,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), String> {
         let fde = self
             .fde
             .as_ref()
@@ -228,21 +267,21 @@ impl Decoder {
             }
             EventData::QueryEvent(q) => match classify(&q.schema(), q.query_raw()) {
                 Statement::Begin => self.in_transaction = true,
-                Statement::End => self.end_transaction(out),
+                Statement::End => self.end_transaction(time, out),
                 Statement::Neutral => {
                     if !self.in_transaction {
-                        self.end_transaction(out);
+                        self.end_transaction(time, out);
                     }
                 }
                 Statement::Changes(changes) => {
                     out.extend(changes.into_iter().map(StreamEvent::Change));
                     if !self.in_transaction {
-                        self.end_transaction(out);
+                        self.end_transaction(time, out);
                     }
                 }
                 Statement::EndWith(changes) => {
                     out.extend(changes.into_iter().map(StreamEvent::Change));
-                    self.end_transaction(out);
+                    self.end_transaction(time, out);
                 }
             },
             EventData::GtidEvent(g) => {
@@ -255,7 +294,7 @@ impl Decoder {
 
     /// The transaction read so far is whole: it is applied once its
     /// changes are delivered.
-    fn end_transaction(&mut self, out: &mut Vec<StreamEvent>) {
+    fn end_transaction(&mut self, commit_time: u32, out: &mut Vec<StreamEvent>) {
         self.in_transaction = false;
         let gtid = if self.mariadb {
             if let Some(g) = self.mariadb_gtid.take() {
@@ -276,7 +315,10 @@ impl Decoder {
             offset: self.at.offset,
             gtid,
         };
-        out.push(StreamEvent::Applied(self.applied.clone()));
+        out.push(StreamEvent::Applied {
+            position: self.applied.clone(),
+            commit_time,
+        });
     }
 }
 

@@ -22,7 +22,6 @@ mod decode;
 mod statement;
 mod stream;
 
-pub use checks::{refusals, ObservedSettings};
 pub use stream::{BinlogReader, BinlogSink, ReaderSettings};
 
 /// One column of a row image.
@@ -80,6 +79,23 @@ pub struct Position {
     pub gtid: Option<String>,
 }
 
+impl Position {
+    /// Whether this place is at or after `other` in the same server's
+    /// binlog (files compare by their numeric suffix, then offsets): a
+    /// reader that applied `self` has applied everything up to `other`.
+    pub fn reached(&self, other: &Position) -> bool {
+        let number = |file: &str| {
+            file.rsplit_once('.')
+                .and_then(|(_, n)| n.parse::<u64>().ok())
+        };
+        let files = match (number(&self.file), number(&other.file)) {
+            (Some(a), Some(b)) => a.cmp(&b),
+            _ => self.file.cmp(&other.file),
+        };
+        files.then(self.offset.cmp(&other.offset)).is_ge()
+    }
+}
+
 impl std::fmt::Display for Position {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}:{}", self.file, self.offset)?;
@@ -102,9 +118,35 @@ pub enum StreamEvent {
     /// A change, committed on the server (events reach the binlog at
     /// commit). Evicting on it at once is safe.
     Change(Change),
-    /// Every transaction up to `Position` has been delivered.
-    Applied(Position),
+    /// Every transaction up to `position` has been delivered.
+    /// `commit_time` is the server's clock (Unix seconds) when the last of
+    /// them was logged: the reader's lag is now minus it. A heartbeat of an
+    /// idle stream (every second at most) says `Applied` too, with the
+    /// server's own position and a `commit_time` of 0: nothing is waiting.
+    Applied {
+        position: Position,
+        commit_time: u32,
+    },
     /// The stream broke: until the next `Started`, changes may be missed
     /// (a cache stops serving). The reader reconnects by itself.
     Lost { reason: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Position;
+
+    #[test]
+    fn positions_compare_by_file_number_then_offset() {
+        let at = |file: &str, offset| Position {
+            file: file.to_string(),
+            offset,
+            gtid: None,
+        };
+        assert!(at("bin.000002", 4).reached(&at("bin.000001", 900)));
+        assert!(at("bin.000010", 4).reached(&at("bin.000009", 900)));
+        assert!(at("bin.000001", 900).reached(&at("bin.000001", 900)));
+        assert!(!at("bin.000001", 899).reached(&at("bin.000001", 900)));
+        assert!(!at("bin.000001", 900).reached(&at("bin.000002", 4)));
+    }
 }

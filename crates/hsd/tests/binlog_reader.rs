@@ -548,3 +548,45 @@ fn mysql8_reaches_the_server_position() {
     let Some(url) = mysql8_url() else { return };
     reaches_the_server_position(&url, "hsdt_binlog_reach", 4203, false);
 }
+
+/// An idle stream outlives the read timeout: the server sends heartbeats,
+/// each an `Applied` with no commit time, and the link is never dropped.
+fn idle_stream_stays_up(url: &str, server_id: u32) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (tx, events) = channel();
+    let short = ReaderSettings {
+        timeout: Duration::from_secs(2),
+        ..settings(url, server_id)
+    };
+    let _reader = rt
+        .block_on(BinlogReader::start(short, tx))
+        .unwrap_or_else(|e| panic!("the reader did not start: {e}"));
+    let start = Instant::now();
+    let mut applied = 0;
+    // Twice the read timeout: without heartbeats the link would time out.
+    while start.elapsed() < Duration::from_secs(4) {
+        match events.recv_timeout(Duration::from_millis(100)) {
+            Ok(StreamEvent::Applied { .. }) => applied += 1,
+            Ok(StreamEvent::Lost { reason }) => panic!("stream lost while idle: {reason}"),
+            _ => {}
+        }
+    }
+    // Other suites may write meanwhile: their transactions count as well.
+    assert!(applied >= 3, "{applied} Applied in 4 s");
+}
+
+#[test]
+fn mariadb_idle_stream_stays_up() {
+    let Some(url) = mysql_url() else { return };
+    idle_stream_stays_up(&url, 4104);
+}
+
+#[test]
+fn mysql8_idle_stream_stays_up() {
+    let Some(url) = mysql8_url() else { return };
+    idle_stream_stays_up(&url, 4204);
+}

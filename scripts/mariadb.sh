@@ -188,7 +188,14 @@ max_connections=1000
 innodb_flush_log_at_trx_commit=1
 innodb_buffer_pool_size=$BUFFER_POOL
 ${FLUSH_METHOD:+innodb_flush_method=$FLUSH_METHOD}
-skip-log-bin
+# The binary log as hsd's binlog reader needs it (row events with full
+# images). Always on: reads do not touch it, and with sync_binlog=0 (the
+# default) a commit costs one more buffered write, not one more fsync.
+server-id=1
+log-bin=mariadb-bin
+binlog_format=ROW
+binlog_row_image=FULL
+binlog_expire_logs_seconds=86400
 $TLS_CNF
 ${HSD_MARIADB_OPTIONS:-}
 # The original HandlerSocket plugin: rated beta, so MariaDB wants the

@@ -214,7 +214,15 @@ max_connections=1000
 innodb_flush_log_at_trx_commit=1
 innodb_buffer_pool_size=$BUFFER_POOL
 innodb_log_file_size=48M
-skip-log-bin
+# The binary log as hsd's binlog reader needs it (MySQL 8's defaults:
+# ROW, FULL); sync_binlog=0 so that a commit costs one more buffered write,
+# not one more fsync, for the suites that do not read it.
+server-id=1
+log-bin=mysql-bin
+binlog_format=ROW
+binlog_row_image=FULL
+binlog_expire_logs_seconds=86400
+sync_binlog=0
 # Less memory and a faster start; the tests read no performance_schema table.
 performance_schema=OFF
 EOF

@@ -1,6 +1,7 @@
 //! The MySQL/MariaDB client protocol as bytes, with no I/O: packet framing,
 //! the handshake and its authentication methods, the answers to a text
-//! query (OK, ERR, result sets with text rows) and SQL literals.
+//! query (OK, ERR, result sets with text rows), SQL literals, and the
+//! replication commands and event framing a binlog reader needs (`binlog`).
 //!
 //! hsd's asynchronous MySQL link and hsbench's load generator both speak the
 //! protocol through this crate, so it is written once. Only the text protocol
@@ -8,6 +9,7 @@
 //! which is what HandlerSocket answers with.
 
 pub mod auth;
+pub mod binlog;
 pub mod handshake;
 pub mod literal;
 pub mod number;

@@ -20,6 +20,8 @@
 //! - `literal`: values as SQL literals; `batch_sql`: a group's merged writes.
 //! - `in_doubt`: a COMMIT whose answer never came, resolved from another
 //!   connection before its writes are answered.
+//! - `binlog`: the binary log reader (a replica's stream of row changes),
+//!   the row cache's source of evictions.
 //! - `topology`: with `--replica`, which server takes writes and where the
 //!   read port's finds may run (see docs/replication.md).
 //!
@@ -40,6 +42,7 @@
 //! fail, so no write is reported done that the server rolled back.
 
 mod batch_sql;
+pub(crate) mod binlog;
 mod conn;
 mod conn_writes;
 mod connector;

@@ -1,0 +1,262 @@
+//! The settings and grants without which a cache fed by the binlog cannot
+//! be exact, read from the server at start (`observe`) and judged by a pure
+//! function (`refusals`), one line per problem naming the setting.
+
+use super::super::link::{Answer, Link, ResultSink};
+use mysql_wire::TextRow;
+
+/// What the server says about its binary log and the account.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ObservedSettings {
+    pub(crate) mariadb: bool,
+    /// `@@log_bin`: `1` or `0`.
+    pub(crate) log_bin: String,
+    pub(crate) binlog_format: String,
+    pub(crate) binlog_row_image: String,
+    /// `@@binlog_checksum`: `CRC32` or `NONE`.
+    pub(crate) binlog_checksum: String,
+    /// MariaDB's `log_bin_compress` or MySQL's
+    /// `binlog_transaction_compression` (`1` or `0`).
+    pub(crate) compression: String,
+    /// The account's privileges on `*.*`, upper case, as SHOW GRANTS
+    /// lists them (`ALL PRIVILEGES` included as such).
+    pub(crate) global_privileges: Vec<String>,
+}
+
+impl ObservedSettings {
+    fn compression_setting(&self) -> &'static str {
+        if self.mariadb {
+            "log_bin_compress"
+        } else {
+            "binlog_transaction_compression"
+        }
+    }
+
+    fn has(&self, names: &[&str]) -> bool {
+        self.global_privileges
+            .iter()
+            .any(|p| p == "ALL PRIVILEGES" || p == "ALL" || names.contains(&p.as_str()))
+    }
+
+    /// The server's checksums are CRC32 (else none).
+    pub(super) fn checksums(&self) -> bool {
+        self.binlog_checksum.eq_ignore_ascii_case("CRC32")
+    }
+}
+
+/// Why a binlog-fed cache cannot be exact on this server: one line per
+/// setting, empty when it can.
+pub(crate) fn refusals(s: &ObservedSettings) -> Vec<String> {
+    let mut out = Vec::new();
+    let on = |v: &str| v == "1" || v.eq_ignore_ascii_case("ON");
+    if !on(&s.log_bin) {
+        out.push(
+            "log_bin is OFF: the row cache reads the binary log; start the server with log-bin"
+                .to_string(),
+        );
+    }
+    if !s.binlog_format.eq_ignore_ascii_case("ROW") {
+        out.push(format!(
+            "binlog_format is {}: the row cache needs ROW (changes logged as statements name no rows)",
+            s.binlog_format
+        ));
+    }
+    if !s.binlog_row_image.eq_ignore_ascii_case("FULL") {
+        out.push(format!(
+            "binlog_row_image is {}: the row cache needs FULL (every unique key in both images)",
+            s.binlog_row_image
+        ));
+    }
+    if !matches!(
+        s.binlog_checksum.to_ascii_uppercase().as_str(),
+        "CRC32" | "NONE"
+    ) {
+        out.push(format!(
+            "binlog_checksum is {}: the binlog reader checks CRC32 or NONE",
+            s.binlog_checksum
+        ));
+    }
+    if on(&s.compression) {
+        out.push(format!(
+            "{} is ON: the binlog reader does not decode compressed events",
+            s.compression_setting()
+        ));
+    }
+    if !s.has(&["REPLICATION SLAVE", "REPLICATION REPLICA"]) {
+        out.push(
+            "the account lacks the REPLICATION SLAVE privilege (GRANT REPLICATION SLAVE ON *.*): \
+             the row cache reads the binlog as a replica"
+                .to_string(),
+        );
+    }
+    if s.mariadb && !s.has(&["BINLOG MONITOR", "REPLICATION CLIENT"]) {
+        out.push(
+            "the account lacks the BINLOG MONITOR privilege (REPLICATION CLIENT before MariaDB \
+             10.5; GRANT BINLOG MONITOR ON *.*): the row cache reads the binlog position"
+                .to_string(),
+        );
+    }
+    if !s.mariadb && !s.has(&["REPLICATION CLIENT"]) {
+        out.push(
+            "the account lacks the REPLICATION CLIENT privilege (GRANT REPLICATION CLIENT ON *.*): \
+             the row cache reads the binlog position"
+                .to_string(),
+        );
+    }
+    out
+}
+
+/// Reads the settings and grants on `link`.
+pub(super) async fn observe(link: &mut Link) -> Result<ObservedSettings, String> {
+    let mariadb = link.server.mariadb;
+    let compression = if mariadb {
+        "@@GLOBAL.log_bin_compress"
+    } else {
+        "@@GLOBAL.binlog_transaction_compression"
+    };
+    let sql = format!(
+        "SELECT @@GLOBAL.log_bin, @@GLOBAL.binlog_format, @@GLOBAL.binlog_row_image, \
+         @@GLOBAL.binlog_checksum, {compression}"
+    );
+    let rows = query(link, &sql).await?;
+    let row = rows.first().ok_or("the server answered no settings")?;
+    let value = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
+    let mut settings = ObservedSettings {
+        mariadb,
+        log_bin: value(0),
+        binlog_format: value(1),
+        binlog_row_image: value(2),
+        binlog_checksum: value(3),
+        compression: value(4),
+        global_privileges: Vec::new(),
+    };
+    for row in query(link, "SHOW GRANTS").await? {
+        if let Some(Some(line)) = row.first() {
+            settings.global_privileges.extend(global_privileges(line));
+        }
+    }
+    Ok(settings)
+}
+
+/// The privileges a `GRANT ... ON *.* TO ...` line gives.
+fn global_privileges(line: &str) -> Vec<String> {
+    let upper = line.to_ascii_uppercase();
+    let Some(rest) = upper.strip_prefix("GRANT ") else {
+        return Vec::new();
+    };
+    let Some((privileges, _)) = rest.split_once(" ON *.* TO ") else {
+        return Vec::new();
+    };
+    privileges
+        .split(',')
+        .map(|p| p.trim().to_string())
+        .collect()
+}
+
+/// Runs one statement; its rows as text (None for NULL).
+pub(super) async fn query(link: &mut Link, sql: &str) -> Result<Vec<Vec<Option<String>>>, String> {
+    link.queue(|out| out.extend_from_slice(sql.as_bytes()));
+    let mut rows = Rows::default();
+    match link.answer(&mut rows).await {
+        Ok(Answer::Done(_)) => Ok(rows.0),
+        Ok(Answer::Refused(e)) => Err(format!("{sql}: {e}")),
+        Err(f) => Err(format!("{sql}: {}", f.error)),
+    }
+}
+
+#[derive(Default)]
+struct Rows(Vec<Vec<Option<String>>>);
+
+impl ResultSink for Rows {
+    fn row(&mut self, payload: &[u8], row: &TextRow) -> bool {
+        self.0.push(
+            (0..row.len())
+                .map(|i| {
+                    row.get(payload, i)
+                        .map(|v| String::from_utf8_lossy(v).into_owned())
+                })
+                .collect(),
+        );
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn good(mariadb: bool) -> ObservedSettings {
+        ObservedSettings {
+            mariadb,
+            log_bin: "1".into(),
+            binlog_format: "ROW".into(),
+            binlog_row_image: "FULL".into(),
+            binlog_checksum: "CRC32".into(),
+            compression: "0".into(),
+            global_privileges: global_privileges(
+                "GRANT REPLICATION SLAVE, BINLOG MONITOR, REPLICATION CLIENT ON *.* TO `r`@`%`",
+            ),
+        }
+    }
+
+    #[test]
+    fn a_good_server_is_accepted() {
+        assert_eq!(refusals(&good(true)), Vec::<String>::new());
+        assert_eq!(refusals(&good(false)), Vec::<String>::new());
+        let mut all = good(true);
+        all.global_privileges =
+            global_privileges("GRANT ALL PRIVILEGES ON *.* TO `hsd`@`127.0.0.1` WITH GRANT OPTION");
+        assert!(refusals(&all).is_empty());
+    }
+
+    #[test]
+    fn each_problem_is_one_line_naming_its_setting() {
+        type Change = fn(&mut ObservedSettings);
+        let cases: [(&str, Change); 6] = [
+            ("log_bin is OFF", |s| s.log_bin = "0".into()),
+            ("binlog_format is STATEMENT", |s| {
+                s.binlog_format = "STATEMENT".into()
+            }),
+            ("binlog_format is MIXED", |s| {
+                s.binlog_format = "MIXED".into()
+            }),
+            ("binlog_row_image is MINIMAL", |s| {
+                s.binlog_row_image = "MINIMAL".into()
+            }),
+            ("binlog_row_image is NOBLOB", |s| {
+                s.binlog_row_image = "NOBLOB".into()
+            }),
+            ("log_bin_compress is ON", |s| s.compression = "1".into()),
+        ];
+        for (line, change) in cases {
+            let mut s = good(true);
+            change(&mut s);
+            let r = refusals(&s);
+            assert_eq!(r.len(), 1, "{r:?}");
+            assert!(r[0].starts_with(line), "{r:?}");
+        }
+        let mut s = good(false);
+        s.compression = "1".into();
+        assert!(refusals(&s)[0].starts_with("binlog_transaction_compression is ON"));
+    }
+
+    #[test]
+    fn missing_privileges_are_named() {
+        let mut s = good(true);
+        s.global_privileges = global_privileges("GRANT SELECT, INSERT ON *.* TO `u`@`%`");
+        let r = refusals(&s);
+        assert_eq!(r.len(), 2);
+        assert!(r[0].contains("REPLICATION SLAVE"));
+        assert!(r[1].contains("BINLOG MONITOR"));
+        s.mariadb = false;
+        let r = refusals(&s);
+        assert!(r[1].contains("REPLICATION CLIENT"));
+        // Privileges on one database do not count.
+        assert!(global_privileges("GRANT ALL PRIVILEGES ON `db`.* TO `u`@`%`").is_empty());
+        // MariaDB before 10.5 named BINLOG MONITOR REPLICATION CLIENT.
+        s.mariadb = true;
+        s.global_privileges =
+            global_privileges("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `u`@`%`");
+        assert!(refusals(&s).is_empty());
+    }
+}

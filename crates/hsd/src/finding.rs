@@ -59,6 +59,25 @@ impl Finding {
     }
 }
 
+/// A message as one line: a TOML error's quoted lines (`1 | prot = 1`,
+/// `| ^^^^`) dropped, the others joined with `: `. Logs and `hsd check`
+/// then show one line per problem.
+pub fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !is_quoted_source(l))
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+/// `|`, `| ^^^^` or `12 | text`: a parser quoting the input.
+fn is_quoted_source(line: &str) -> bool {
+    line.starts_with('|')
+        || line
+            .split_once(" |")
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let label = match self.severity {
@@ -67,6 +86,21 @@ impl fmt::Display for Finding {
             Severity::Warning => "warning",
             Severity::Error => "error",
         };
-        write!(f, "{label}: {}", self.text)
+        write!(f, "{label}: {}", one_line(&self.text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn a_toml_error_becomes_one_line() {
+        let text = "parsing config file bad.toml: TOML parse error at line 1, column 1\n  |\n1 | prot = 1\n  | ^^^^\nunknown field `prot`, expected one of `address`";
+        assert_eq!(
+            one_line(text),
+            "parsing config file bad.toml: TOML parse error at line 1, column 1: unknown field `prot`, expected one of `address`"
+        );
+        assert_eq!(one_line("already one line | with a bar"), "already one line | with a bar");
     }
 }

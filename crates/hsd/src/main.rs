@@ -79,7 +79,7 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("hsd: {e:#}");
+            eprintln!("hsd: {}", hsd::preflight::one_line(&format!("{e:#}")));
             std::process::ExitCode::FAILURE
         }
     }
@@ -120,7 +120,7 @@ fn check(opts: hsd::ServeOptions) -> std::process::ExitCode {
         // The settings cannot be read: that one finding, as `serve` says it.
         Err(e) => vec![hsd::preflight::Finding {
             severity: Severity::Error,
-            text: format!("{e:#}"),
+            text: hsd::preflight::one_line(&format!("{e:#}")),
         }],
     };
     for finding in &findings {

@@ -11,7 +11,7 @@ use crate::backend::mysql::preflight as mysql_preflight;
 use crate::backend::mysql::topology;
 use crate::backend::mysql::MysqlSettings;
 use crate::config::{BackendChoice, Config, ReadFrom};
-pub use crate::finding::{Finding, Severity};
+pub use crate::finding::{one_line, Finding, Severity};
 use std::io::ErrorKind;
 use std::net::TcpListener;
 

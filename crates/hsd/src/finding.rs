@@ -101,6 +101,9 @@ mod tests {
             one_line(text),
             "parsing config file bad.toml: TOML parse error at line 1, column 1: unknown field `prot`, expected one of `address`"
         );
-        assert_eq!(one_line("already one line | with a bar"), "already one line | with a bar");
+        assert_eq!(
+            one_line("already one line | with a bar"),
+            "already one line | with a bar"
+        );
     }
 }

@@ -12,12 +12,9 @@ use crate::backend::mysql::topology;
 use crate::backend::mysql::MysqlSettings;
 use crate::config::{BackendChoice, Config, ReadFrom};
 pub use crate::finding::{one_line, Finding, Severity};
+use crate::server::DEFAULT_MYSQL_LINKS;
 use std::io::ErrorKind;
 use std::net::TcpListener;
-
-/// MySQL connections each event loop reads through, unless --mysql-pool
-/// says otherwise (as `server` starts them).
-const DEFAULT_MYSQL_LINKS: usize = 2;
 
 /// What `hsd serve` checks once its settings are read, before it starts
 /// anything: warnings to log and errors that stop it.
@@ -71,7 +68,8 @@ pub async fn check(config: &Config) -> Vec<Finding> {
     found
 }
 
-/// The MySQL backend's settings from the configuration.
+/// The MySQL backend's settings from the configuration, as `server` makes
+/// them to start the backend.
 pub(crate) fn mysql_settings(config: &Config, url: &mysql_wire::MysqlUrl) -> MysqlSettings {
     MysqlSettings {
         target: url.to_string(),

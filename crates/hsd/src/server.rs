@@ -25,7 +25,7 @@ use tokio::net::TcpListener;
 
 /// MySQL connections each event loop reads through, unless --mysql-pool
 /// says otherwise.
-const DEFAULT_MYSQL_LINKS: usize = 2;
+pub(crate) const DEFAULT_MYSQL_LINKS: usize = 2;
 
 /// Runs the server until a signal, then stops it.
 pub async fn run(config: Config) -> anyhow::Result<()> {

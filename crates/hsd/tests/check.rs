@@ -402,3 +402,70 @@ mod mysql {
         ));
     }
 }
+
+mod replicas {
+    use super::*;
+
+    /// The GTID primary and replicas of scripts/replication.sh (test.sh
+    /// starts them before the suites): the primary takes the writes, both
+    /// replicas may serve reads; exit 0. In CI their absence is a failure.
+    #[test]
+    fn a_primary_and_its_replicas_are_seen_in_their_roles() {
+        let (Ok(primary), Ok(replicas)) = (
+            std::env::var("HSD_REPL_PRIMARY_URL"),
+            std::env::var("HSD_REPL_REPLICA_URLS"),
+        ) else {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "HSD_REPL_PRIMARY_URL/HSD_REPL_REPLICA_URLS not set: CI must run this (scripts/test.sh sets them)"
+            );
+            eprintln!("HSD_REPL_PRIMARY_URL not set: skipping (scripts/replication.sh start, then its env)");
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let replica_list = replicas
+            .split(',')
+            .map(|u| format!("\"{u}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let config = config(
+            dir.path(),
+            &format!("backend = \"{primary}\"\nreplica = [{replica_list}]"),
+        );
+        let checked = check(&["--config", &config]);
+        assert_eq!(checked.code, Some(0), "{:#?}", checked.lines);
+        let endpoint = |url: &str| url.rsplit('@').next().unwrap().to_string();
+        checked.line(&format!(
+            "ok: {}: takes the writes (read_only = OFF)",
+            endpoint(&primary)
+        ));
+        for replica in replicas.split(',') {
+            checked.line(&format!(
+                "ok: {}: a replica hsd may read from",
+                endpoint(replica)
+            ));
+        }
+    }
+
+    /// Two writable servers (the same MariaDB twice): neither is used, and
+    /// no server takes writes.
+    #[test]
+    fn two_writable_servers_are_warned_about() {
+        let Some(url) = common::mysql_url() else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let config = config(
+            dir.path(),
+            &format!("backend = \"{url}\"\nreplica = [\"{url}\"]"),
+        );
+        let checked = check(&["--config", &config]);
+        assert_eq!(checked.code, Some(1), "{:#?}", checked.lines);
+        checked.line("warning: no configured server takes writes");
+        assert!(
+            checked.lines.iter().any(|l| l.contains(": not used: ")),
+            "{:#?}",
+            checked.lines
+        );
+    }
+}

@@ -2,27 +2,38 @@
 //! by `hsd --version`). A build without git, or outside a checkout (a
 //! source tarball), records `unknown` rather than failing.
 
+use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
     let commit = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=HSD_COMMIT={commit}");
     // Build again when HEAD moves: a checkout of another branch changes
-    // HEAD, a commit changes the branch's ref (loose or packed). Without a
-    // checkout, cargo's default (any file of the package) applies.
-    let mut watched = vec!["HEAD".to_string(), "packed-refs".to_string()];
-    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
-        watched.push(branch);
-    }
-    for name in watched {
-        // Only files that exist: cargo runs the script on every build for
-        // a missing one (a branch whose ref is packed has no file).
-        if let Some(path) = git(&["rev-parse", "--git-path", &name]) {
-            if std::path::Path::new(&path).exists() {
-                println!("cargo:rerun-if-changed={path}");
-            }
+    // HEAD, a commit changes the branch's ref (loose or packed). Only paths
+    // that exist: cargo runs the script on every build for a missing one.
+    // A branch whose ref is packed has no file yet: its folder (refs/heads,
+    // a few files) shows the commit that makes one. Without a checkout,
+    // cargo's default (any file of the package) applies.
+    for name in ["HEAD", "packed-refs"] {
+        if let Some(path) = git_path(name).filter(|p| p.exists()) {
+            println!("cargo:rerun-if-changed={}", path.display());
         }
     }
+    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]).and_then(|b| git_path(&b)) {
+        let watch = if branch.exists() {
+            Some(branch.as_path())
+        } else {
+            branch.parent().filter(|p| p.exists())
+        };
+        if let Some(watch) = watch {
+            println!("cargo:rerun-if-changed={}", watch.display());
+        }
+    }
+}
+
+/// Where git keeps `name` (HEAD, a ref) for this checkout.
+fn git_path(name: &str) -> Option<PathBuf> {
+    git(&["rev-parse", "--git-path", name]).map(PathBuf::from)
 }
 
 /// One line of git's output; `None` when git is missing or fails.

@@ -245,7 +245,8 @@ bad_config() {
     expect_line "$out" "$want" "hsd check ($name)"
     finding=$(grep -E -- "$want" <<<"$out" | head -n 1 | sed 's/^error: //')
     rc=0
-    as_hsd /usr/bin/hsd serve --config "$config" >"$work/$name.out" 2>"$work/$name.err" || rc=$?
+    # (A serve that did not refuse would run: ended after 20 s, exit 124.)
+    as_hsd timeout 20 /usr/bin/hsd serve --config "$config" >"$work/$name.out" 2>"$work/$name.err" || rc=$?
     [[ $rc -eq 1 ]] || { cat "$work/$name.err" >&2; fail "$name: hsd serve exited $rc, want 1"; }
     grep -qxF -- "hsd: $finding" "$work/$name.err" \
         || { cat "$work/$name.err" >&2; fail "$name: hsd serve did not refuse with 'hsd: $finding'"; }

@@ -45,6 +45,11 @@ esac
 #   procps           ps/pgrep for debugging and kill fallbacks
 #   ca-certificates  cargo's HTTPS registry access
 #   build-essential  C compiler for rusqlite's bundled SQLite
+#   dpkg-dev         scripts/package.sh (dpkg-deb, dpkg-shlibdeps)
+#   systemd          systemd-analyze verify/security on the unit
+#                    (scripts/test-package.sh; no systemd is started)
+#   man-db           man, to render hsd(1) and for systemd-analyze's
+#                    check of the unit's Documentation=man:hsd(1)
 wanted=(
     "mariadb-server mariadbd"
     "mariadb-server mariadb-install-db"
@@ -68,6 +73,9 @@ wanted=(
     "procps ps"
     "ca-certificates -"
     "build-essential cc"
+    "dpkg-dev dpkg-shlibdeps"
+    "systemd systemd-analyze"
+    "man-db man"
 )
 
 pkg_installed() {

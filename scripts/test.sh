@@ -24,6 +24,11 @@
 #     (scripts/galera.sh), started while cargo builds, and the suites of
 #     crates/cluster-tests against them (tests/replication.rs and
 #     tests/galera.rs, side by side: each has its own servers).
+#   - the Debian package (background from the same moment, output in
+#     target/test-package.log): scripts/test-package.sh packs the debug
+#     build, installs it, verifies and runs its unit's command line, runs
+#     `hsd check` on good and bad configs, upgrades and purges it (root
+#     only, as CI runs; it refuses a machine where hsd is installed).
 # Any failure, in any half, including a server failing to start, fails the
 # whole run.
 #
@@ -109,8 +114,14 @@ section "private MariaDB and MySQL 8 (started while cargo built)"
 mysql8_pid=""
 repl_pid=""
 hostile_pid=""
+package_pid=""
 on_exit() {
     local rc=$?
+    if [[ -n "$package_pid" ]] && kill -0 "$package_pid" 2>/dev/null; then
+        # Its own exit handler purges the package it installed.
+        kill -TERM -- "-$package_pid" 2>/dev/null || kill -TERM "$package_pid" 2>/dev/null || true
+        wait "$package_pid" 2>/dev/null || true
+    fi
     if [[ -n "$hostile_pid" ]] && kill -0 "$hostile_pid" 2>/dev/null; then
         kill -TERM -- "-$hostile_pid" 2>/dev/null || kill -TERM "$hostile_pid" 2>/dev/null || true
         wait "$hostile_pid" 2>/dev/null || true
@@ -349,6 +360,16 @@ repl_started=$((SECONDS - START))
 set +m
 echo "replication half running in the background (pid $repl_pid, log $repl_log)"
 
+# The Debian package of the debug build just tested: install, unit, hsd
+# check, upgrade, purge (about half a minute, mostly dpkg).
+package_log=$ROOT/target/test-package.log
+set -m
+bash "$ROOT/scripts/test-package.sh" >"$package_log" 2>&1 &
+package_pid=$!
+package_started=$((SECONDS - START))
+set +m
+echo "Debian package test running in the background (pid $package_pid, log $package_log)"
+
 # --- compat and bench smoke (added by their owners) ---
 # Each step: a `section "..."` header, then commands that fail the run on error.
 # MariaDB is running and HSD_TEST_MYSQL_URL is exported here.
@@ -401,6 +422,16 @@ section "bench smoke: scripts/bench.sh --quick (every system and workload; check
 bash "$ROOT/scripts/bench.sh" --quick --profile debug --json "$ROOT/target/bench-quick.json"
 
 # --- end of compat and bench smoke ---
+
+section "Debian package: scripts/test-package.sh (background since t+${package_started}s): waiting for it, then its log"
+package_rc=0
+wait "$package_pid" || package_rc=$?
+package_pid=""
+cat "$package_log"
+if [[ $package_rc -ne 0 ]]; then
+    echo "the Debian package test FAILED (exit $package_rc; log above, also in $package_log)" >&2
+    exit 1
+fi
 
 section "replication half (background since t+${repl_started}s): waiting for it, then its log"
 repl_rc=0

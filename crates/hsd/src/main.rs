@@ -1,16 +1,19 @@
-//! The `hsd` command: `serve` runs the server, `sql` runs SQL on the embedded
+//! The `hsd` command: `serve` runs the server, `check` reports what would
+//! stop or hinder it (without serving), `sql` runs SQL on the embedded
 //! store's files.
 
 use clap::{Parser, Subcommand};
+use hsd::preflight::Severity;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
 #[derive(Parser)]
 #[command(
     name = "hsd",
-    version,
+    // The commit comes from build.rs (`unknown` when built outside git).
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("HSD_COMMIT"), ")"),
     about = "A HandlerSocket server for SQLite and MySQL/MariaDB tables",
-    after_help = "To start: `hsd serve --demo`, then read test.user on 127.0.0.1:9998; `hsd serve --help` lists every option."
+    after_help = "To start: `hsd serve --demo`, then read test.user on 127.0.0.1:9998; `hsd serve --help` lists every option. Installed from the package, hsd runs as the systemd service hsd.service with /etc/hsd/hsd.toml; `hsd check --config /etc/hsd/hsd.toml` checks that file before a restart. Documentation: docs/operations.md (/usr/share/doc/hsd/ when installed)."
 )]
 struct Cli {
     /// More log output (-v debug, -vv trace); RUST_LOG overrides.
@@ -27,6 +30,14 @@ enum Command {
         after_help = "To start: `hsd serve --demo` serves the table test.user on 127.0.0.1:9998 (reads) and 9999 (writes). Every option is also an HSD_* variable and a --config key; docs/operations.md explains them."
     )]
     Serve(Box<hsd::ServeOptions>),
+    /// Check the settings and what they need without serving: files and
+    /// their permissions, TLS, free ports, the MySQL servers and the
+    /// account's privileges. One line per finding (ok, note, warning,
+    /// error); exit 1 on any warning or error.
+    #[command(
+        after_help = "Takes every option of `hsd serve` and reads them as it does (command line, HSD_* variables, --config file). `hsd serve` refuses to start on the errors and logs the warnings, in the same words. Run it as the user hsd runs as (runuser -u hsd -- hsd check --config /etc/hsd/hsd.toml): permissions are checked for the user who runs it."
+    )]
+    Check(Box<hsd::ServeOptions>),
     /// Run SQL on the embedded store: hsd sql [--data-dir DIR] <db> "<statement>".
     /// A db that does not exist is created only by a CREATE statement.
     Sql {
@@ -41,6 +52,9 @@ fn main() -> std::process::ExitCode {
     hsd::return_large_blocks();
     let cli = Cli::parse();
     let level = match cli.verbose {
+        // `check` speaks in findings (what the modules it runs would log
+        // is among them); -v shows their logs too.
+        0 if matches!(cli.command, Command::Check(_)) => "off",
         0 => "info",
         1 => "debug",
         _ => "trace",
@@ -56,6 +70,7 @@ fn main() -> std::process::ExitCode {
         .init();
     let result = match cli.command {
         Command::Serve(opts) => serve(*opts),
+        Command::Check(opts) => return check(*opts),
         Command::Sql {
             data_dir,
             db,
@@ -65,7 +80,7 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("hsd: {e:#}");
+            eprintln!("hsd: {}", hsd::preflight::one_line(&format!("{e:#}")));
             std::process::ExitCode::FAILURE
         }
     }
@@ -74,11 +89,12 @@ fn main() -> std::process::ExitCode {
 fn serve(opts: hsd::ServeOptions) -> anyhow::Result<()> {
     let config = opts.resolve()?;
     tracing::debug!(?config, "settings");
-    if let Some(warning) = config.unprotected_port() {
-        tracing::warn!("{warning}");
-    }
-    if let Some(warning) = config.data_disk_full() {
-        tracing::warn!("{warning}");
+    for finding in hsd::preflight::before_serving(&config) {
+        match finding.severity {
+            Severity::Error => anyhow::bail!(finding.text),
+            Severity::Warning => tracing::warn!("{}", finding.text),
+            Severity::Ok | Severity::Note => tracing::debug!("{}", finding.text),
+        }
     }
     raise_open_file_limit(config.max_connections);
     // The main thread accepts and starts the event loops, which run every
@@ -87,6 +103,35 @@ fn serve(opts: hsd::ServeOptions) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(hsd::serve(config))
+}
+
+/// `hsd check`: the findings on stdout, one a line; exit 1 on a problem.
+fn check(opts: hsd::ServeOptions) -> std::process::ExitCode {
+    let findings = match opts.resolve() {
+        Ok(config) => match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime.block_on(hsd::preflight::check(&config)),
+            Err(e) => vec![hsd::preflight::Finding {
+                severity: Severity::Error,
+                text: format!("cannot start the check's runtime: {e}"),
+            }],
+        },
+        // The settings cannot be read: that one finding, as `serve` says it.
+        Err(e) => vec![hsd::preflight::Finding {
+            severity: Severity::Error,
+            text: hsd::preflight::one_line(&format!("{e:#}")),
+        }],
+    };
+    for finding in &findings {
+        println!("{finding}");
+    }
+    if findings.iter().any(|f| f.is_problem()) {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
 }
 
 /// Each connection is a file descriptor: raise the soft limit towards the hard

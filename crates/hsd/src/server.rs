@@ -25,7 +25,7 @@ use tokio::net::TcpListener;
 
 /// MySQL connections each event loop reads through, unless --mysql-pool
 /// says otherwise.
-const DEFAULT_MYSQL_LINKS: usize = 2;
+pub(crate) const DEFAULT_MYSQL_LINKS: usize = 2;
 
 /// Runs the server until a signal, then stops it.
 pub async fn run(config: Config) -> anyhow::Result<()> {
@@ -187,6 +187,7 @@ async fn serve<B: Backend>(
         println!("{}", crate::demo::usage_lines(read_local.port()));
     }
     tracing::info!(%read_local, %write_local, backend = %target, "hsd ready");
+    crate::readiness::serving();
 
     let admission = Admission::new(config.max_connections, config.max_connections_per_address);
     let mut accepting = Vec::new();
@@ -208,6 +209,7 @@ async fn serve<B: Backend>(
 
     shutdown::signal().await;
     tracing::info!("shutting down: no new connections; finishing requests in flight");
+    crate::readiness::stopping();
     trigger.trigger();
     for t in accepting {
         let _ = t.await;

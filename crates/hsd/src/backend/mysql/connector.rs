@@ -192,13 +192,8 @@ impl Connector {
             MarkerCheck::Failed(StorageError::Unavailable(_)) => MarkerState::Unchecked,
             MarkerCheck::Failed(e) => {
                 tracing::warn!(
-                    table = %marker.table_sql,
-                    error = %e,
-                    "cannot use the commit marker table: a COMMIT whose answer is lost \
-                     will be answered 1 1 {} (outcome unknown) instead of being resolved; \
-                     grant this account CREATE, SELECT, INSERT, UPDATE on it, or name \
-                     another table with ?commit-marker=DB.TABLE in --backend",
-                    crate::backend::ERR_COMMIT_IN_DOUBT
+                    "{}",
+                    super::preflight::marker_unusable(&marker.table_sql, e)
                 );
                 MarkerState::Unusable
             }

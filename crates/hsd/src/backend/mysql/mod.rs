@@ -22,6 +22,8 @@
 //!   connection before its writes are answered.
 //! - `binlog`: the binary log reader (a replica's stream of row changes),
 //!   the row cache's source of evictions.
+//! - `preflight`: what `hsd check` looks at on the servers, and the words
+//!   for the problems a start meets.
 //! - `topology`: with `--replica`, which server takes writes and where the
 //!   read port's finds may run (see docs/replication.md).
 //!
@@ -55,6 +57,7 @@ mod link_tls;
 mod literal;
 mod meta;
 mod points;
+pub(crate) mod preflight;
 mod rows;
 mod scan;
 pub(crate) mod topology;
@@ -62,9 +65,10 @@ pub(crate) mod topology;
 pub(crate) use self::conn::MysqlConn;
 use self::conn::Placement;
 use self::connector::Connector;
-use self::link::{Link, LinkSettings, Replicated};
+use self::link::Replicated;
 use self::topology::{ReadFrom, ServerSpec, Topology, TopologySettings};
 use super::{Backend, LongReads, ReadPlacement, StorageError};
+use crate::finding::Severity;
 use mysql_wire::MysqlUrl;
 use std::sync::Arc;
 use std::time::Duration;
@@ -123,28 +127,15 @@ impl MysqlBackend {
         let mut bases = Vec::with_capacity(all.len());
         for (i, (url, target)) in all.iter().enumerate() {
             let what = if i == 0 { "--backend" } else { "--replica" };
-            let base = LinkSettings::new(url.clone(), settings.timeout)
-                .map_err(|e| anyhow::anyhow!("cannot use {target}: {e}"))?;
-            match Link::connect(&base).await {
+            let base = preflight::link_settings(url, settings.timeout, target)
+                .map_err(|f| anyhow::anyhow!(f.text))?;
+            match preflight::login(&base, target, what).await {
                 Ok(link) => {
                     connector::announce(&link, &base);
                     link.quit().await
                 }
-                Err(f) if f.is_connection_limit() => tracing::warn!(
-                    error = %f.error,
-                    "the MySQL server at {} takes no more connections from this account now; \
-                     hsd starts anyway and connects once it does",
-                    url.endpoint()
-                ),
-                Err(f) if f.link_lost && !matches!(f.error, StorageError::Refused { .. }) => {
-                    tracing::warn!(
-                        "cannot reach the MySQL server at {} ({}); hsd starts anyway and connects \
-                         once it is up: start that server, or fix the host and port in {what}",
-                        url.endpoint(),
-                        f.error
-                    )
-                }
-                Err(f) => anyhow::bail!("cannot use {target}: {}", f.error),
+                Err(f) if f.severity == Severity::Error => anyhow::bail!(f.text),
+                Err(f) => tracing::warn!("{}", f.text),
             }
             bases.push(base);
         }

@@ -304,7 +304,6 @@ impl Topology {
     }
 
     /// The roles as they stand.
-    #[cfg(test)]
     pub(crate) fn roles(&self) -> Vec<Role> {
         lock(&self.state).roles.clone()
     }

@@ -1,0 +1,277 @@
+//! The MySQL servers checked before serving: `hsd check` logs in to each
+//! (`--backend` and every `--replica`), looks at what the account may do
+//! for what the configuration asks (writes, the commit marker table, the
+//! replicas' replication status) and reports one `Finding` per thing.
+//! `MysqlBackend::start` and the connector report the same problems at
+//! start through the same functions here, so both say the same words.
+
+use super::in_doubt::MarkerTable;
+use super::link::{Answer, Discard, Link, LinkSettings, ResultSink};
+use super::topology::decide::Role;
+use super::topology::{ServerSpec, Topology, TopologySettings};
+use super::MysqlSettings;
+use crate::backend::{StorageError, ERR_COMMIT_IN_DOUBT};
+use crate::finding::Finding;
+use mysql_wire::{MysqlUrl, TextRow};
+use std::collections::BTreeSet;
+use std::fmt::Display;
+use std::time::Duration;
+
+/// The privileges hsd's writes need on the tables clients write.
+const WRITE_PRIVILEGES: [&str; 3] = ["INSERT", "UPDATE", "DELETE"];
+
+/// Every privilege granted to the account (globally, on a db, a table or
+/// a column) that information_schema shows to it.
+const PRIVILEGES_SQL: &str = "SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES \
+     UNION SELECT PRIVILEGE_TYPE FROM information_schema.SCHEMA_PRIVILEGES \
+     UNION SELECT PRIVILEGE_TYPE FROM information_schema.TABLE_PRIVILEGES \
+     UNION SELECT PRIVILEGE_TYPE FROM information_schema.COLUMN_PRIVILEGES";
+
+const READ_ONLY_SQL: &str =
+    "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only')";
+
+/// The URL's settings for its links; an unusable option (a CA file that
+/// cannot be read...) stops the start.
+pub(super) fn link_settings(
+    url: &MysqlUrl,
+    timeout: Duration,
+    target: &str,
+) -> Result<LinkSettings, Finding> {
+    LinkSettings::new(url.clone(), timeout)
+        .map_err(|e| Finding::error(format!("cannot use {target}: {e}")))
+}
+
+/// The first login to a server (`what` names its option). A refused login
+/// is an error; a server that cannot be reached or takes no more
+/// connections now is a warning: hsd starts and connects once it can.
+pub(super) async fn login(base: &LinkSettings, target: &str, what: &str) -> Result<Link, Finding> {
+    let endpoint = base.url.endpoint();
+    match Link::connect(base).await {
+        Ok(link) => Ok(link),
+        Err(f) if f.is_connection_limit() => Err(Finding::warning(format!(
+            "the MySQL server at {endpoint} takes no more connections from this account now \
+             ({}); hsd starts anyway and connects once it does",
+            f.error
+        ))),
+        Err(f) if f.link_lost && !matches!(f.error, StorageError::Refused { .. }) => {
+            Err(Finding::warning(format!(
+                "cannot reach the MySQL server at {endpoint} ({}); hsd starts anyway and connects \
+                 once it is up: start that server, or fix the host and port in {what}",
+                f.error
+            )))
+        }
+        Err(f) => Err(Finding::error(format!("cannot use {target}: {}", f.error))),
+    }
+}
+
+/// The commit marker table cannot be used (a warning: writes are served,
+/// but a lost COMMIT answer is not resolved).
+pub(super) fn marker_unusable(table_sql: &str, error: &dyn Display) -> String {
+    format!(
+        "cannot use the commit marker table {table_sql} ({error}): a COMMIT whose answer is \
+         lost will be answered 1 1 {ERR_COMMIT_IN_DOUBT} (outcome unknown) instead of being \
+         resolved; grant this account CREATE, SELECT, INSERT, UPDATE on it, or name another \
+         table with ?commit-marker=DB.TABLE in --backend"
+    )
+}
+
+/// Everything `hsd check` looks at on the configured servers.
+pub(crate) async fn check(settings: &MysqlSettings) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let mut all = vec![(settings.url.clone(), settings.target.clone())];
+    all.extend(settings.replicas.iter().cloned());
+    let single = all.len() == 1;
+    for (i, (url, target)) in all.iter().enumerate() {
+        let what = if i == 0 { "--backend" } else { "--replica" };
+        let base = match link_settings(url, settings.timeout, target) {
+            Ok(base) => base,
+            Err(f) => {
+                findings.push(f);
+                continue;
+            }
+        };
+        match login(&base, target, what).await {
+            Ok(mut link) => {
+                findings.push(Finding::ok(format!("{what} {target}: logged in")));
+                match account(&mut link, url, target, single).await {
+                    Ok(found) => findings.extend(found),
+                    Err(e) => findings.push(Finding::warning(format!(
+                        "{what} {target}: the connection failed while checking the account ({e})"
+                    ))),
+                }
+                link.quit().await;
+            }
+            Err(f) => findings.push(f),
+        }
+    }
+    if !single {
+        findings.extend(roles(settings).await);
+    }
+    findings
+}
+
+/// What the account may do on one server: on a writable one, write and
+/// mark commits. With replicas, a read-only server is the topology's
+/// business (`roles`).
+async fn account(
+    link: &mut Link,
+    url: &MysqlUrl,
+    target: &str,
+    single: bool,
+) -> Result<Vec<Finding>, StorageError> {
+    let mut found = Vec::new();
+    let vars = rows(link, READ_ONLY_SQL).await?.unwrap_or_default();
+    let read_only = vars
+        .iter()
+        .any(|r| matches!(r.get(1).map(String::as_str), Some("ON" | "1")));
+    if read_only {
+        if single {
+            found.push(Finding::warning(format!(
+                "{target} is read-only (read_only or super_read_only is ON): every write is \
+                 refused until it is writable"
+            )));
+        }
+        return Ok(found);
+    }
+    let granted: BTreeSet<String> = match rows(link, PRIVILEGES_SQL).await? {
+        Some(rows) => rows
+            .into_iter()
+            .filter_map(|r| r.into_iter().next())
+            .map(|p| p.to_ascii_uppercase())
+            .collect(),
+        None => BTreeSet::new(),
+    };
+    let missing: Vec<&str> = WRITE_PRIVILEGES
+        .iter()
+        .copied()
+        .filter(|p| !granted.contains(*p) && !granted.contains("ALL PRIVILEGES"))
+        .collect();
+    if missing.is_empty() {
+        found.push(Finding::ok(format!(
+            "{target}: the account may write ({})",
+            WRITE_PRIVILEGES.join(", ")
+        )));
+    } else {
+        found.push(Finding::warning(format!(
+            "{target}: the account holds no {} privilege on any table (as information_schema \
+             shows it; privileges of roles are not counted): the write port's writes that need \
+             it are refused; grant it on the tables clients write",
+            missing.join(" or ")
+        )));
+    }
+    if let Some((db, table)) = &url.options.commit_marker {
+        let marker = MarkerTable::new(db, table);
+        found.push(match marker_writable(link, &marker).await? {
+            Ok(()) => Finding::ok(format!(
+                "{target}: the commit marker table {} is usable",
+                marker.table_sql
+            )),
+            Err(e) => Finding::warning(marker_unusable(&marker.table_sql, &e)),
+        });
+    }
+    Ok(found)
+}
+
+/// Makes the marker table as a start would, then marks a commit in a
+/// transaction rolled back: nothing changes, and the privileges a write
+/// group needs are tried. `Ok(Err)` is the server's refusal.
+async fn marker_writable(
+    link: &mut Link,
+    marker: &MarkerTable,
+) -> Result<Result<(), String>, StorageError> {
+    match marker.ensure(link).await {
+        Ok(()) => {}
+        Err(StorageError::Refused { message, .. }) => return Ok(Err(message)),
+        Err(e) => return Err(e),
+    }
+    link.queue(|sql| sql.extend_from_slice(b"START TRANSACTION"));
+    link.queue(|sql| marker.push_mark(sql, 0, 0));
+    link.queue(|sql| sql.extend_from_slice(b"ROLLBACK"));
+    let mut refused = None;
+    for _ in 0..3 {
+        if let Answer::Refused(e) = link.answer(&mut Discard).await.map_err(|f| f.error)? {
+            refused.get_or_insert_with(|| e.to_string());
+        }
+    }
+    Ok(refused.map_or(Ok(()), Err))
+}
+
+/// With replicas: one look at every server, as serving starts with, and
+/// the role each would have; a server hsd would not use is a warning
+/// saying why.
+async fn roles(settings: &MysqlSettings) -> Vec<Finding> {
+    let mut all = vec![settings.url.clone()];
+    all.extend(settings.replicas.iter().map(|(u, _)| u.clone()));
+    let topology = Topology::start(
+        TopologySettings {
+            servers: all
+                .iter()
+                .map(|url| ServerSpec {
+                    name: url.endpoint(),
+                    url: url.clone(),
+                })
+                .collect(),
+            read_from: settings.read_from,
+            interval: settings.topology_interval,
+            replica_wait: settings.replica_wait,
+            timeout: settings.timeout,
+        },
+        // Its metrics are not served: a registry of its own.
+        &prometheus::Registry::new(),
+    )
+    .await;
+    let topology = match topology {
+        Ok(t) => t,
+        Err(e) => return vec![Finding::error(format!("{e:#}"))],
+    };
+    let mut found = Vec::new();
+    let roles = topology.roles();
+    for (i, role) in roles.iter().enumerate() {
+        let name = topology.server_name(i);
+        found.push(match role {
+            Role::Primary => Finding::ok(format!("{name}: takes the writes (read_only = OFF)")),
+            Role::Replica => Finding::ok(format!("{name}: a replica hsd may read from")),
+            Role::GaleraPeer => Finding::ok(format!(
+                "{name}: a Synced node of the writer's Galera cluster"
+            )),
+            Role::Unusable(why) => Finding::warning(format!("{name}: not used: {why}")),
+        });
+    }
+    if !roles.contains(&Role::Primary) {
+        found.push(Finding::warning(
+            "no configured server takes writes (read_only = OFF on exactly one): the write \
+             port's writes fail until one does",
+        ));
+    }
+    // Joins its thread: the check is over.
+    let _ = tokio::task::spawn_blocking(move || topology.shut_down()).await;
+    found
+}
+
+/// A statement's rows as text; `None` when the server refused it.
+async fn rows(link: &mut Link, sql: &str) -> Result<Option<Vec<Vec<String>>>, StorageError> {
+    link.queue(|out| out.extend_from_slice(sql.as_bytes()));
+    let mut sink = TextRows::default();
+    match link.answer(&mut sink).await.map_err(|f| f.error)? {
+        Answer::Done(_) => Ok(Some(sink.0)),
+        Answer::Refused(_) => Ok(None),
+    }
+}
+
+#[derive(Default)]
+struct TextRows(Vec<Vec<String>>);
+
+impl ResultSink for TextRows {
+    fn row(&mut self, payload: &[u8], row: &TextRow) -> bool {
+        self.0.push(
+            (0..row.len())
+                .map(|i| {
+                    row.get(payload, i)
+                        .map(|v| String::from_utf8_lossy(v).into_owned())
+                        .unwrap_or_default()
+                })
+                .collect(),
+        );
+        true
+    }
+}

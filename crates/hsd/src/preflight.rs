@@ -1,0 +1,151 @@
+//! What can be checked before serving, in one place: `hsd check` prints all
+//! of it (`check`); `hsd serve` runs `before_serving` on the settings it
+//! resolved and refuses to start on its first error, logging its warnings,
+//! so both say the same words. The settings themselves (ranges, secrets,
+//! TLS files, the data directory) are checked while they are read
+//! (`ServeOptions::resolve`), whose error `hsd check` prints as its one
+//! finding; the MySQL servers' login is checked by the backend's start
+//! with the words of `backend::mysql::preflight`.
+
+use crate::backend::mysql::preflight as mysql_preflight;
+use crate::backend::mysql::topology;
+use crate::backend::mysql::MysqlSettings;
+use crate::config::{BackendChoice, Config, ReadFrom};
+pub use crate::finding::{one_line, Finding, Severity};
+use crate::server::DEFAULT_MYSQL_LINKS;
+use std::io::ErrorKind;
+use std::net::TcpListener;
+
+/// What `hsd serve` checks once its settings are read, before it starts
+/// anything: warnings to log and errors that stop it.
+pub fn before_serving(config: &Config) -> Vec<Finding> {
+    let mut found = Vec::new();
+    if let Some(warning) = config.unprotected_port() {
+        found.push(Finding::warning(warning));
+    }
+    if let Some(warning) = config.data_disk_full() {
+        found.push(Finding::warning(warning));
+    }
+    if config.demo && config.backend != BackendChoice::Embedded {
+        found.push(Finding::error("--demo works with the embedded store only"));
+    }
+    found.extend(ports(config));
+    found
+}
+
+/// Everything `hsd check` reports on settings that were read without
+/// error: `before_serving`, what the reading checked, and the MySQL
+/// servers with the account's privileges.
+pub async fn check(config: &Config) -> Vec<Finding> {
+    let mut found = vec![Finding::ok(format!(
+        "settings read: backend {}, read port {}:{}, write port {}:{}",
+        config.backend, config.address, config.port, config.address, config.port_wr
+    ))];
+    // SAFETY: geteuid only reads the process's user id.
+    if unsafe { libc::geteuid() } == 0 {
+        found.push(Finding::note(
+            "checked as root, who may write where the service's user may not: to check as \
+             the service runs, run it as that user (runuser -u hsd -- hsd check ...)",
+        ));
+    }
+    if config.backend == BackendChoice::Embedded && config.data_disk_full().is_none() {
+        found.push(Finding::ok(format!(
+            "data directory {} is writable, and so are its db files",
+            config.data_dir.display()
+        )));
+    }
+    if let Some(tls) = &config.tls {
+        found.push(Finding::ok(format!(
+            "TLS certificate {} and key {} load and make a pair",
+            tls.cert.display(),
+            tls.key.display()
+        )));
+    }
+    found.extend(before_serving(config));
+    if let BackendChoice::Mysql(url) = &config.backend {
+        found.extend(mysql_preflight::check(&mysql_settings(config, url)).await);
+    }
+    found
+}
+
+/// The MySQL backend's settings from the configuration, as `server` makes
+/// them to start the backend.
+pub(crate) fn mysql_settings(config: &Config, url: &mysql_wire::MysqlUrl) -> MysqlSettings {
+    MysqlSettings {
+        target: url.to_string(),
+        url: url.clone(),
+        timeout: config.mysql_timeout,
+        links_per_loop: config.mysql_pool.unwrap_or(DEFAULT_MYSQL_LINKS),
+        replicas: config
+            .replicas
+            .iter()
+            .map(|u| (u.clone(), u.to_string()))
+            .collect(),
+        read_from: match config.read_from {
+            ReadFrom::Primary => topology::ReadFrom::Primary,
+            ReadFrom::Replicas => topology::ReadFrom::Replicas,
+        },
+        topology_interval: config.topology_interval,
+        replica_wait: config.replica_wait,
+    }
+}
+
+/// Each listener's address is free to bind now (port 0: any free port,
+/// nothing to check), and no two share a port.
+fn ports(config: &Config) -> Vec<Finding> {
+    let mut wanted = vec![
+        ("read port (--port)", config.address.clone(), config.port),
+        (
+            "write port (--port-wr)",
+            config.address.clone(),
+            config.port_wr,
+        ),
+    ];
+    if let Some(admin) = &config.admin_address {
+        match admin.rsplit_once(':').map(|(h, p)| (h, p.parse::<u16>())) {
+            Some((host, Ok(port))) => {
+                wanted.push(("admin endpoint (--admin-address)", host.into(), port))
+            }
+            _ => {
+                return vec![Finding::error(format!(
+                    "--admin-address {admin} is not ADDR:PORT"
+                ))]
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for (i, (what, host, port)) in wanted.iter().enumerate() {
+        if *port == 0 {
+            continue;
+        }
+        if let Some((other, ..)) = wanted[..i].iter().find(|(_, h, p)| p == port && h == host) {
+            found.push(Finding::error(format!(
+                "the {what} and the {other} are both port {port}: give each its own"
+            )));
+            continue;
+        }
+        let addr = format!("{host}:{port}");
+        found.push(match TcpListener::bind(&addr) {
+            Ok(_) => Finding::ok(format!("{what} {addr} is free")),
+            Err(e) => Finding::error(format!(
+                "cannot listen on {addr} for the {what} ({e}): {}",
+                bind_hint(e.kind(), *port)
+            )),
+        });
+    }
+    found
+}
+
+/// What to do about a failed bind.
+fn bind_hint(kind: ErrorKind, port: u16) -> &'static str {
+    match kind {
+        ErrorKind::AddrInUse => {
+            "another process listens there (another hsd?): stop it or choose another port"
+        }
+        ErrorKind::PermissionDenied if port < 1024 => {
+            "ports below 1024 need root or CAP_NET_BIND_SERVICE: choose a port from 1024 up"
+        }
+        ErrorKind::AddrNotAvailable => "that address is not one of this machine's: fix --address",
+        _ => "fix the address or port",
+    }
+}

@@ -123,10 +123,9 @@ impl Connector {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         let (why, _) = untrusted.as_ref()?;
-        Some(StorageError::Unavailable(format!(
-            "writes refused: the commit marker table {why}; fix it or drop it (hsd makes it \
-             anew), or name another with ?commit-marker=DB.TABLE in --backend"
-        )))
+        Some(StorageError::Unavailable(
+            super::preflight::marker_untrusted(why),
+        ))
     }
 
     /// The resolver found the marker table untrusted (changed since it
@@ -137,10 +136,7 @@ impl Connector {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         if held.is_none() {
-            tracing::error!(
-                "writes refused: the commit marker table {why}; fix it or drop it \
-                 (hsd makes it anew), or name another with ?commit-marker=DB.TABLE in --backend"
-            );
+            tracing::error!("{}", super::preflight::marker_untrusted(why));
         }
         *held = Some((why.to_string(), Instant::now()));
         *self.marker_state.lock().unwrap_or_else(|p| p.into_inner()) = MarkerState::Untrusted;

@@ -5,7 +5,7 @@
 //! `MysqlBackend::start` and the connector report the same problems at
 //! start through the same functions here, so both say the same words.
 
-use super::in_doubt::MarkerTable;
+use super::in_doubt::{MarkerCheck, MarkerTable};
 use super::link::{Answer, Discard, Link, LinkSettings, ResultSink};
 use super::topology::decide::Role;
 use super::topology::{ServerSpec, Topology, TopologySettings};
@@ -65,6 +65,15 @@ pub(super) async fn login(base: &LinkSettings, target: &str, what: &str) -> Resu
 }
 
 /// The commit marker table cannot be used (a warning: writes are served,
+/// The words for a marker table that exists but cannot be trusted (`serve`
+/// refuses writes with them and serves reads; `hsd check` warns with them).
+pub(super) fn marker_untrusted(why: &str) -> String {
+    format!(
+        "writes refused: the commit marker table {why}; fix it or drop it (hsd makes it \
+         anew), or name another with ?commit-marker=DB.TABLE in --backend"
+    )
+}
+
 /// but a lost COMMIT answer is not resolved).
 pub(super) fn marker_unusable(table_sql: &str, error: &dyn Display) -> String {
     format!(
@@ -162,27 +171,40 @@ async fn account(
     if let Some((db, table)) = &url.options.commit_marker {
         let marker = MarkerTable::new(db, table);
         found.push(match marker_writable(link, &marker).await? {
-            Ok(()) => Finding::ok(format!(
+            MarkerFinding::Usable => Finding::ok(format!(
                 "{target}: the commit marker table {} is usable",
                 marker.table_sql
             )),
-            Err(e) => Finding::warning(marker_unusable(&marker.table_sql, &e)),
+            MarkerFinding::Refused(e) => Finding::warning(marker_unusable(&marker.table_sql, &e)),
+            MarkerFinding::Untrusted(why) => Finding::warning(marker_untrusted(&why)),
         });
     }
     Ok(found)
 }
 
-/// Makes the marker table as a start would, then marks a commit in a
-/// transaction rolled back: nothing changes, and the privileges a write
-/// group needs are tried. `Ok(Err)` is the server's refusal.
+/// What `hsd check` found of the marker table.
+enum MarkerFinding {
+    Usable,
+    /// The server refused making or writing it (privileges).
+    Refused(String),
+    /// It exists and its rows could not be trusted: writes are refused.
+    Untrusted(String),
+}
+
+/// Makes the marker table as a start would and checks it, then marks a
+/// commit in a transaction rolled back: nothing changes, and the
+/// privileges a write group needs are tried.
 async fn marker_writable(
     link: &mut Link,
     marker: &MarkerTable,
-) -> Result<Result<(), String>, StorageError> {
+) -> Result<MarkerFinding, StorageError> {
     match marker.ensure(link).await {
-        Ok(()) => {}
-        Err(StorageError::Refused { message, .. }) => return Ok(Err(message)),
-        Err(e) => return Err(e),
+        MarkerCheck::Usable => {}
+        MarkerCheck::Failed(StorageError::Refused { message, .. }) => {
+            return Ok(MarkerFinding::Refused(message))
+        }
+        MarkerCheck::Failed(e) => return Err(e),
+        MarkerCheck::Untrusted(u) => return Ok(MarkerFinding::Untrusted(u.0)),
     }
     link.queue(|sql| sql.extend_from_slice(b"START TRANSACTION"));
     link.queue(|sql| marker.push_mark(sql, 0, 0));
@@ -193,7 +215,7 @@ async fn marker_writable(
             refused.get_or_insert_with(|| e.to_string());
         }
     }
-    Ok(refused.map_or(Ok(()), Err))
+    Ok(refused.map_or(MarkerFinding::Usable, MarkerFinding::Refused))
 }
 
 /// With replicas: one look at every server, as serving starts with, and

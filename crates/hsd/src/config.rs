@@ -1,6 +1,7 @@
 //! Settings for `hsd serve`: command-line flags, environment variables
 //! (`HSD_*`) and a TOML file, in that order of precedence, then defaults.
 
+use crate::backend::mysql::ReadFrom;
 use crate::backend::sqlite::Synchronous;
 use crate::secrets::{read_trimmed, Secret};
 use anyhow::Context;
@@ -231,16 +232,6 @@ pub struct ServeOptions {
     /// apply hsd's writes before it runs on the primary, 0 to 60 [default: 1].
     #[arg(long, env = "HSD_REPLICA_WAIT")]
     pub(crate) replica_wait: Option<f64>,
-}
-
-/// `--read-from`.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, clap::ValueEnum,
-)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum ReadFrom {
-    Primary,
-    Replicas,
 }
 
 /// Reads one `--replica` URL; a password file, if given, supplies the

@@ -10,7 +10,7 @@
 //! max_allowed_packet"); the finds before it keep their answers.
 
 use super::{prepare_find, storage_error_kind, PreparedFind, RowCounter, RowDecision};
-use crate::backend::{OpenedIndex, RowView, ScanStep, StorageConn};
+use crate::backend::{OpenedIndex, RowView, ScanStep, StorageConn, StorageError};
 use hs_proto::{ErrorKind, FindRequest, ResponseWriter};
 use std::sync::Arc;
 
@@ -26,6 +26,9 @@ pub(crate) struct ReadTask {
     /// Which client batch the task belongs to: the answers of one batch
     /// share one limit in bytes (a batch's tasks are next to each other).
     pub(crate) batch: usize,
+    /// The storage failure `out` answers, when it answers one: a caller
+    /// that can run the find elsewhere looks here, never at the answer.
+    pub(crate) failed: Option<StorageError>,
 }
 
 impl ReadTask {
@@ -35,6 +38,7 @@ impl ReadTask {
             req,
             out: ResponseWriter::new(),
             batch: 0,
+            failed: None,
         }
     }
 }
@@ -127,6 +131,7 @@ pub(crate) async fn run_reads<C: StorageConn>(
     let mut bytes = AnswerBytes::new(max_bytes, tasks);
     for i in 0..tasks.len() {
         tasks[i].out.clear();
+        tasks[i].failed = None;
         let _ = run_grouped(storage, &mut tasks[i..=i], &mut bytes).await;
     }
 }
@@ -252,8 +257,13 @@ async fn run_grouped<C: StorageConn>(
             }
             if tasks.len() == 1 {
                 let task = &mut tasks[0];
-                task.out
-                    .error(errors[0].unwrap_or_else(|| storage_error_kind(&e)));
+                match errors[0] {
+                    Some(kind) => task.out.error(kind),
+                    None => {
+                        task.out.error(storage_error_kind(&e));
+                        task.failed = Some(e.clone());
+                    }
+                }
             }
             tracing::debug!(error = %e, tasks = tasks.len(), "read batch failed");
             Err(())

@@ -27,6 +27,8 @@ pub(crate) mod observe;
 mod poll;
 mod route;
 
+pub(crate) use self::route::ReadRoute;
+
 use self::decide::{Health, Role, Writer};
 use self::gtid::Position;
 use self::metrics::{role_index, ServerMetrics, TopologyMetrics};
@@ -42,8 +44,11 @@ use tokio::sync::Notify;
 /// Past this many ranges the frontier is merged with the writer's position.
 const MAX_FRONTIER_RANGES: usize = 64;
 
-/// Where the read port's finds run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where the read port's finds run (`--read-from`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
 pub(crate) enum ReadFrom {
     Primary,
     Replicas,

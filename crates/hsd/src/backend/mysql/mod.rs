@@ -177,9 +177,10 @@ impl MysqlBackend {
             TopologySettings {
                 servers: all
                     .iter()
-                    .map(|(url, _)| ServerSpec {
+                    .zip(&bases)
+                    .map(|((url, _), link)| ServerSpec {
                         name: url.endpoint(),
-                        url: url.clone(),
+                        link: link.clone(),
                     })
                     .collect(),
                 read_from: settings.read_from,

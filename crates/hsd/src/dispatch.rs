@@ -124,11 +124,20 @@ impl<B: Backend> Dispatcher<B> {
     }
 
     /// Runs writes that arrived together on one client connection; returns
-    /// their answers once committed. `None` on a read loop.
-    pub(crate) async fn writes(&self, tasks: Vec<WriteTask>) -> Option<Vec<ResponseWriter>> {
+    /// their answers once committed. A read loop has no committer: the
+    /// session refuses writes on the read port before they get here, and
+    /// any that did would be refused the same way.
+    pub(crate) async fn writes(&self, tasks: Vec<WriteTask>) -> Vec<ResponseWriter> {
         match &self.writes {
-            Some(committer) => Some(committer.run(tasks).await),
-            None => None,
+            Some(committer) => committer.run(tasks).await,
+            None => tasks
+                .iter()
+                .map(|_| {
+                    let mut refused = ResponseWriter::new();
+                    refused.error(ErrorKind::ReadOnly);
+                    refused
+                })
+                .collect(),
         }
     }
 

@@ -134,9 +134,10 @@ impl<B: Backend> Session<B> {
         self.auth_failures >= MAX_AUTH_FAILURES
     }
 
-    /// Whether requests may run (the port has no secret, or it was given).
+    /// Whether requests other than `A` may run: always on a port without
+    /// a secret, after a successful `A` on one with.
     pub(crate) fn is_authenticated(&self) -> bool {
-        self.may_run()
+        !self.port.has_secret() || self.authorized
     }
 
     /// Handles one request line (LF and tolerated CR already removed). Its
@@ -157,12 +158,6 @@ impl<B: Backend> Session<B> {
                 self.answer_error("invalid", e.0, out);
             }
         }
-    }
-
-    /// Whether requests other than `A` may run: always on a port without a
-    /// secret, after a successful `A` on one with.
-    fn may_run(&self) -> bool {
-        !self.port.has_secret() || self.authorized
     }
 
     fn answer_error(&self, command: &str, kind: ErrorKind, out: &mut Vec<u8>) {
@@ -202,7 +197,7 @@ impl<B: Backend> Session<B> {
     }
 
     async fn open_index(&mut self, req: OpenIndexRequest, out: &mut Vec<u8>) {
-        if !self.may_run() {
+        if !self.is_authenticated() {
             return self.answer_error("open_index", ErrorKind::Unauth, out);
         }
         let id = req.index_id;
@@ -229,7 +224,7 @@ impl<B: Backend> Session<B> {
     /// an empty slot, `op`, `klen`, then `readonly`/`modop` (and, when it
     /// runs, `kpnum` and `filterblob`).
     async fn exec(&mut self, req: ExecRequest, out: &mut Vec<u8>) {
-        if !self.may_run() {
+        if !self.is_authenticated() {
             self.flush(out).await;
             return self.answer_error("exec", ErrorKind::Unauth, out);
         }
@@ -259,40 +254,39 @@ impl<B: Backend> Session<B> {
             }
         };
         let read_port = self.port.kind == PortKind::Read;
-        let refuse = match &op {
-            IndexOperation::Sql => Some(ErrorKind::NotImpl),
-            IndexOperation::Insert(_) if read_port => Some(ErrorKind::ReadOnly),
-            IndexOperation::Find(find) => match &find.modify {
-                Some(_) if read_port => Some(ErrorKind::ReadOnly),
-                Some(m) if m.op.is_none() => Some(ErrorKind::ModOp),
-                _ => None,
-            },
-            IndexOperation::Insert(_) => None,
-        };
-        if let Some(kind) = refuse {
-            self.flush(out).await;
-            return self.answer_error("exec", kind, out);
-        }
+        let refused = |kind| (0, Err(kind));
         let (rows, request) = match op {
-            IndexOperation::Find(find) if find.modify.is_none() => (
-                find.effective_limit(),
-                Batch::Reads(vec![ReadTask::new(index, find)]),
-            ),
-            IndexOperation::Find(find) => (
-                find.effective_limit(),
-                Batch::Writes(vec![WriteTask {
-                    index,
-                    op: WriteOp::Modify(find),
-                }]),
-            ),
+            IndexOperation::Sql => refused(ErrorKind::NotImpl),
+            IndexOperation::Insert(_) if read_port => refused(ErrorKind::ReadOnly),
             IndexOperation::Insert(ins) => (
                 1,
-                Batch::Writes(vec![WriteTask {
+                Ok(Batch::Writes(vec![WriteTask {
                     index,
                     op: WriteOp::Insert(ins),
-                }]),
+                }])),
             ),
-            IndexOperation::Sql => return,
+            IndexOperation::Find(find) => match &find.modify {
+                None => (
+                    find.effective_limit(),
+                    Ok(Batch::Reads(vec![ReadTask::new(index, find)])),
+                ),
+                Some(_) if read_port => refused(ErrorKind::ReadOnly),
+                Some(m) if m.op.is_none() => refused(ErrorKind::ModOp),
+                Some(_) => (
+                    find.effective_limit(),
+                    Ok(Batch::Writes(vec![WriteTask {
+                        index,
+                        op: WriteOp::Modify(find),
+                    }])),
+                ),
+            },
+        };
+        let request = match request {
+            Ok(request) => request,
+            Err(kind) => {
+                self.flush(out).await;
+                return self.answer_error("exec", kind, out);
+            }
         };
         self.queue(request, rows, out).await;
     }
@@ -334,14 +328,8 @@ impl<B: Backend> Session<B> {
                 self.collect(true, &answers, out, started);
             }
             Some(Batch::Writes(tasks)) => {
-                let n = tasks.len();
-                match self.dispatcher.writes(tasks).await {
-                    Some(answers) => self.collect(false, &answers, out, started),
-                    // Writes only reach a write loop; this cannot happen.
-                    None => {
-                        (0..n).for_each(|_| self.answer_error("write", ErrorKind::ReadOnly, out))
-                    }
-                }
+                let answers = self.dispatcher.writes(tasks).await;
+                self.collect(false, &answers, out, started);
             }
         }
     }

@@ -113,7 +113,7 @@ impl<B: Backend> Dispatcher<B> {
 
     /// Runs finds that arrived together on one client connection; returns
     /// their answers, in order. They go where the longest of them belongs.
-    pub(crate) async fn reads(&self, tasks: Vec<ReadTask>) -> Vec<ResponseWriter> {
+    pub(crate) async fn reads(&self, tasks: Vec<ReadTask<ResponseWriter>>) -> Vec<ResponseWriter> {
         if tasks.iter().all(exec::is_short) {
             return self.short_reads.reads(tasks).await;
         }

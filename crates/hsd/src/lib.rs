@@ -23,6 +23,7 @@ mod event_loop;
 mod exec;
 mod group_commit;
 pub mod harness;
+mod hs_answer;
 mod job_queue;
 mod limits;
 mod metrics;

@@ -51,7 +51,7 @@ enum Job<B: Backend> {
         reply: oneshot::Sender<Result<Arc<OpenedIndex>, ErrorKind>>,
     },
     Finds {
-        tasks: Vec<ReadTask>,
+        tasks: Vec<ReadTask<ResponseWriter>>,
         /// What the router said these finds must see when they arrived.
         must_see: MustSee<B>,
         reply: oneshot::Sender<Vec<ResponseWriter>>,
@@ -87,7 +87,7 @@ impl<B: Backend> ReadBatcher<B> {
     }
 
     /// Runs the finds; returns their answers in order.
-    pub(crate) async fn reads(&self, tasks: Vec<ReadTask>) -> Vec<ResponseWriter> {
+    pub(crate) async fn reads(&self, tasks: Vec<ReadTask<ResponseWriter>>) -> Vec<ResponseWriter> {
         let n = tasks.len();
         // Taken now: the finds arrived before this point.
         let must_see = self.router.must_see();
@@ -212,7 +212,9 @@ fn take_batch<B: Backend>(queue: &JobQueue<Job<B>>, batch: BatchOf) -> Vec<Job<B
 /// Runs the opens, then every find of the batch together; each job gets
 /// its own answers. Each client's finds keep their own answer bytes limit.
 async fn run_jobs<B: Backend>(shared: &Shared<B>, storages: &mut Storages<B>, jobs: Vec<Job<B>>) {
-    let mut all: Vec<ReadTask> = Vec::new();
+    let mut all: Vec<ReadTask<ResponseWriter>> = Vec::new();
+    // The client batch of each find: each has its own answer bytes limit.
+    let mut clients: Vec<usize> = Vec::new();
     let mut replies: Vec<(usize, oneshot::Sender<Vec<ResponseWriter>>)> = Vec::new();
     // Jobs are taken in arrival order, and a later position covers every
     // earlier one: the last job's covers the batch.
@@ -227,12 +229,9 @@ async fn run_jobs<B: Backend>(shared: &Shared<B>, storages: &mut Storages<B>, jo
                 must_see: m,
                 reply,
             } => {
-                let batch = replies.len();
+                clients.extend(std::iter::repeat_n(replies.len(), tasks.len()));
                 replies.push((tasks.len(), reply));
-                all.extend(tasks.into_iter().map(|mut t| {
-                    t.batch = batch;
-                    t
-                }));
+                all.extend(tasks);
                 if m.is_some() {
                     must_see = m;
                 }
@@ -242,7 +241,7 @@ async fn run_jobs<B: Backend>(shared: &Shared<B>, storages: &mut Storages<B>, jo
     if replies.is_empty() {
         return;
     }
-    let all = run_finds(shared, storages, must_see.as_deref(), all).await;
+    let all = run_finds(shared, storages, must_see.as_deref(), all, &clients).await;
     let mut answers = all.into_iter().map(|t| t.out);
     for (n, reply) in replies {
         let _ = reply.send(answers.by_ref().take(n).collect());
@@ -272,28 +271,36 @@ async fn open_index<B: Backend>(
     }
 }
 
-/// Runs the batch's finds where the router says for `must_see`; with
-/// several places, runs those a place failed for being unreachable again
+/// Runs the batch's finds (of the client batches `clients` numbers, see
+/// `exec::run_reads`) where the router says for `must_see`; with several
+/// places, runs those a place failed for being unreachable again
 /// elsewhere.
 async fn run_finds<B: Backend>(
     shared: &Shared<B>,
     storages: &mut Storages<B>,
     must_see: Option<&<B::Router as ReadRouter>::Position>,
-    mut all: Vec<ReadTask>,
-) -> Vec<ReadTask> {
+    mut all: Vec<ReadTask<ResponseWriter>>,
+    clients: &[usize],
+) -> Vec<ReadTask<ResponseWriter>> {
     let max = shared.max_response_bytes;
     let router = storages.router.clone();
     let places = router.places();
     let route = router.route(must_see, all.len()).await;
-    run_on(storages.get(shared, route.place).await, &mut all, max).await;
+    run_on(
+        storages.get(shared, route.place).await,
+        &mut all,
+        clients,
+        max,
+    )
+    .await;
     if places <= 1 || !all.iter().any(is_unreachable) {
         return all;
     }
     // Some failed for the place's sake: run them again elsewhere.
     let mut failed_on = route.place;
     drop(route);
-    let mut slots: Vec<Option<ReadTask>> = Vec::with_capacity(all.len());
-    let mut pending: Vec<(usize, ReadTask)> = Vec::new();
+    let mut slots: Vec<Option<ReadTask<ResponseWriter>>> = Vec::with_capacity(all.len());
+    let mut pending: Vec<(usize, ReadTask<ResponseWriter>)> = Vec::new();
     let mut error: Option<StorageError> = None;
     for (i, t) in all.into_iter().enumerate() {
         if is_unreachable(&t) {
@@ -308,8 +315,16 @@ async fn run_finds<B: Backend>(
             router.unreachable(failed_on, &e);
         }
         let route = router.route(must_see, pending.len()).await;
-        let (ids, mut batch): (Vec<usize>, Vec<ReadTask>) = pending.into_iter().unzip();
-        run_on(storages.get(shared, route.place).await, &mut batch, max).await;
+        let (ids, mut batch): (Vec<usize>, Vec<ReadTask<ResponseWriter>>) =
+            pending.into_iter().unzip();
+        let batch_clients: Vec<usize> = ids.iter().map(|&i| clients[i]).collect();
+        run_on(
+            storages.get(shared, route.place).await,
+            &mut batch,
+            &batch_clients,
+            max,
+        )
+        .await;
         pending = Vec::new();
         for (i, t) in ids.into_iter().zip(batch) {
             if is_unreachable(&t) && attempt < places {
@@ -328,7 +343,7 @@ async fn run_finds<B: Backend>(
 }
 
 /// Whether a find failed because its place could not be reached.
-fn is_unreachable(task: &ReadTask) -> bool {
+fn is_unreachable(task: &ReadTask<ResponseWriter>) -> bool {
     task.failed
         .as_ref()
         .is_some_and(StorageError::is_unreachable)
@@ -336,8 +351,11 @@ fn is_unreachable(task: &ReadTask) -> bool {
 
 /// Clears a failed find's answer to run it again; keeps the first failure
 /// to tell the router.
-fn take_failure(mut task: ReadTask, first: &mut Option<StorageError>) -> ReadTask {
-    task.out.clear();
+fn take_failure(
+    mut task: ReadTask<ResponseWriter>,
+    first: &mut Option<StorageError>,
+) -> ReadTask<ResponseWriter> {
+    task.out = ResponseWriter::new();
     if let Some(e) = task.failed.take() {
         first.get_or_insert(e);
     }
@@ -345,9 +363,14 @@ fn take_failure(mut task: ReadTask, first: &mut Option<StorageError>) -> ReadTas
 }
 
 /// Runs finds on `storage`, or answers them unavailable without one.
-async fn run_on<C: StorageConn>(storage: Option<&mut C>, tasks: &mut [ReadTask], max: usize) {
+async fn run_on<C: StorageConn>(
+    storage: Option<&mut C>,
+    tasks: &mut [ReadTask<ResponseWriter>],
+    clients: &[usize],
+    max: usize,
+) {
     match storage {
-        Some(c) => exec::run_reads(c, tasks, max).await,
+        Some(c) => exec::run_reads(c, tasks, clients, max).await,
         None => {
             let answers = unavailable(tasks.len());
             for (t, answer) in tasks.iter_mut().zip(answers) {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 struct Job {
-    tasks: Vec<ReadTask>,
+    tasks: Vec<ReadTask<ResponseWriter>>,
     reply: oneshot::Sender<Vec<ResponseWriter>>,
 }
 
@@ -52,7 +52,7 @@ impl ReadThreads {
     }
 
     /// Runs one client batch of finds; its answers, in order.
-    pub(crate) async fn reads(&self, tasks: Vec<ReadTask>) -> Vec<ResponseWriter> {
+    pub(crate) async fn reads(&self, tasks: Vec<ReadTask<ResponseWriter>>) -> Vec<ResponseWriter> {
         let n = tasks.len();
         let (reply, answers) = oneshot::channel();
         let sent = {
@@ -122,7 +122,9 @@ fn serve<B: Backend>(backend: &B, jobs: &Mutex<mpsc::Receiver<Job>>, max_bytes: 
         }
         let answers = match storage.as_mut() {
             Some(c) => {
-                runtime.block_on(exec::run_reads(c, &mut tasks, max_bytes));
+                // One client's batch.
+                let clients = vec![0; tasks.len()];
+                runtime.block_on(exec::run_reads(c, &mut tasks, &clients, max_bytes));
                 tasks.into_iter().map(|t| t.out).collect()
             }
             None => unavailable(tasks.len()),

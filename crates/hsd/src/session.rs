@@ -7,7 +7,7 @@
 
 use crate::backend::{Backend, OpenedIndex};
 use crate::dispatch::Dispatcher;
-use crate::exec::{ReadTask, WriteOp, WriteTask};
+use crate::exec::{Answer, ReadTask, WriteOp, WriteTask};
 use crate::port::{Port, PortKind};
 use hs_proto::{
     parse_request, AuthRequest, ErrorKind, ExecRequest, IndexOperation, OpenIndexRequest, Request,
@@ -69,7 +69,7 @@ impl IndexTable {
 /// Requests read but not run yet, which travel to storage together: all
 /// finds or all writes.
 enum Batch {
-    Reads(Vec<ReadTask>),
+    Reads(Vec<ReadTask<ResponseWriter>>),
     Writes(Vec<WriteTask>),
 }
 
@@ -349,7 +349,7 @@ impl<B: Backend> Session<B> {
             (&m.write_ok, &m.write_error)
         };
         for r in answers {
-            if r.is_error() {
+            if r.is_failure() {
                 err.inc();
             } else {
                 ok.inc();

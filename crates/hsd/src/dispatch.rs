@@ -52,33 +52,33 @@
 //! store scan hands the thread back every couple of milliseconds.
 
 use crate::backend::{Backend, LongReads, OpenedIndex, ReadSide};
-use crate::exec::{self, ReadTask, WriteTask};
+use crate::exec::{self, failure, Answer, ReadTask, WriteTask};
 use crate::group_commit::GroupCommitter;
 use crate::metrics::Metrics;
 use crate::port::PortKind;
 use crate::read_batch::{BatchOf, ReadBatcher};
 use crate::read_threads::ReadThreads;
 use crate::shared::Shared;
-use hs_proto::{ErrorKind, OpenIndexRequest, ResponseWriter};
+use hs_proto::{ErrorKind, OpenIndexRequest};
 use std::sync::Arc;
 
 /// One event loop's way to storage.
-pub(crate) struct Dispatcher<B: Backend> {
+pub(crate) struct Dispatcher<B: Backend, A: Answer> {
     shared: Shared<B>,
-    short_reads: ReadBatcher<B>,
-    long_reads: LongReadPath<B>,
-    writes: Option<GroupCommitter>,
+    short_reads: ReadBatcher<B, A>,
+    long_reads: LongReadPath<B, A>,
+    writes: Option<GroupCommitter<A>>,
 }
 
-enum LongReadPath<B: Backend> {
-    Links(ReadBatcher<B>),
-    Threads(Arc<ReadThreads>),
+enum LongReadPath<B: Backend, A: Answer> {
+    Links(ReadBatcher<B, A>),
+    Threads(Arc<ReadThreads<B>>),
 }
 
-impl<B: Backend> Dispatcher<B> {
+impl<B: Backend, A: Answer> Dispatcher<B, A> {
     /// Builds the loop's storage side; must run inside the loop's `LocalSet`
     /// (it starts the batchers' and the committer's tasks there).
-    pub(crate) fn new(kind: PortKind, shared: Shared<B>) -> Dispatcher<B> {
+    pub(crate) fn new(kind: PortKind, shared: Shared<B>) -> Dispatcher<B, A> {
         let placement = shared.backend.read_placement();
         // The backend routes the read port's finds as it was told to
         // (`--read-from`); the write port's run where its writes go.
@@ -113,7 +113,7 @@ impl<B: Backend> Dispatcher<B> {
 
     /// Runs finds that arrived together on one client connection; returns
     /// their answers, in order. They go where the longest of them belongs.
-    pub(crate) async fn reads(&self, tasks: Vec<ReadTask<ResponseWriter>>) -> Vec<ResponseWriter> {
+    pub(crate) async fn reads(&self, tasks: Vec<ReadTask<A>>) -> Vec<A> {
         if tasks.iter().all(exec::is_short) {
             return self.short_reads.reads(tasks).await;
         }
@@ -127,17 +127,10 @@ impl<B: Backend> Dispatcher<B> {
     /// their answers once committed. A read loop has no committer: the
     /// session refuses writes on the read port before they get here, and
     /// any that did would be refused the same way.
-    pub(crate) async fn writes(&self, tasks: Vec<WriteTask>) -> Vec<ResponseWriter> {
+    pub(crate) async fn writes(&self, tasks: Vec<WriteTask>) -> Vec<A> {
         match &self.writes {
             Some(committer) => committer.run(tasks).await,
-            None => tasks
-                .iter()
-                .map(|_| {
-                    let mut refused = ResponseWriter::new();
-                    refused.error(ErrorKind::ReadOnly);
-                    refused
-                })
-                .collect(),
+            None => tasks.iter().map(|_| failure(ErrorKind::ReadOnly)).collect(),
         }
     }
 

@@ -19,10 +19,10 @@
 //! clients no error.
 
 use crate::backend::{Backend, OpenedIndex, ReadRouter, StorageConn, StorageError};
-use crate::exec::{self, ReadTask};
+use crate::exec::{self, Answer, ReadTask};
 use crate::job_queue::{unavailable, JobQueue};
 use crate::shared::Shared;
-use hs_proto::{ErrorKind, OpenIndexRequest, ResponseWriter};
+use hs_proto::{ErrorKind, OpenIndexRequest};
 use std::rc::Rc;
 use std::sync::Arc;
 use tokio::sync::oneshot;
@@ -45,25 +45,25 @@ pub(crate) enum BatchOf {
 /// What a runner's batch must have seen, in the router's terms.
 type MustSee<B> = Option<Arc<<<B as Backend>::Router as ReadRouter>::Position>>;
 
-enum Job<B: Backend> {
+enum Job<B: Backend, A: Answer> {
     Open {
         req: OpenIndexRequest,
         reply: oneshot::Sender<Result<Arc<OpenedIndex>, ErrorKind>>,
     },
     Finds {
-        tasks: Vec<ReadTask<ResponseWriter>>,
+        tasks: Vec<ReadTask<A>>,
         /// What the router said these finds must see when they arrived.
         must_see: MustSee<B>,
-        reply: oneshot::Sender<Vec<ResponseWriter>>,
+        reply: oneshot::Sender<Vec<A>>,
     },
 }
 
-pub(crate) struct ReadBatcher<B: Backend> {
-    queue: Rc<JobQueue<Job<B>>>,
+pub(crate) struct ReadBatcher<B: Backend, A: Answer> {
+    queue: Rc<JobQueue<Job<B, A>>>,
     router: Arc<B::Router>,
 }
 
-impl<B: Backend> ReadBatcher<B> {
+impl<B: Backend, A: Answer> ReadBatcher<B, A> {
     /// Starts `links` runner tasks on the current `LocalSet`, which run
     /// each batch where `router` (one of the backend's) says.
     pub(crate) fn start(
@@ -71,11 +71,11 @@ impl<B: Backend> ReadBatcher<B> {
         links: usize,
         batch: BatchOf,
         router: Arc<B::Router>,
-    ) -> ReadBatcher<B> {
+    ) -> ReadBatcher<B, A> {
         let links = links.max(1);
         let queue = Rc::new(JobQueue::new(links));
         for me in 0..links {
-            tokio::task::spawn_local(run(
+            tokio::task::spawn_local(run::<B, A>(
                 shared.clone(),
                 queue.clone(),
                 me,
@@ -87,7 +87,7 @@ impl<B: Backend> ReadBatcher<B> {
     }
 
     /// Runs the finds; returns their answers in order.
-    pub(crate) async fn reads(&self, tasks: Vec<ReadTask<ResponseWriter>>) -> Vec<ResponseWriter> {
+    pub(crate) async fn reads(&self, tasks: Vec<ReadTask<A>>) -> Vec<A> {
         let n = tasks.len();
         // Taken now: the finds arrived before this point.
         let must_see = self.router.must_see();
@@ -159,9 +159,9 @@ impl<B: Backend> Storages<B> {
 }
 
 /// Runner `me`.
-async fn run<B: Backend>(
+async fn run<B: Backend, A: Answer>(
     shared: Shared<B>,
-    queue: Rc<JobQueue<Job<B>>>,
+    queue: Rc<JobQueue<Job<B, A>>>,
     me: usize,
     batch: BatchOf,
     router: Arc<B::Router>,
@@ -190,7 +190,10 @@ async fn run<B: Backend>(
 
 /// Takes queued jobs, up to `MAX_BATCH_FINDS` finds, or one client's (a
 /// job is never split).
-fn take_batch<B: Backend>(queue: &JobQueue<Job<B>>, batch: BatchOf) -> Vec<Job<B>> {
+fn take_batch<B: Backend, A: Answer>(
+    queue: &JobQueue<Job<B, A>>,
+    batch: BatchOf,
+) -> Vec<Job<B, A>> {
     let mut finds = 0;
     let mut jobs = 0;
     queue.take(|job| match job {
@@ -211,11 +214,15 @@ fn take_batch<B: Backend>(queue: &JobQueue<Job<B>>, batch: BatchOf) -> Vec<Job<B
 
 /// Runs the opens, then every find of the batch together; each job gets
 /// its own answers. Each client's finds keep their own answer bytes limit.
-async fn run_jobs<B: Backend>(shared: &Shared<B>, storages: &mut Storages<B>, jobs: Vec<Job<B>>) {
-    let mut all: Vec<ReadTask<ResponseWriter>> = Vec::new();
+async fn run_jobs<B: Backend, A: Answer>(
+    shared: &Shared<B>,
+    storages: &mut Storages<B>,
+    jobs: Vec<Job<B, A>>,
+) {
+    let mut all: Vec<ReadTask<A>> = Vec::new();
     // The client batch of each find: each has its own answer bytes limit.
     let mut clients: Vec<usize> = Vec::new();
-    let mut replies: Vec<(usize, oneshot::Sender<Vec<ResponseWriter>>)> = Vec::new();
+    let mut replies: Vec<(usize, oneshot::Sender<Vec<A>>)> = Vec::new();
     // Jobs are taken in arrival order, and a later position covers every
     // earlier one: the last job's covers the batch.
     let mut must_see: MustSee<B> = None;
@@ -275,13 +282,13 @@ async fn open_index<B: Backend>(
 /// `exec::run_reads`) where the router says for `must_see`; with several
 /// places, runs those a place failed for being unreachable again
 /// elsewhere.
-async fn run_finds<B: Backend>(
+async fn run_finds<B: Backend, A: Answer>(
     shared: &Shared<B>,
     storages: &mut Storages<B>,
     must_see: Option<&<B::Router as ReadRouter>::Position>,
-    mut all: Vec<ReadTask<ResponseWriter>>,
+    mut all: Vec<ReadTask<A>>,
     clients: &[usize],
-) -> Vec<ReadTask<ResponseWriter>> {
+) -> Vec<ReadTask<A>> {
     let max = shared.max_response_bytes;
     let router = storages.router.clone();
     let places = router.places();
@@ -299,8 +306,8 @@ async fn run_finds<B: Backend>(
     // Some failed for the place's sake: run them again elsewhere.
     let mut failed_on = route.place;
     drop(route);
-    let mut slots: Vec<Option<ReadTask<ResponseWriter>>> = Vec::with_capacity(all.len());
-    let mut pending: Vec<(usize, ReadTask<ResponseWriter>)> = Vec::new();
+    let mut slots: Vec<Option<ReadTask<A>>> = Vec::with_capacity(all.len());
+    let mut pending: Vec<(usize, ReadTask<A>)> = Vec::new();
     let mut error: Option<StorageError> = None;
     for (i, t) in all.into_iter().enumerate() {
         if is_unreachable(&t) {
@@ -315,8 +322,7 @@ async fn run_finds<B: Backend>(
             router.unreachable(failed_on, &e);
         }
         let route = router.route(must_see, pending.len()).await;
-        let (ids, mut batch): (Vec<usize>, Vec<ReadTask<ResponseWriter>>) =
-            pending.into_iter().unzip();
+        let (ids, mut batch): (Vec<usize>, Vec<ReadTask<A>>) = pending.into_iter().unzip();
         let batch_clients: Vec<usize> = ids.iter().map(|&i| clients[i]).collect();
         run_on(
             storages.get(shared, route.place).await,
@@ -343,7 +349,7 @@ async fn run_finds<B: Backend>(
 }
 
 /// Whether a find failed because its place could not be reached.
-fn is_unreachable(task: &ReadTask<ResponseWriter>) -> bool {
+fn is_unreachable<A: Answer>(task: &ReadTask<A>) -> bool {
     task.failed
         .as_ref()
         .is_some_and(StorageError::is_unreachable)
@@ -351,11 +357,8 @@ fn is_unreachable(task: &ReadTask<ResponseWriter>) -> bool {
 
 /// Clears a failed find's answer to run it again; keeps the first failure
 /// to tell the router.
-fn take_failure(
-    mut task: ReadTask<ResponseWriter>,
-    first: &mut Option<StorageError>,
-) -> ReadTask<ResponseWriter> {
-    task.out = ResponseWriter::new();
+fn take_failure<A: Answer>(mut task: ReadTask<A>, first: &mut Option<StorageError>) -> ReadTask<A> {
+    task.out = A::with_capacity(0);
     if let Some(e) = task.failed.take() {
         first.get_or_insert(e);
     }
@@ -363,9 +366,9 @@ fn take_failure(
 }
 
 /// Runs finds on `storage`, or answers them unavailable without one.
-async fn run_on<C: StorageConn>(
+async fn run_on<C: StorageConn, A: Answer>(
     storage: Option<&mut C>,
-    tasks: &mut [ReadTask<ResponseWriter>],
+    tasks: &mut [ReadTask<A>],
     clients: &[usize],
     max: usize,
 ) {
@@ -390,9 +393,10 @@ mod tests {
     use crate::backend::{ReadSide, WriteBatching};
     use crate::exec::testing::{open, read_task, store};
     use crate::shared::testing::{local, shared, text};
+    use hs_proto::ResponseWriter;
 
     /// A batcher of the store's read side, with `links` runners.
-    fn batcher(store: &MemoryStore, links: usize) -> ReadBatcher<MemoryStore> {
+    fn batcher(store: &MemoryStore, links: usize) -> ReadBatcher<MemoryStore, ResponseWriter> {
         let router = store.read_router(ReadSide::Reads);
         ReadBatcher::start(shared(store.clone()), links, BatchOf::Many, router)
     }

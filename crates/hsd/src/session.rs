@@ -84,7 +84,7 @@ impl Batch {
 
 pub(crate) struct Session<B: Backend> {
     port: Rc<Port>,
-    dispatcher: Rc<Dispatcher<B>>,
+    dispatcher: Rc<Dispatcher<B, ResponseWriter>>,
     /// Set by a successful `A`, cleared by a failed one; only consulted when
     /// the port has a secret.
     authorized: bool,
@@ -115,7 +115,7 @@ const MAX_PENDING_ROWS: u64 = 4096;
 const MAX_PENDING_REQUESTS: usize = 128;
 
 impl<B: Backend> Session<B> {
-    pub(crate) fn new(port: Rc<Port>, dispatcher: Rc<Dispatcher<B>>) -> Self {
+    pub(crate) fn new(port: Rc<Port>, dispatcher: Rc<Dispatcher<B, ResponseWriter>>) -> Self {
         Session {
             port,
             dispatcher,

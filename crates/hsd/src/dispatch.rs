@@ -45,7 +45,9 @@
 //!   every write hsd acknowledged before they arrived (with MySQL and
 //!   `--read-from replicas`: a replica, else after `--replica-wait` the
 //!   primary); the write port's run where writes go. Finds a place failed
-//!   for being unreachable run again elsewhere (`read_batch`).
+//!   for being unreachable run again elsewhere (`read_batch`). With several
+//!   MySQL servers the write port's connections follow the one that takes
+//!   writes (between groups, `backend::mysql::topology`).
 //!
 //! Work for storage yields to the loop's other connections: the batchers
 //! and the committer take bounded batches, and a modify walk or an embedded

@@ -7,6 +7,9 @@
 //! - an insert: `0 1 <id>` with an auto-increment column (`0` when the row
 //!   gave its own), `0 1` without;
 //! - a failure: `<code> 1 <reason or number>`.
+//!
+//! The session's own answers (an `A` or a `P`, a line refused before it
+//! ran) are written here too (`OK_LINE`, `push_error`).
 
 use crate::exec::{Answer, Done, InsertId};
 use hs_proto::{ErrorKind, ResponseWriter};
@@ -49,4 +52,14 @@ impl Answer for ResponseWriter {
     fn is_failure(&self) -> bool {
         self.is_error()
     }
+}
+
+/// What an `A` or a `P` that succeeded answers: `0 1`.
+pub(crate) const OK_LINE: &[u8] = b"0\t1\n";
+
+/// Appends the error line of a request refused before it ran.
+pub(crate) fn push_error(out: &mut Vec<u8>, kind: ErrorKind) {
+    let mut line = ResponseWriter::new();
+    line.error(kind);
+    out.extend_from_slice(line.as_bytes());
 }

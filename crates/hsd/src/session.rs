@@ -8,6 +8,7 @@
 use crate::backend::{Backend, OpenedIndex};
 use crate::dispatch::Dispatcher;
 use crate::exec::{Answer, ReadTask, WriteOp, WriteTask};
+use crate::hs_answer;
 use crate::port::{Port, PortKind};
 use hs_proto::{
     parse_request, AuthRequest, ErrorKind, ExecRequest, IndexOperation, OpenIndexRequest, Request,
@@ -161,9 +162,7 @@ impl<B: Backend> Session<B> {
     }
 
     fn answer_error(&self, command: &str, kind: ErrorKind, out: &mut Vec<u8>) {
-        let mut w = ResponseWriter::new();
-        w.error(kind);
-        out.extend_from_slice(w.as_bytes());
+        hs_answer::push_error(out, kind);
         self.dispatcher
             .metrics()
             .requests
@@ -185,7 +184,7 @@ impl<B: Backend> Session<B> {
             self.auth_failures += 1;
         }
         if ok {
-            out.extend_from_slice(b"0\t1\n");
+            out.extend_from_slice(hs_answer::OK_LINE);
             self.dispatcher
                 .metrics()
                 .requests
@@ -208,7 +207,7 @@ impl<B: Backend> Session<B> {
         let result = self.dispatcher.open(req).await;
         match result.and_then(|index| self.indexes.set(id, index)) {
             Ok(()) => {
-                out.extend_from_slice(b"0\t1\n");
+                out.extend_from_slice(hs_answer::OK_LINE);
                 self.dispatcher
                     .metrics()
                     .requests

@@ -181,18 +181,8 @@ impl ResponseWriter {
     }
 }
 
-fn push_decimal(buf: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    buf.extend_from_slice(&digits[i..]);
+fn push_decimal(buf: &mut Vec<u8>, n: u64) {
+    buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 /// A decoded response line, for clients and tests.

@@ -33,18 +33,8 @@ fn parts(id: u64) -> (&'static str, &'static str, u64) {
 
 /// Appends the decimal form of `n`.
 #[inline]
-pub fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut tmp = [0u8; 20];
-    let mut i = tmp.len();
-    loop {
-        i -= 1;
-        tmp[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&tmp[i..]);
+pub fn push_u64(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 /// Number of decimal digits of `n`.

@@ -1,6 +1,7 @@
 //! Settings for `hsd serve`: command-line flags, environment variables
 //! (`HSD_*`) and a TOML file, in that order of precedence, then defaults.
 
+use crate::backend::mysql::ReadFrom;
 use crate::backend::sqlite::Synchronous;
 use crate::secrets::{read_trimmed, Secret};
 use anyhow::Context;
@@ -25,7 +26,10 @@ pub(crate) enum BackendChoice {
 impl BackendChoice {
     /// Reads `--backend`; a password file, if given, supplies the password.
     /// No message repeats what was given: it may hold a password.
-    fn parse(given: &str, password_file: Option<&Path>) -> anyhow::Result<BackendChoice> {
+    fn parse(
+        given: &str,
+        password_file: Option<&mut PasswordFile<'_>>,
+    ) -> anyhow::Result<BackendChoice> {
         let choice = match given {
             "sqlite" => BackendChoice::Embedded,
             url if url.starts_with("mysql://") => BackendChoice::Mysql(Box::new(
@@ -46,31 +50,77 @@ impl BackendChoice {
             (BackendChoice::Embedded, Some(_)) => {
                 anyhow::bail!("--backend-password-file needs a mysql:// backend")
             }
-            (BackendChoice::Mysql(mut url), Some(path)) => {
-                let what = format!("backend password file {}", path.display());
-                let named_user = given
-                    .split('?')
-                    .next()
-                    .is_some_and(|u| u.rfind('@').is_some_and(|at| at > "mysql://".len()));
-                anyhow::ensure!(
-                    named_user,
-                    "the --backend URL names no user: write mysql://USER@host:port with the {what}"
-                );
-                anyhow::ensure!(
-                    url.password.is_empty(),
-                    "the --backend URL {url} already has a password: remove it from the URL or drop the {what}"
-                );
-                let password =
-                    read_trimmed(path).map_err(|e| anyhow::anyhow!("cannot read {what} ({e})"))?;
-                anyhow::ensure!(
-                    !password.is_empty(),
-                    "{what} is empty: put the MySQL password in it"
-                );
-                url.password = String::from_utf8(password)
-                    .map_err(|_| anyhow::anyhow!("{what} is not UTF-8"))?;
+            (BackendChoice::Mysql(mut url), Some(file)) => {
+                file.fill("--backend", given, &mut url, OwnPassword::Refused)?;
                 Ok(BackendChoice::Mysql(url))
             }
         }
+    }
+}
+
+/// `--backend-password-file`: read on first use, once, and put into the
+/// URLs that need it by one rule (`fill`).
+struct PasswordFile<'a> {
+    path: &'a Path,
+    password: Option<String>,
+}
+
+/// What a URL with a password of its own means when the file is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OwnPassword {
+    /// A mistake (`--backend`: the file would go unused).
+    Refused,
+    /// That server's own account (`--replica`: the file is the default).
+    Kept,
+}
+
+impl<'a> PasswordFile<'a> {
+    fn new(path: &'a Path) -> PasswordFile<'a> {
+        PasswordFile {
+            path,
+            password: None,
+        }
+    }
+
+    /// Puts the file's password into `url` (given as `given` to `option`):
+    /// the URL must name a user; one without a password takes the file's.
+    /// No message repeats the URL as given: it may hold a password.
+    fn fill(
+        &mut self,
+        option: &str,
+        given: &str,
+        url: &mut MysqlUrl,
+        own: OwnPassword,
+    ) -> anyhow::Result<()> {
+        let what = format!("backend password file {}", self.path.display());
+        let named_user = given
+            .split('?')
+            .next()
+            .is_some_and(|u| u.rfind('@').is_some_and(|at| at > "mysql://".len()));
+        anyhow::ensure!(
+            named_user,
+            "the {option} URL names no user: write mysql://USER@host:port with the {what}"
+        );
+        if !url.password.is_empty() {
+            anyhow::ensure!(
+                own == OwnPassword::Kept,
+                "the {option} URL {url} already has a password: remove it from the URL or drop the {what}"
+            );
+            return Ok(());
+        }
+        if self.password.is_none() {
+            let password =
+                read_trimmed(self.path).map_err(|e| anyhow::anyhow!("cannot read {what} ({e})"))?;
+            anyhow::ensure!(
+                !password.is_empty(),
+                "{what} is empty: put the MySQL password in it"
+            );
+            self.password = Some(
+                String::from_utf8(password).map_err(|_| anyhow::anyhow!("{what} is not UTF-8"))?,
+            );
+        }
+        url.password = self.password.clone().unwrap_or_default();
+        Ok(())
     }
 }
 
@@ -230,16 +280,6 @@ pub struct ServeOptions {
     pub(crate) replica_wait: Option<f64>,
 }
 
-/// `--read-from`.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, clap::ValueEnum,
-)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum ReadFrom {
-    Primary,
-    Replicas,
-}
-
 /// The URLs of `--replica` values: one value may hold several, separated
 /// by commas, and a comma separates only where a new `mysql://` URL begins
 /// (a password may hold commas; splitting at every comma once cut one in
@@ -261,27 +301,20 @@ fn replica_urls(values: &[String]) -> Vec<&str> {
 }
 
 /// Reads one `--replica` URL; a password file, if given, supplies the
-/// password of a URL that names a user and no password (the same account
-/// on every server). No message repeats the URL: it may hold a password.
-fn parse_replica(given: &str, password_file: Option<&Path>) -> anyhow::Result<MysqlUrl> {
+/// password of a URL without one (the same account on every server).
+/// No message repeats the URL: it may hold a password.
+fn parse_replica(
+    given: &str,
+    password_file: Option<&mut PasswordFile<'_>>,
+) -> anyhow::Result<MysqlUrl> {
     anyhow::ensure!(
         given.starts_with("mysql://"),
         "--replica takes mysql://user:password@host:port URLs"
     );
     let mut url =
         MysqlUrl::parse(given).map_err(|e| anyhow::anyhow!("--replica: invalid MySQL URL: {e}"))?;
-    if let Some(path) = password_file {
-        let named_user = given
-            .split('?')
-            .next()
-            .is_some_and(|u| u.rfind('@').is_some_and(|at| at > "mysql://".len()));
-        if named_user && url.password.is_empty() {
-            let what = format!("backend password file {}", path.display());
-            let password =
-                read_trimmed(path).map_err(|e| anyhow::anyhow!("cannot read {what} ({e})"))?;
-            url.password =
-                String::from_utf8(password).map_err(|_| anyhow::anyhow!("{what} is not UTF-8"))?;
-        }
+    if let Some(file) = password_file {
+        file.fill("--replica", given, &mut url, OwnPassword::Kept)?;
     }
     Ok(url)
 }
@@ -423,10 +456,11 @@ impl ServeOptions {
             self.plain_secret_wr.or(file.plain_secret_wr),
             self.plain_secret_wr_file.or(file.plain_secret_wr_file),
         )?;
-        let password_file = self.backend_password_file.or(file.backend_password_file);
+        let password_path = self.backend_password_file.or(file.backend_password_file);
+        let mut password_file = password_path.as_deref().map(PasswordFile::new);
         let backend = BackendChoice::parse(
             self.backend.or(file.backend).as_deref().unwrap_or("sqlite"),
-            password_file.as_deref(),
+            password_file.as_mut(),
         )?;
         let replica_values = if self.replica.is_empty() {
             file.replica
@@ -435,7 +469,7 @@ impl ServeOptions {
         };
         let replicas = replica_urls(&replica_values)
             .into_iter()
-            .map(|u| parse_replica(u, password_file.as_deref()))
+            .map(|u| parse_replica(u, password_file.as_mut()))
             .collect::<anyhow::Result<Vec<MysqlUrl>>>()?;
         anyhow::ensure!(
             replicas.is_empty() || matches!(backend, BackendChoice::Mysql(_)),
@@ -673,7 +707,7 @@ fn is_disk_full(e: &std::io::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_disk_full, parse_replica, replica_urls};
+    use super::{is_disk_full, parse_replica, replica_urls, BackendChoice, PasswordFile};
     use std::io::Error;
 
     /// HSD_REPLICAS holds several URLs; a password's commas stay in it,
@@ -707,6 +741,35 @@ mod tests {
             let e = parse_replica(bad, None).expect_err(bad).to_string();
             assert!(!e.contains("S3cr3t"), "{e}");
         }
+    }
+
+    /// One rule for every URL: it must name a user; one without a password
+    /// takes the file's, read once; a --replica's own password stays, a
+    /// --backend's is refused.
+    #[test]
+    fn the_password_file_fills_every_url_by_one_rule() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("pw");
+        std::fs::write(&path, "secret\n").expect("write");
+        let mut file = PasswordFile::new(&path);
+        let backend = BackendChoice::parse("mysql://u@h:1", Some(&mut file)).expect("backend");
+        let BackendChoice::Mysql(url) = backend else {
+            panic!("not mysql");
+        };
+        assert_eq!(url.password, "secret");
+        // Read once: the replicas take what the backend read.
+        std::fs::remove_file(&path).expect("remove");
+        let replica = parse_replica("mysql://u@h:2", Some(&mut file)).expect("replica");
+        assert_eq!(replica.password, "secret");
+        let own = parse_replica("mysql://u:mine@h:3", Some(&mut file)).expect("own");
+        assert_eq!(own.password, "mine");
+        let e = parse_replica("mysql://h:4", Some(&mut file)).expect_err("no user");
+        assert!(
+            e.to_string().contains("the --replica URL names no user"),
+            "{e}"
+        );
+        let e = BackendChoice::parse("mysql://u:mine@h:1", Some(&mut file)).expect_err("own");
+        assert!(e.to_string().contains("already has a password"), "{e}");
     }
 
     /// A full disk and a spent quota start hsd for reads; anything else

@@ -8,6 +8,14 @@
 //!              connections of its port (once per connection).
 //! hsd-read-N   --threads event loops for the read port.
 //! hsd-write-N  --threads-wr event loops for the write port.
+//! hsd-scan-N   embedded store: long finds, shared by every loop
+//!              (`read_threads`).
+//! hsd-sync     embedded store: the sync step of large write groups
+//!              (`group_commit`).
+//! hsd-checkpoint  embedded store: WAL checkpoints, one connection per db
+//!              (`backend::sqlite::wal_sync`).
+//! hsd-topology MySQL with --replica: polls every server's role and
+//!              position (`backend::mysql::topology`).
 //! ```
 //!
 //! An event loop is a thread with its own single-threaded runtime. It owns
@@ -31,58 +39,58 @@
 //! - Writes (write loops only): through the loop's group committer, one task
 //!   owning one storage connection, which runs every write queued meanwhile
 //!   in one transaction, commits once, and only then answers.
-//! - Several MySQL servers (`--replica`): the backend's topology
-//!   (`backend::mysql::topology`) knows which server takes writes and how
-//!   far each has applied. The write port's connections follow the writer
-//!   (between groups). With `--read-from replicas`, the read port's
-//!   batchers ask the topology where each batch runs: a replica that has
-//!   applied every write hsd acknowledged before the batch's finds arrived,
-//!   else (after `--replica-wait`) the primary; finds a server failed for
-//!   being unreachable run again elsewhere (`read_batch`).
+//! - Where a batcher's finds run is its backend's read router's to say
+//!   (`backend::ReadRouter`), asked once per batch: for the read port's
+//!   finds (`ReadSide::Reads`) it may send them to any place that has seen
+//!   every write hsd acknowledged before they arrived (with MySQL and
+//!   `--read-from replicas`: a replica, else after `--replica-wait` the
+//!   primary); the write port's run where writes go. Finds a place failed
+//!   for being unreachable run again elsewhere (`read_batch`). With several
+//!   MySQL servers the write port's connections follow the one that takes
+//!   writes (between groups, `backend::mysql::topology`).
 //!
 //! Work for storage yields to the loop's other connections: the batchers
 //! and the committer take bounded batches, and a modify walk or an embedded
 //! store scan hands the thread back every couple of milliseconds.
 
-use crate::backend::mysql::topology::ReadFrom;
-use crate::backend::{Backend, LongReads, OpenedIndex};
-use crate::exec::{self, ReadTask, WriteTask};
+use crate::backend::{Backend, LongReads, OpenedIndex, ReadSide};
+use crate::exec::{self, failure, Answer, ReadTask, WriteTask};
 use crate::group_commit::GroupCommitter;
 use crate::metrics::Metrics;
 use crate::port::PortKind;
 use crate::read_batch::{BatchOf, ReadBatcher};
 use crate::read_threads::ReadThreads;
 use crate::shared::Shared;
-use hs_proto::{ErrorKind, OpenIndexRequest, ResponseWriter};
+use hs_proto::{ErrorKind, OpenIndexRequest};
 use std::sync::Arc;
 
 /// One event loop's way to storage.
-pub(crate) struct Dispatcher<B: Backend> {
+pub(crate) struct Dispatcher<B: Backend, A: Answer> {
     shared: Shared<B>,
-    short_reads: ReadBatcher,
-    long_reads: LongReadPath,
-    writes: Option<GroupCommitter>,
+    short_reads: ReadBatcher<B, A>,
+    long_reads: LongReadPath<B, A>,
+    writes: Option<GroupCommitter<A>>,
 }
 
-enum LongReadPath {
-    Links(ReadBatcher),
-    Threads(Arc<ReadThreads>),
+enum LongReadPath<B: Backend, A: Answer> {
+    Links(ReadBatcher<B, A>),
+    Threads(Arc<ReadThreads<B>>),
 }
 
-impl<B: Backend> Dispatcher<B> {
+impl<B: Backend, A: Answer> Dispatcher<B, A> {
     /// Builds the loop's storage side; must run inside the loop's `LocalSet`
     /// (it starts the batchers' and the committer's tasks there).
-    pub(crate) fn new(kind: PortKind, shared: Shared<B>) -> Dispatcher<B> {
+    pub(crate) fn new(kind: PortKind, shared: Shared<B>) -> Dispatcher<B, A> {
         let placement = shared.backend.read_placement();
-        // The read port with --read-from replicas: its batches go where the
-        // topology says.
-        let routing = shared
-            .backend
-            .topology()
-            .filter(|t| kind == PortKind::Read && t.read_from() == ReadFrom::Replicas);
-        let batcher = |links: usize, batch: BatchOf| match &routing {
-            Some(t) => ReadBatcher::start_routed(shared.clone(), links, batch, t.clone()),
-            None => ReadBatcher::start(shared.clone(), links, batch),
+        // The backend routes the read port's finds as it was told to
+        // (`--read-from`); the write port's run where its writes go.
+        let side = match kind {
+            PortKind::Read => ReadSide::Reads,
+            PortKind::Write => ReadSide::Writes,
+        };
+        let router = shared.backend.read_router(side);
+        let batcher = |links: usize, batch: BatchOf| {
+            ReadBatcher::start(shared.clone(), links, batch, router.clone())
         };
         let short_reads = batcher(placement.links, BatchOf::Many);
         let long_reads = match (placement.long_reads, &shared.read_threads) {
@@ -107,7 +115,7 @@ impl<B: Backend> Dispatcher<B> {
 
     /// Runs finds that arrived together on one client connection; returns
     /// their answers, in order. They go where the longest of them belongs.
-    pub(crate) async fn reads(&self, tasks: Vec<ReadTask>) -> Vec<ResponseWriter> {
+    pub(crate) async fn reads(&self, tasks: Vec<ReadTask<A>>) -> Vec<A> {
         if tasks.iter().all(exec::is_short) {
             return self.short_reads.reads(tasks).await;
         }
@@ -118,11 +126,13 @@ impl<B: Backend> Dispatcher<B> {
     }
 
     /// Runs writes that arrived together on one client connection; returns
-    /// their answers once committed. `None` on a read loop.
-    pub(crate) async fn writes(&self, tasks: Vec<WriteTask>) -> Option<Vec<ResponseWriter>> {
+    /// their answers once committed. A read loop has no committer: the
+    /// session refuses writes on the read port before they get here, and
+    /// any that did would be refused the same way.
+    pub(crate) async fn writes(&self, tasks: Vec<WriteTask>) -> Vec<A> {
         match &self.writes {
-            Some(committer) => Some(committer.run(tasks).await),
-            None => None,
+            Some(committer) => committer.run(tasks).await,
+            None => tasks.iter().map(|_| failure(ErrorKind::ReadOnly)).collect(),
         }
     }
 

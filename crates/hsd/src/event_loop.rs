@@ -15,6 +15,7 @@ use crate::port::Port;
 use crate::session::Session;
 use crate::shared::Shared;
 use crate::shutdown::Shutdown;
+use hs_proto::ResponseWriter;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -168,7 +169,7 @@ async fn run_loop<B: Backend>(
 async fn serve_client<B: Backend>(
     incoming: Incoming,
     port: Rc<Port>,
-    dispatcher: Rc<Dispatcher<B>>,
+    dispatcher: Rc<Dispatcher<B, ResponseWriter>>,
     metrics: Arc<crate::metrics::Metrics>,
     shutdown: Shutdown,
     count: Arc<AtomicUsize>,

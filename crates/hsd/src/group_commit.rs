@@ -21,10 +21,9 @@
 //! fsync.
 
 use crate::backend::{Backend, Durability, StorageConn, SyncStep, ERR_BUSY};
-use crate::exec::{self, WriteOutcome, WriteTask};
+use crate::exec::{self, Answer, WriteOutcome, WriteTask};
 use crate::job_queue::{error_answer, unavailable, JobQueue};
 use crate::shared::Shared;
-use hs_proto::ResponseWriter;
 use std::collections::HashSet;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -45,22 +44,22 @@ const CONFLICT_ATTEMPTS: u32 = 4;
 const SYNC_BESIDE_FROM: usize = 32;
 
 /// The writes of one client connection's batch.
-struct WriteJob {
+struct WriteJob<A: Answer> {
     tasks: Vec<WriteTask>,
     /// Each task's answer, once it has one.
-    answers: Vec<Option<ResponseWriter>>,
+    answers: Vec<Option<A>>,
     /// Since when some task of this job finds its file locked.
     busy_since: Option<Instant>,
-    reply: oneshot::Sender<Vec<ResponseWriter>>,
+    reply: oneshot::Sender<Vec<A>>,
 }
 
-pub(crate) struct GroupCommitter {
-    queue: Rc<JobQueue<WriteJob>>,
+pub(crate) struct GroupCommitter<A: Answer> {
+    queue: Rc<JobQueue<WriteJob<A>>>,
 }
 
-impl GroupCommitter {
+impl<A: Answer> GroupCommitter<A> {
     /// Starts the committer task on the current `LocalSet`.
-    pub(crate) fn start<B: Backend>(shared: Shared<B>) -> GroupCommitter {
+    pub(crate) fn start<B: Backend>(shared: Shared<B>) -> GroupCommitter<A> {
         let queue = Rc::new(JobQueue::new(1));
         tokio::task::spawn_local(run(shared, queue.clone()));
         GroupCommitter { queue }
@@ -68,7 +67,7 @@ impl GroupCommitter {
 
     /// Runs the writes of one client connection's batch; returns their
     /// answers once committed.
-    pub(crate) async fn run(&self, tasks: Vec<WriteTask>) -> Vec<ResponseWriter> {
+    pub(crate) async fn run(&self, tasks: Vec<WriteTask>) -> Vec<A> {
         let n = tasks.len();
         let (reply, rx) = oneshot::channel();
         let job = WriteJob {
@@ -89,12 +88,12 @@ impl GroupCommitter {
     }
 }
 
-async fn run<B: Backend>(shared: Shared<B>, queue: Rc<JobQueue<WriteJob>>) {
+async fn run<B: Backend, A: Answer>(shared: Shared<B>, queue: Rc<JobQueue<WriteJob<A>>>) {
     let mut storage: Option<B::Storage> = None;
     // Jobs taken but not fully answered (some writes wait on a locked file).
-    let mut active: Vec<WriteJob> = Vec::new();
+    let mut active: Vec<WriteJob<A>> = Vec::new();
     let mut pause = 0usize;
-    let mut sync_thread: Option<SyncThread> = None;
+    let mut sync_thread: Option<SyncThread<A>> = None;
     loop {
         take_jobs(&queue, &mut active);
         if active.is_empty() {
@@ -162,15 +161,15 @@ async fn run<B: Backend>(shared: Shared<B>, queue: Rc<JobQueue<WriteJob>>) {
 
 /// The committer's thread for the sync steps of large groups: runs them in
 /// order and answers the writes that waited for each.
-struct SyncThread {
-    tx: mpsc::Sender<(Option<SyncStep>, Vec<WriteJob>)>,
+struct SyncThread<A: Answer> {
+    tx: mpsc::Sender<(Option<SyncStep>, Vec<WriteJob<A>>)>,
     in_flight: Arc<AtomicUsize>,
     thread: std::thread::JoinHandle<()>,
 }
 
-impl SyncThread {
-    fn start() -> std::io::Result<SyncThread> {
-        let (tx, rx) = mpsc::channel::<(Option<SyncStep>, Vec<WriteJob>)>();
+impl<A: Answer> SyncThread<A> {
+    fn start() -> std::io::Result<SyncThread<A>> {
+        let (tx, rx) = mpsc::channel::<(Option<SyncStep>, Vec<WriteJob<A>>)>();
         let in_flight = Arc::new(AtomicUsize::new(0));
         let count = in_flight.clone();
         let thread = std::thread::Builder::new()
@@ -196,7 +195,7 @@ impl SyncThread {
         self.in_flight.load(Ordering::Acquire) > 0
     }
 
-    fn send(&self, step: Option<SyncStep>, jobs: Vec<WriteJob>) {
+    fn send(&self, step: Option<SyncStep>, jobs: Vec<WriteJob<A>>) {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         if let Err(mpsc::SendError((step, jobs))) = self.tx.send((step, jobs)) {
             // The thread is gone (it panicked): do its work here.
@@ -228,12 +227,12 @@ fn run_sync(step: SyncStep) {
 }
 
 /// Sends each finished job its answers.
-fn answer(jobs: Vec<WriteJob>) {
+fn answer<A: Answer>(jobs: Vec<WriteJob<A>>) {
     for job in jobs {
         let answers = job
             .answers
             .into_iter()
-            .map(Option::unwrap_or_default)
+            .map(|a| a.unwrap_or_else(|| A::with_capacity(0)))
             .collect();
         let _ = job.reply.send(answers);
     }
@@ -241,7 +240,7 @@ fn answer(jobs: Vec<WriteJob>) {
 
 /// Moves queued jobs into `active`, up to `MAX_GROUP_WRITES` writes (a
 /// job is never split).
-fn take_jobs(queue: &JobQueue<WriteJob>, active: &mut Vec<WriteJob>) {
+fn take_jobs<A: Answer>(queue: &JobQueue<WriteJob<A>>, active: &mut Vec<WriteJob<A>>) {
     let mut n: usize = active.iter().map(|j| j.tasks.len()).sum();
     active.extend(queue.take(|job| {
         let fits = n == 0 || n + job.tasks.len() <= MAX_GROUP_WRITES;
@@ -259,10 +258,10 @@ fn take_jobs(queue: &JobQueue<WriteJob>, active: &mut Vec<WriteJob>) {
 /// certification conflict is found there), is rolled back and run again,
 /// up to `CONFLICT_ATTEMPTS` times, before its writes are answered with the
 /// error.
-async fn commit_group<B: Backend>(
+async fn commit_group<B: Backend, A: Answer>(
     storage: &mut B::Storage,
     shared: &Shared<B>,
-    active: &mut [WriteJob],
+    active: &mut [WriteJob<A>],
 ) -> (bool, usize, Durability) {
     let started = Instant::now();
     let mut attempt = 0;
@@ -353,9 +352,9 @@ struct Ran {
 /// Runs the group's unanswered writes inside the open transaction: the db
 /// files found locked, the writes that ran, and whether one deadlocked with
 /// another transaction.
-async fn run_group<C: StorageConn>(
+async fn run_group<C: StorageConn, A: Answer>(
     storage: &mut C,
-    active: &mut [WriteJob],
+    active: &mut [WriteJob<A>],
     limits: &exec::WriteLimits,
 ) -> (HashSet<String>, Ran, bool) {
     let mut slots: Vec<(usize, usize)> = Vec::new();
@@ -400,7 +399,7 @@ async fn run_group<C: StorageConn>(
 }
 
 /// Takes out the jobs whose every write has its answer.
-fn take_finished(active: &mut Vec<WriteJob>) -> Vec<WriteJob> {
+fn take_finished<A: Answer>(active: &mut Vec<WriteJob<A>>) -> Vec<WriteJob<A>> {
     let mut finished = Vec::new();
     let mut i = 0;
     while i < active.len() {
@@ -420,6 +419,7 @@ mod tests {
     use crate::backend::{OpenedIndex, TableMeta, WriteBatching};
     use crate::exec::testing::{open, store, write_task};
     use crate::shared::testing::{local, shared, text};
+    use hs_proto::ResponseWriter;
 
     /// Column `n` of row `id` as stored.
     fn n_of(store: &MemoryStore, id: &str) -> String {
@@ -434,7 +434,7 @@ mod tests {
     /// Clients that each send `lines` on index 1 (PRIMARY: n) at once;
     /// their answers.
     async fn clients(
-        committer: &Rc<GroupCommitter>,
+        committer: &Rc<GroupCommitter<ResponseWriter>>,
         index: &Arc<crate::backend::OpenedIndex>,
         jobs: Vec<Vec<String>>,
     ) -> Vec<Vec<String>> {

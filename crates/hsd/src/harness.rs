@@ -13,6 +13,7 @@ use crate::metrics::Metrics;
 use crate::port::{Port, PortKind};
 use crate::session::Session;
 use crate::shared::Shared;
+use hs_proto::ResponseWriter;
 use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -39,8 +40,8 @@ pub fn open_store_file(data_dir: &Path, db: &str) -> anyhow::Result<rusqlite::Co
 
 /// One event loop's storage side over `<dir>/<db>.sqlite` files.
 pub struct Harness {
-    read: Rc<Dispatcher<SqliteBackend>>,
-    write: Rc<Dispatcher<SqliteBackend>>,
+    read: Rc<Dispatcher<SqliteBackend, ResponseWriter>>,
+    write: Rc<Dispatcher<SqliteBackend, ResponseWriter>>,
 }
 
 /// How the port a connection comes in on is set up.

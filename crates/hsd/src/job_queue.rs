@@ -13,7 +13,8 @@
 //! answer "unavailable"), the tasks run what is queued, and `shut_down`
 //! returns when every task has finished.
 
-use hs_proto::{ErrorKind, ResponseWriter};
+use crate::exec::{failure, Answer};
+use hs_proto::ErrorKind;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -137,13 +138,11 @@ impl<J> JobQueue<J> {
 
 /// The answers of `n` requests that could not run: storage unavailable
 /// (`1 1 2013`).
-pub(crate) fn unavailable(n: usize) -> Vec<ResponseWriter> {
+pub(crate) fn unavailable<A: Answer>(n: usize) -> Vec<A> {
     (0..n).map(|_| error_answer(ERR_UNAVAILABLE)).collect()
 }
 
-/// An answer `1 1 <code>`.
-pub(crate) fn error_answer(code: u32) -> ResponseWriter {
-    let mut w = ResponseWriter::new();
-    w.error(ErrorKind::Storage(code));
-    w
+/// An answer that is the storage error `code` (`1 1 <code>`).
+pub(crate) fn error_answer<A: Answer>(code: u32) -> A {
+    failure(ErrorKind::Storage(code))
 }

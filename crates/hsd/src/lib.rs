@@ -4,8 +4,11 @@
 //! (`event_loop`; the thread map is in `dispatch`): `connection` (line
 //! framing) -> `session` (auth, opened indexes, batching) -> `dispatch`
 //! (where it runs: inline, the read batcher, the group committer) -> `exec`
-//! (HandlerSocket semantics) -> `backend` (SQL for one database) and back.
-//! docs/architecture.md walks a read and a write through these files.
+//! (HandlerSocket semantics, answers handed to an `exec::Answer`) ->
+//! `backend` (SQL for one database) and back; `hs_answer` encodes the
+//! answers as HandlerSocket lines. docs/architecture.md walks a read and a
+//! write through these files, and says what a new backend or protocol
+//! front implements.
 //!
 //! The library is the `hsd` command's: what it uses is exported here, and
 //! `harness` runs the request path in process for the fuzz targets.
@@ -24,6 +27,7 @@ mod exec;
 mod finding;
 mod group_commit;
 pub mod harness;
+mod hs_answer;
 mod job_queue;
 mod limits;
 mod metrics;

@@ -8,9 +8,8 @@
 //! with the words of `backend::mysql::preflight`.
 
 use crate::backend::mysql::preflight as mysql_preflight;
-use crate::backend::mysql::topology;
 use crate::backend::mysql::MysqlSettings;
-use crate::config::{BackendChoice, Config, ReadFrom};
+use crate::config::{BackendChoice, Config};
 pub use crate::finding::{one_line, Finding, Severity};
 use crate::server::DEFAULT_MYSQL_LINKS;
 use std::io::ErrorKind;
@@ -81,10 +80,7 @@ pub(crate) fn mysql_settings(config: &Config, url: &mysql_wire::MysqlUrl) -> Mys
             .iter()
             .map(|u| (u.clone(), u.to_string()))
             .collect(),
-        read_from: match config.read_from {
-            ReadFrom::Primary => topology::ReadFrom::Primary,
-            ReadFrom::Replicas => topology::ReadFrom::Replicas,
-        },
+        read_from: config.read_from,
         topology_interval: config.topology_interval,
         replica_wait: config.replica_wait,
     }

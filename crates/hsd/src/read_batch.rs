@@ -4,26 +4,25 @@
 //! bound, see `job_queue`) and runs their finds as one batch, so lookups
 //! from many clients become few statements. A lone job runs at once.
 //!
-//! With several servers and `--read-from replicas` (`start_routed`), each
-//! job carries the topology's frontier as it was when the job arrived
-//! (every write hsd had acknowledged), and a runner asks the topology where
-//! its whole batch may run: a replica that has applied the newest of its
-//! jobs' frontiers, else (after `--replica-wait`) the primary. The runner
-//! keeps a connection per server, made on first use. Routing whole batches
-//! keeps them as large as on one server: each statement costs the server,
-//! and halving batches across two replicas doubled the servers' CPU per
-//! request (docs/benchmarks.md). Finds a server failed for being
-//! unreachable (`1 1 2013`) run again elsewhere, once per server at most,
-//! and the topology leaves that server out until a poll reaches it again:
-//! a replica going down costs clients no error.
+//! Every batch runs where the backend's read router says
+//! (`backend::ReadRouter`). With one place to read from that is always the
+//! same connection. With several (`--read-from replicas`), each job carries
+//! what its finds must see as it was when the job arrived (every write hsd
+//! had acknowledged), and a runner asks the router where its whole batch
+//! may run: a place that has seen the newest of its jobs' positions. The
+//! runner keeps a connection per place, made on first use. Routing whole
+//! batches keeps them as large as on one server: each statement costs the
+//! server, and halving batches across two replicas doubled the servers' CPU
+//! per request (docs/benchmarks.md). Finds a place failed for being
+//! unreachable run again elsewhere, once per place at most, and the router
+//! is told, so that it leaves that place out: a replica going down costs
+//! clients no error.
 
-use crate::backend::mysql::topology::gtid::Position;
-use crate::backend::mysql::topology::Topology;
-use crate::backend::{Backend, OpenedIndex, StorageConn, StorageError, ERR_UNAVAILABLE};
-use crate::exec::{self, ReadTask};
+use crate::backend::{Backend, OpenedIndex, ReadRouter, StorageConn, StorageError};
+use crate::exec::{self, Answer, ReadTask};
 use crate::job_queue::{unavailable, JobQueue};
 use crate::shared::Shared;
-use hs_proto::{ErrorKind, OpenIndexRequest, ResponseWriter};
+use hs_proto::{ErrorKind, OpenIndexRequest};
 use std::rc::Rc;
 use std::sync::Arc;
 use tokio::sync::oneshot;
@@ -43,77 +42,61 @@ pub(crate) enum BatchOf {
     One,
 }
 
-enum Job {
+/// What a runner's batch must have seen, in the router's terms.
+type MustSee<B> = Option<Arc<<<B as Backend>::Router as ReadRouter>::Position>>;
+
+enum Job<B: Backend, A: Answer> {
     Open {
         req: OpenIndexRequest,
         reply: oneshot::Sender<Result<Arc<OpenedIndex>, ErrorKind>>,
     },
     Finds {
-        tasks: Vec<ReadTask>,
-        /// Routed: every write acknowledged before these finds arrived.
-        frontier: Option<Arc<Position>>,
-        reply: oneshot::Sender<Vec<ResponseWriter>>,
+        tasks: Vec<ReadTask<A>>,
+        /// What the router said these finds must see when they arrived.
+        must_see: MustSee<B>,
+        reply: oneshot::Sender<Vec<A>>,
     },
 }
 
-pub(crate) struct ReadBatcher {
-    queue: Rc<JobQueue<Job>>,
-    topology: Option<Arc<Topology>>,
+pub(crate) struct ReadBatcher<B: Backend, A: Answer> {
+    queue: Rc<JobQueue<Job<B, A>>>,
+    router: Arc<B::Router>,
 }
 
-impl ReadBatcher {
-    /// Starts `links` runner tasks on the current `LocalSet`; their
-    /// connections are `Backend::connect`'s.
-    pub(crate) fn start<B: Backend>(
+impl<B: Backend, A: Answer> ReadBatcher<B, A> {
+    /// Starts `links` runner tasks on the current `LocalSet`, which run
+    /// each batch where `router` (one of the backend's) says.
+    pub(crate) fn start(
         shared: Shared<B>,
         links: usize,
         batch: BatchOf,
-    ) -> ReadBatcher {
-        ReadBatcher::start_with(shared, links, batch, None)
-    }
-
-    /// Starts `links` runner tasks that run each batch where `topology`
-    /// says (see the module's doc).
-    pub(crate) fn start_routed<B: Backend>(
-        shared: Shared<B>,
-        links: usize,
-        batch: BatchOf,
-        topology: Arc<Topology>,
-    ) -> ReadBatcher {
-        ReadBatcher::start_with(shared, links, batch, Some(topology))
-    }
-
-    fn start_with<B: Backend>(
-        shared: Shared<B>,
-        links: usize,
-        batch: BatchOf,
-        topology: Option<Arc<Topology>>,
-    ) -> ReadBatcher {
+        router: Arc<B::Router>,
+    ) -> ReadBatcher<B, A> {
         let links = links.max(1);
         let queue = Rc::new(JobQueue::new(links));
         for me in 0..links {
-            tokio::task::spawn_local(run(
+            tokio::task::spawn_local(run::<B, A>(
                 shared.clone(),
                 queue.clone(),
                 me,
                 batch,
-                topology.clone(),
+                router.clone(),
             ));
         }
-        ReadBatcher { queue, topology }
+        ReadBatcher { queue, router }
     }
 
     /// Runs the finds; returns their answers in order.
-    pub(crate) async fn reads(&self, tasks: Vec<ReadTask>) -> Vec<ResponseWriter> {
+    pub(crate) async fn reads(&self, tasks: Vec<ReadTask<A>>) -> Vec<A> {
         let n = tasks.len();
         // Taken now: the finds arrived before this point.
-        let frontier = self.topology.as_ref().map(|t| t.frontier());
+        let must_see = self.router.must_see();
         let (reply, rx) = oneshot::channel();
         if self
             .queue
             .push(Job::Finds {
                 tasks,
-                frontier,
+                must_see,
                 reply,
             })
             .is_err()
@@ -137,24 +120,20 @@ impl ReadBatcher {
     }
 }
 
-/// A runner's storage connections: one, or one per server of a topology;
-/// each made on first use.
+/// A runner's storage connections, one per place of its router, each
+/// made on first use.
 struct Storages<B: Backend> {
-    topology: Option<Arc<Topology>>,
+    router: Arc<B::Router>,
     conns: Vec<Option<B::Storage>>,
 }
 
 impl<B: Backend> Storages<B> {
-    /// Server `server`'s connection (without a topology: the one), made if
-    /// needed; `None` when it cannot be made.
-    async fn get(&mut self, shared: &Shared<B>, server: usize) -> Option<&mut B::Storage> {
-        let slot = self.conns.get_mut(server)?;
+    /// Place `place`'s connection, made if needed; `None` when it cannot
+    /// be made.
+    async fn get(&mut self, shared: &Shared<B>, place: usize) -> Option<&mut B::Storage> {
+        let slot = self.conns.get_mut(place)?;
         if slot.is_none() {
-            let made = match &self.topology {
-                Some(_) => shared.backend.connect_to(server).await,
-                None => shared.backend.connect().await,
-            };
-            match made {
+            match shared.backend.connect_at(&self.router, place).await {
                 Ok(c) => *slot = Some(c),
                 Err(e) => {
                     tracing::warn!(error = %e, target = %shared.backend.describe_target(), "cannot connect to storage");
@@ -180,17 +159,17 @@ impl<B: Backend> Storages<B> {
 }
 
 /// Runner `me`.
-async fn run<B: Backend>(
+async fn run<B: Backend, A: Answer>(
     shared: Shared<B>,
-    queue: Rc<JobQueue<Job>>,
+    queue: Rc<JobQueue<Job<B, A>>>,
     me: usize,
     batch: BatchOf,
-    topology: Option<Arc<Topology>>,
+    router: Arc<B::Router>,
 ) {
-    let servers = topology.as_ref().map_or(1, |t| t.server_count());
+    let places = router.places().max(1);
     let mut storages = Storages::<B> {
-        topology,
-        conns: (0..servers).map(|_| None).collect(),
+        router,
+        conns: (0..places).map(|_| None).collect(),
     };
     loop {
         let jobs = take_batch(&queue, batch);
@@ -211,7 +190,10 @@ async fn run<B: Backend>(
 
 /// Takes queued jobs, up to `MAX_BATCH_FINDS` finds, or one client's (a
 /// job is never split).
-fn take_batch(queue: &JobQueue<Job>, batch: BatchOf) -> Vec<Job> {
+fn take_batch<B: Backend, A: Answer>(
+    queue: &JobQueue<Job<B, A>>,
+    batch: BatchOf,
+) -> Vec<Job<B, A>> {
     let mut finds = 0;
     let mut jobs = 0;
     queue.take(|job| match job {
@@ -232,12 +214,18 @@ fn take_batch(queue: &JobQueue<Job>, batch: BatchOf) -> Vec<Job> {
 
 /// Runs the opens, then every find of the batch together; each job gets
 /// its own answers. Each client's finds keep their own answer bytes limit.
-async fn run_jobs<B: Backend>(shared: &Shared<B>, storages: &mut Storages<B>, jobs: Vec<Job>) {
-    let mut all: Vec<ReadTask> = Vec::new();
-    let mut replies: Vec<(usize, oneshot::Sender<Vec<ResponseWriter>>)> = Vec::new();
-    // Jobs are taken in arrival order, and a later frontier holds every
+async fn run_jobs<B: Backend, A: Answer>(
+    shared: &Shared<B>,
+    storages: &mut Storages<B>,
+    jobs: Vec<Job<B, A>>,
+) {
+    let mut all: Vec<ReadTask<A>> = Vec::new();
+    // The client batch of each find: each has its own answer bytes limit.
+    let mut clients: Vec<usize> = Vec::new();
+    let mut replies: Vec<(usize, oneshot::Sender<Vec<A>>)> = Vec::new();
+    // Jobs are taken in arrival order, and a later position covers every
     // earlier one: the last job's covers the batch.
-    let mut frontier: Option<Arc<Position>> = None;
+    let mut must_see: MustSee<B> = None;
     for job in jobs {
         match job {
             Job::Open { req, reply } => {
@@ -245,17 +233,14 @@ async fn run_jobs<B: Backend>(shared: &Shared<B>, storages: &mut Storages<B>, jo
             }
             Job::Finds {
                 tasks,
-                frontier: f,
+                must_see: m,
                 reply,
             } => {
-                let batch = replies.len();
+                clients.extend(std::iter::repeat_n(replies.len(), tasks.len()));
                 replies.push((tasks.len(), reply));
-                all.extend(tasks.into_iter().map(|mut t| {
-                    t.batch = batch;
-                    t
-                }));
-                if f.is_some() {
-                    frontier = f;
+                all.extend(tasks);
+                if m.is_some() {
+                    must_see = m;
                 }
             }
         }
@@ -263,35 +248,29 @@ async fn run_jobs<B: Backend>(shared: &Shared<B>, storages: &mut Storages<B>, jo
     if replies.is_empty() {
         return;
     }
-    let all = run_finds(shared, storages, frontier.as_deref(), all).await;
+    let all = run_finds(shared, storages, must_see.as_deref(), all, &clients).await;
     let mut answers = all.into_iter().map(|t| t.out);
     for (n, reply) in replies {
         let _ = reply.send(answers.by_ref().take(n).collect());
     }
 }
 
-/// Resolves a `P`. Routed: on any usable server (metadata needs no
-/// position), else on the primary when that one failed (perhaps it just
-/// went away).
+/// Resolves a `P` where the router sends a read that must see nothing,
+/// else at its fallback when that one failed (perhaps it just went away).
 async fn open_index<B: Backend>(
     shared: &Shared<B>,
     storages: &mut Storages<B>,
     req: &OpenIndexRequest,
 ) -> Result<Arc<OpenedIndex>, ErrorKind> {
-    let Some(topology) = storages.topology.clone() else {
-        return match storages.get(shared, 0).await {
-            Some(c) => exec::open_index(c, &shared.catalog, req).await,
-            None => Err(ErrorKind::OpenTable),
-        };
-    };
-    let at = topology.route_read(&Position::default(), 0).await.server;
+    let router = storages.router.clone();
+    let at = router.route(None, 0).await.place;
     let result = match storages.get(shared, at).await {
         Some(c) => exec::open_index(c, &shared.catalog, req).await,
         None => Err(ErrorKind::OpenTable),
     };
-    let primary = topology.read_primary();
+    let fallback = router.fallback();
     match result {
-        Err(_) if primary != at => match storages.get(shared, primary).await {
+        Err(_) if fallback != at => match storages.get(shared, fallback).await {
             Some(c) => exec::open_index(c, &shared.catalog, req).await,
             None => Err(ErrorKind::OpenTable),
         },
@@ -299,55 +278,63 @@ async fn open_index<B: Backend>(
     }
 }
 
-/// Runs the batch's finds: on the one server, or where the topology says
-/// for `frontier`, running those a server failed for being unreachable
-/// again elsewhere.
-async fn run_finds<B: Backend>(
+/// Runs the batch's finds (of the client batches `clients` numbers, see
+/// `exec::run_reads`) where the router says for `must_see`; with several
+/// places, runs those a place failed for being unreachable again
+/// elsewhere.
+async fn run_finds<B: Backend, A: Answer>(
     shared: &Shared<B>,
     storages: &mut Storages<B>,
-    frontier: Option<&Position>,
-    mut all: Vec<ReadTask>,
-) -> Vec<ReadTask> {
+    must_see: Option<&<B::Router as ReadRouter>::Position>,
+    mut all: Vec<ReadTask<A>>,
+    clients: &[usize],
+) -> Vec<ReadTask<A>> {
     let max = shared.max_response_bytes;
-    let Some(topology) = storages.topology.clone() else {
-        run_on(storages.get(shared, 0).await, &mut all, max).await;
-        return all;
-    };
-    let none = Position::default();
-    let frontier = frontier.unwrap_or(&none);
-    let route = topology.route_read(frontier, all.len()).await;
-    run_on(storages.get(shared, route.server).await, &mut all, max).await;
-    if !all.iter().any(|t| is_unreachable(&t.out)) {
+    let router = storages.router.clone();
+    let places = router.places();
+    let route = router.route(must_see, all.len()).await;
+    run_on(
+        storages.get(shared, route.place).await,
+        &mut all,
+        clients,
+        max,
+    )
+    .await;
+    if places <= 1 || !all.iter().any(is_unreachable) {
         return all;
     }
-    // Some failed for the server's sake: run them again elsewhere.
-    let servers = topology.server_count();
-    let mut failed_on = route.server;
+    // Some failed for the place's sake: run them again elsewhere.
+    let mut failed_on = route.place;
     drop(route);
-    let mut slots: Vec<Option<ReadTask>> = Vec::with_capacity(all.len());
-    let mut pending: Vec<(usize, ReadTask)> = Vec::new();
-    for (i, mut t) in all.into_iter().enumerate() {
-        if is_unreachable(&t.out) {
-            t.out.clear();
-            pending.push((i, t));
+    let mut slots: Vec<Option<ReadTask<A>>> = Vec::with_capacity(all.len());
+    let mut pending: Vec<(usize, ReadTask<A>)> = Vec::new();
+    let mut error: Option<StorageError> = None;
+    for (i, t) in all.into_iter().enumerate() {
+        if is_unreachable(&t) {
+            pending.push((i, take_failure(t, &mut error)));
             slots.push(None);
         } else {
             slots.push(Some(t));
         }
     }
-    for attempt in 1..=servers {
-        topology.note_unreachable(
-            failed_on,
-            &StorageError::Unavailable("finds failed with 2013".into()),
-        );
-        let route = topology.route_read(frontier, pending.len()).await;
-        let (ids, mut batch): (Vec<usize>, Vec<ReadTask>) = pending.into_iter().unzip();
-        run_on(storages.get(shared, route.server).await, &mut batch, max).await;
+    for attempt in 1..=places {
+        if let Some(e) = error.take() {
+            router.unreachable(failed_on, &e);
+        }
+        let route = router.route(must_see, pending.len()).await;
+        let (ids, mut batch): (Vec<usize>, Vec<ReadTask<A>>) = pending.into_iter().unzip();
+        let batch_clients: Vec<usize> = ids.iter().map(|&i| clients[i]).collect();
+        run_on(
+            storages.get(shared, route.place).await,
+            &mut batch,
+            &batch_clients,
+            max,
+        )
+        .await;
         pending = Vec::new();
-        for (i, mut t) in ids.into_iter().zip(batch) {
-            if is_unreachable(&t.out) && attempt < servers {
-                t.out.clear();
-                pending.push((i, t));
+        for (i, t) in ids.into_iter().zip(batch) {
+            if is_unreachable(&t) && attempt < places {
+                pending.push((i, take_failure(t, &mut error)));
             } else {
                 slots[i] = Some(t);
             }
@@ -355,46 +342,71 @@ async fn run_finds<B: Backend>(
         if pending.is_empty() {
             break;
         }
-        failed_on = route.server;
+        failed_on = route.place;
     }
     // Every slot is filled: the last attempt keeps whatever it answered.
     slots.into_iter().flatten().collect()
 }
 
+/// Whether a find failed because its place could not be reached.
+fn is_unreachable<A: Answer>(task: &ReadTask<A>) -> bool {
+    task.failed
+        .as_ref()
+        .is_some_and(StorageError::is_unreachable)
+}
+
+/// Clears a failed find's answer to run it again; keeps the first failure
+/// to tell the router.
+fn take_failure<A: Answer>(mut task: ReadTask<A>, first: &mut Option<StorageError>) -> ReadTask<A> {
+    task.out = A::with_capacity(0);
+    if let Some(e) = task.failed.take() {
+        first.get_or_insert(e);
+    }
+    task
+}
+
 /// Runs finds on `storage`, or answers them unavailable without one.
-async fn run_on<C: StorageConn>(storage: Option<&mut C>, tasks: &mut [ReadTask], max: usize) {
+async fn run_on<C: StorageConn, A: Answer>(
+    storage: Option<&mut C>,
+    tasks: &mut [ReadTask<A>],
+    clients: &[usize],
+    max: usize,
+) {
     match storage {
-        Some(c) => exec::run_reads(c, tasks, max).await,
+        Some(c) => exec::run_reads(c, tasks, clients, max).await,
         None => {
             let answers = unavailable(tasks.len());
             for (t, answer) in tasks.iter_mut().zip(answers) {
                 t.out = answer;
+                t.failed = Some(StorageError::Unavailable(
+                    "no connection to the storage".into(),
+                ));
             }
         }
     }
 }
 
-/// An answer saying the server could not be reached (`1 1 2013`).
-fn is_unreachable(answer: &ResponseWriter) -> bool {
-    answer.is_error() && answer.as_bytes() == UNREACHABLE_ANSWER
-}
-
-const UNREACHABLE_ANSWER: &[u8] = b"1\t1\t2013\n";
-const _: () = assert!(ERR_UNAVAILABLE == 2013);
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::WriteBatching;
+    use crate::backend::memory::{Fault, MemoryStore};
+    use crate::backend::{ReadSide, WriteBatching};
     use crate::exec::testing::{open, read_task, store};
     use crate::shared::testing::{local, shared, text};
+    use hs_proto::ResponseWriter;
+
+    /// A batcher of the store's read side, with `links` runners.
+    fn batcher(store: &MemoryStore, links: usize) -> ReadBatcher<MemoryStore, ResponseWriter> {
+        let router = store.read_router(ReadSide::Reads);
+        ReadBatcher::start(shared(store.clone()), links, BatchOf::Many, router)
+    }
 
     #[test]
     fn each_client_gets_its_own_answers_in_order() {
         let (store, table) = store(WriteBatching::Batched);
         let index = open(&table, 1, 0, &[3], &[]);
         local(async {
-            let batcher = Rc::new(ReadBatcher::start(shared(store.clone()), 1, BatchOf::Many));
+            let batcher = Rc::new(batcher(&store, 1));
             // Eight clients, each a batch of three lookups, all queued at once.
             let clients: Vec<_> = (0..8)
                 .map(|c| {
@@ -431,7 +443,7 @@ mod tests {
         let (store, table) = store(WriteBatching::Batched);
         let index = open(&table, 1, 0, &[3], &[]);
         local(async {
-            let batcher = Rc::new(ReadBatcher::start(shared(store.clone()), 1, BatchOf::Many));
+            let batcher = Rc::new(batcher(&store, 1));
             // 5 jobs of 200 finds each, all queued at once: 400, 400, 200.
             let jobs: Vec<_> = (0..5)
                 .map(|_| {
@@ -464,7 +476,7 @@ mod tests {
         let (store, table) = store(WriteBatching::Batched);
         let index = open(&table, 1, 0, &[3], &[]);
         local(async {
-            let batcher = ReadBatcher::start(shared(store), 2, BatchOf::Many);
+            let batcher = batcher(&store, 2);
             let answers = batcher.reads(vec![read_task(&index, "1\t=\t1\t2")]).await;
             assert_eq!(text(&answers), ["0\t1\ts2\n"]);
             batcher.shut_down().await;
@@ -478,8 +490,8 @@ mod tests {
         let (store, table) = store(WriteBatching::Batched);
         let index = open(&table, 1, 0, &[3], &[]);
         local(async {
-            let batcher = ReadBatcher::start(shared(store.clone()), 1, BatchOf::Many);
-            store.fail_at(1, crate::backend::memory::Fault::LostLink);
+            let batcher = batcher(&store, 1);
+            store.fail_at(1, Fault::LostLink);
             let answers = batcher.reads(vec![read_task(&index, "1\t=\t1\t2")]).await;
             assert_eq!(text(&answers), ["1\t1\t2013\n"]);
             let answers = batcher.reads(vec![read_task(&index, "1\t=\t1\t3")]).await;
@@ -489,24 +501,13 @@ mod tests {
     }
 
     #[test]
-    fn routed_finds_a_server_failed_run_again_elsewhere() {
+    fn finds_a_place_failed_run_again_elsewhere_and_the_router_is_told() {
         let (store, table) = store(WriteBatching::Batched);
+        let store = store.with_places(3);
         let index = open(&table, 1, 0, &[3], &[]);
-        let topology = crate::backend::mysql::topology::polled_for_tests(
-            crate::backend::mysql::topology::ReadFrom::Replicas,
-        );
+        store.make_unreachable(1);
         local(async {
-            let batcher = ReadBatcher::start_routed(
-                shared(store.clone()),
-                1,
-                BatchOf::Many,
-                topology.clone(),
-            );
-            // The first server's link is lost: its grouped scan and the
-            // scans of each find alone (exec's own second try) fail.
-            for call in 1..=3 {
-                store.fail_at(call, crate::backend::memory::Fault::LostLink);
-            }
+            let batcher = batcher(&store, 1);
             let answers = batcher
                 .reads(vec![
                     read_task(&index, "1\t=\t1\t2"),
@@ -514,18 +515,95 @@ mod tests {
                 ])
                 .await;
             assert_eq!(text(&answers), ["0\t1\ts2\n", "0\t1\ts3\n"]);
-            // That replica is left out until a poll reaches it.
-            let unusable = topology
-                .roles()
-                .iter()
-                .filter(|r| {
-                    matches!(
-                        r,
-                        crate::backend::mysql::topology::decide::Role::Unusable(_)
-                    )
-                })
-                .count();
-            assert_eq!(unusable, 1, "{:?} {:?}", topology.roles(), store.log());
+            // Place 1 failed the grouped scan and each find alone (exec's
+            // own second try); both ran again, together, on place 2.
+            assert_eq!(
+                store.log(),
+                ["scan x2 @1", "scan x1 @1", "scan x1 @1", "scan x2 @2"]
+            );
+            assert_eq!(store.router().routes(), [1, 2]);
+            assert_eq!(store.router().reported_unreachable(), [1]);
+            // The router leaves place 1 out from now on.
+            let answers = batcher.reads(vec![read_task(&index, "1\t=\t1\t4")]).await;
+            assert_eq!(text(&answers), ["0\t1\ts4\n"]);
+            assert_eq!(store.router().routes(), [1, 2, 2]);
+            batcher.shut_down().await;
+        });
+    }
+
+    #[test]
+    fn a_batch_runs_where_what_its_finds_must_see_was_applied() {
+        let (store, table) = store(WriteBatching::Batched);
+        let store = store.with_places(3);
+        let index = open(&table, 1, 0, &[3], &[]);
+        let router = store.router().clone();
+        local(async {
+            let batcher = batcher(&store, 1);
+            // A write answered: place 1 lags, place 2 has it.
+            router.write();
+            router.set_applied(2, 1);
+            let answers = batcher.reads(vec![read_task(&index, "1\t=\t1\t2")]).await;
+            assert_eq!(text(&answers), ["0\t1\ts2\n"]);
+            // Another: no place but the primary has it.
+            router.write();
+            let answers = batcher.reads(vec![read_task(&index, "1\t=\t1\t3")]).await;
+            assert_eq!(text(&answers), ["0\t1\ts3\n"]);
+            assert_eq!(router.routes(), [2, 0]);
+            assert_eq!(store.log(), ["scan x1 @2", "scan x1"]);
+            batcher.shut_down().await;
+        });
+    }
+
+    #[test]
+    fn finds_no_place_can_serve_answer_unavailable_after_each_place_was_tried() {
+        let (store, table) = store(WriteBatching::Batched);
+        let store = store.with_places(3);
+        let index = open(&table, 1, 0, &[3], &[]);
+        for place in 0..3 {
+            store.make_unreachable(place);
+        }
+        local(async {
+            let batcher = batcher(&store, 1);
+            let answers = batcher.reads(vec![read_task(&index, "1\t=\t1\t2")]).await;
+            assert_eq!(text(&answers), ["1\t1\t2013\n"]);
+            assert_eq!(store.router().reported_unreachable(), [1, 2, 0]);
+            batcher.shut_down().await;
+        });
+    }
+
+    #[test]
+    fn an_open_its_place_failed_runs_on_the_fallback() {
+        let (store, _table) = store(WriteBatching::Batched);
+        let store = store.with_places(2);
+        store.make_unreachable(1);
+        local(async {
+            let batcher = batcher(&store, 1);
+            let Ok(hs_proto::Request::OpenIndex(req)) =
+                hs_proto::parse_request(b"P\t1\tdb\tt\tPRIMARY\tid,s")
+            else {
+                panic!("not an open");
+            };
+            let opened = batcher.open(req).await.expect("opened on the primary");
+            assert_eq!(opened.columns, [0, 3]);
+            assert_eq!(store.log(), ["describe db.t @1", "describe db.t"]);
+            batcher.shut_down().await;
+        });
+    }
+
+    #[test]
+    fn the_write_side_never_routes() {
+        let (store, table) = store(WriteBatching::Batched);
+        let store = store.with_places(3);
+        let index = open(&table, 1, 0, &[3], &[]);
+        store.make_unreachable(0);
+        local(async {
+            let router = store.read_router(ReadSide::Writes);
+            let batcher = ReadBatcher::start(shared(store.clone()), 1, BatchOf::Many, router);
+            let answers = batcher.reads(vec![read_task(&index, "1\t=\t1\t2")]).await;
+            // Its one place failed: that is the answer.
+            assert_eq!(text(&answers), ["1\t1\t2013\n"]);
+            assert_eq!(store.log(), ["scan x1"]);
+            assert!(store.router().routes().is_empty());
             batcher.shut_down().await;
         });
     }

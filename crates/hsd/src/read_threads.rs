@@ -7,34 +7,36 @@
 //! must not hold idle (`StorageConn::idle_deadline`).
 
 use crate::backend::{Backend, StorageConn};
-use crate::exec::{self, ReadTask};
+use crate::exec::{self, Answer, ReadTask};
 use crate::job_queue::unavailable;
-use hs_proto::ResponseWriter;
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
-struct Job {
-    tasks: Vec<ReadTask>,
-    reply: oneshot::Sender<Vec<ResponseWriter>>,
-}
+/// One client batch of finds, run by a thread on its connection (`None`
+/// when it has none) and runtime; it sends its answers itself, so that
+/// the threads serve any protocol front's answers.
+type Job<B> = Box<dyn FnOnce(Option<&mut <B as Backend>::Storage>, &Runtime) + Send>;
 
-pub(crate) struct ReadThreads {
+pub(crate) struct ReadThreads<B: Backend> {
     /// `None` once shut down.
-    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    jobs: Mutex<Option<mpsc::Sender<Job<B>>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// What each client batch's answers may hold.
+    max_bytes: usize,
 }
 
-impl ReadThreads {
+impl<B: Backend> ReadThreads<B> {
     /// Starts `n` threads reading through connections of `backend`; each
     /// client batch's answers may hold `max_bytes`.
-    pub(crate) fn start<B: Backend>(
+    pub(crate) fn start(
         backend: Arc<B>,
         n: usize,
         max_bytes: usize,
-    ) -> std::io::Result<ReadThreads> {
-        let (tx, rx) = mpsc::channel::<Job>();
+    ) -> std::io::Result<ReadThreads<B>> {
+        let (tx, rx) = mpsc::channel::<Job<B>>();
         let rx = Arc::new(Mutex::new(rx));
         let mut threads = Vec::new();
         for i in 0..n.max(1) {
@@ -42,23 +44,37 @@ impl ReadThreads {
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("hsd-scan-{i}"))
-                    .spawn(move || serve(&*backend, &rx, max_bytes))?,
+                    .spawn(move || serve(&*backend, &rx))?,
             );
         }
         Ok(ReadThreads {
             jobs: Mutex::new(Some(tx)),
             threads: Mutex::new(threads),
+            max_bytes,
         })
     }
 
     /// Runs one client batch of finds; its answers, in order.
-    pub(crate) async fn reads(&self, tasks: Vec<ReadTask>) -> Vec<ResponseWriter> {
+    pub(crate) async fn reads<A: Answer>(&self, tasks: Vec<ReadTask<A>>) -> Vec<A> {
         let n = tasks.len();
+        let max_bytes = self.max_bytes;
         let (reply, answers) = oneshot::channel();
+        let job: Job<B> = Box::new(move |storage, runtime| {
+            let answers = match storage {
+                Some(c) => {
+                    let mut tasks = tasks;
+                    // One client's batch.
+                    let clients = vec![0; tasks.len()];
+                    runtime.block_on(exec::run_reads(c, &mut tasks, &clients, max_bytes));
+                    tasks.into_iter().map(|t| t.out).collect()
+                }
+                None => unavailable(tasks.len()),
+            };
+            let _ = reply.send(answers);
+        });
         let sent = {
             let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
-            jobs.as_ref()
-                .is_some_and(|tx| tx.send(Job { tasks, reply }).is_ok())
+            jobs.as_ref().is_some_and(|tx| tx.send(job).is_ok())
         };
         if !sent {
             return unavailable(n);
@@ -78,7 +94,7 @@ impl ReadThreads {
 
 /// One thread: its own runtime (the executor's calls are `async`; on this
 /// store they never wait on I/O) and its own storage connection.
-fn serve<B: Backend>(backend: &B, jobs: &Mutex<mpsc::Receiver<Job>>, max_bytes: usize) {
+fn serve<B: Backend>(backend: &B, jobs: &Mutex<mpsc::Receiver<Job<B>>>) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -102,7 +118,7 @@ fn serve<B: Backend>(backend: &B, jobs: &Mutex<mpsc::Receiver<Job>>, max_bytes: 
                 None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
             }
         };
-        let Job { mut tasks, reply } = match next {
+        let job = match next {
             Ok(job) => job,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if let Some(c) = storage.as_mut() {
@@ -120,14 +136,7 @@ fn serve<B: Backend>(backend: &B, jobs: &Mutex<mpsc::Receiver<Job>>, max_bytes: 
                 }
             }
         }
-        let answers = match storage.as_mut() {
-            Some(c) => {
-                runtime.block_on(exec::run_reads(c, &mut tasks, max_bytes));
-                tasks.into_iter().map(|t| t.out).collect()
-            }
-            None => unavailable(tasks.len()),
-        };
-        let _ = reply.send(answers);
+        job(storage.as_mut(), &runtime);
     }
     if let Some(c) = storage.as_mut() {
         runtime.block_on(c.release_idle());

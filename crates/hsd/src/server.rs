@@ -5,11 +5,10 @@
 
 use crate::accept_backoff::AcceptBackoff;
 use crate::admission::{Admission, Refusal};
-use crate::backend::mysql::topology;
 use crate::backend::mysql::{MysqlBackend, MysqlSettings};
 use crate::backend::sqlite::SqliteBackend;
 use crate::backend::{Backend, LongReads};
-use crate::config::{BackendChoice, Config, ReadFrom};
+use crate::config::{BackendChoice, Config};
 use crate::event_loop::{EventLoop, Incoming};
 use crate::exec::Catalog;
 use crate::limits::{ConnectionLimits, MemoryBudget};
@@ -67,10 +66,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
                         .iter()
                         .map(|u| (u.clone(), u.to_string()))
                         .collect(),
-                    read_from: match config.read_from {
-                        ReadFrom::Primary => topology::ReadFrom::Primary,
-                        ReadFrom::Replicas => topology::ReadFrom::Replicas,
-                    },
+                    read_from: config.read_from,
                     topology_interval: config.topology_interval,
                     replica_wait: config.replica_wait,
                 },

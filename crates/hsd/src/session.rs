@@ -7,7 +7,8 @@
 
 use crate::backend::{Backend, OpenedIndex};
 use crate::dispatch::Dispatcher;
-use crate::exec::{ReadTask, WriteOp, WriteTask};
+use crate::exec::{Answer, ReadTask, WriteOp, WriteTask};
+use crate::hs_answer;
 use crate::port::{Port, PortKind};
 use hs_proto::{
     parse_request, AuthRequest, ErrorKind, ExecRequest, IndexOperation, OpenIndexRequest, Request,
@@ -69,7 +70,7 @@ impl IndexTable {
 /// Requests read but not run yet, which travel to storage together: all
 /// finds or all writes.
 enum Batch {
-    Reads(Vec<ReadTask>),
+    Reads(Vec<ReadTask<ResponseWriter>>),
     Writes(Vec<WriteTask>),
 }
 
@@ -84,7 +85,7 @@ impl Batch {
 
 pub(crate) struct Session<B: Backend> {
     port: Rc<Port>,
-    dispatcher: Rc<Dispatcher<B>>,
+    dispatcher: Rc<Dispatcher<B, ResponseWriter>>,
     /// Set by a successful `A`, cleared by a failed one; only consulted when
     /// the port has a secret.
     authorized: bool,
@@ -115,7 +116,7 @@ const MAX_PENDING_ROWS: u64 = 4096;
 const MAX_PENDING_REQUESTS: usize = 128;
 
 impl<B: Backend> Session<B> {
-    pub(crate) fn new(port: Rc<Port>, dispatcher: Rc<Dispatcher<B>>) -> Self {
+    pub(crate) fn new(port: Rc<Port>, dispatcher: Rc<Dispatcher<B, ResponseWriter>>) -> Self {
         Session {
             port,
             dispatcher,
@@ -134,9 +135,10 @@ impl<B: Backend> Session<B> {
         self.auth_failures >= MAX_AUTH_FAILURES
     }
 
-    /// Whether requests may run (the port has no secret, or it was given).
+    /// Whether requests other than `A` may run: always on a port without
+    /// a secret, after a successful `A` on one with.
     pub(crate) fn is_authenticated(&self) -> bool {
-        self.may_run()
+        !self.port.has_secret() || self.authorized
     }
 
     /// Handles one request line (LF and tolerated CR already removed). Its
@@ -159,16 +161,8 @@ impl<B: Backend> Session<B> {
         }
     }
 
-    /// Whether requests other than `A` may run: always on a port without a
-    /// secret, after a successful `A` on one with.
-    fn may_run(&self) -> bool {
-        !self.port.has_secret() || self.authorized
-    }
-
     fn answer_error(&self, command: &str, kind: ErrorKind, out: &mut Vec<u8>) {
-        let mut w = ResponseWriter::new();
-        w.error(kind);
-        out.extend_from_slice(w.as_bytes());
+        hs_answer::push_error(out, kind);
         self.dispatcher
             .metrics()
             .requests
@@ -190,7 +184,7 @@ impl<B: Backend> Session<B> {
             self.auth_failures += 1;
         }
         if ok {
-            out.extend_from_slice(b"0\t1\n");
+            out.extend_from_slice(hs_answer::OK_LINE);
             self.dispatcher
                 .metrics()
                 .requests
@@ -202,7 +196,7 @@ impl<B: Backend> Session<B> {
     }
 
     async fn open_index(&mut self, req: OpenIndexRequest, out: &mut Vec<u8>) {
-        if !self.may_run() {
+        if !self.is_authenticated() {
             return self.answer_error("open_index", ErrorKind::Unauth, out);
         }
         let id = req.index_id;
@@ -213,7 +207,7 @@ impl<B: Backend> Session<B> {
         let result = self.dispatcher.open(req).await;
         match result.and_then(|index| self.indexes.set(id, index)) {
             Ok(()) => {
-                out.extend_from_slice(b"0\t1\n");
+                out.extend_from_slice(hs_answer::OK_LINE);
                 self.dispatcher
                     .metrics()
                     .requests
@@ -229,7 +223,7 @@ impl<B: Backend> Session<B> {
     /// an empty slot, `op`, `klen`, then `readonly`/`modop` (and, when it
     /// runs, `kpnum` and `filterblob`).
     async fn exec(&mut self, req: ExecRequest, out: &mut Vec<u8>) {
-        if !self.may_run() {
+        if !self.is_authenticated() {
             self.flush(out).await;
             return self.answer_error("exec", ErrorKind::Unauth, out);
         }
@@ -259,40 +253,39 @@ impl<B: Backend> Session<B> {
             }
         };
         let read_port = self.port.kind == PortKind::Read;
-        let refuse = match &op {
-            IndexOperation::Sql => Some(ErrorKind::NotImpl),
-            IndexOperation::Insert(_) if read_port => Some(ErrorKind::ReadOnly),
-            IndexOperation::Find(find) => match &find.modify {
-                Some(_) if read_port => Some(ErrorKind::ReadOnly),
-                Some(m) if m.op.is_none() => Some(ErrorKind::ModOp),
-                _ => None,
-            },
-            IndexOperation::Insert(_) => None,
-        };
-        if let Some(kind) = refuse {
-            self.flush(out).await;
-            return self.answer_error("exec", kind, out);
-        }
+        let refused = |kind| (0, Err(kind));
         let (rows, request) = match op {
-            IndexOperation::Find(find) if find.modify.is_none() => (
-                find.effective_limit(),
-                Batch::Reads(vec![ReadTask::new(index, find)]),
-            ),
-            IndexOperation::Find(find) => (
-                find.effective_limit(),
-                Batch::Writes(vec![WriteTask {
-                    index,
-                    op: WriteOp::Modify(find),
-                }]),
-            ),
+            IndexOperation::Sql => refused(ErrorKind::NotImpl),
+            IndexOperation::Insert(_) if read_port => refused(ErrorKind::ReadOnly),
             IndexOperation::Insert(ins) => (
                 1,
-                Batch::Writes(vec![WriteTask {
+                Ok(Batch::Writes(vec![WriteTask {
                     index,
                     op: WriteOp::Insert(ins),
-                }]),
+                }])),
             ),
-            IndexOperation::Sql => return,
+            IndexOperation::Find(find) => match &find.modify {
+                None => (
+                    find.effective_limit(),
+                    Ok(Batch::Reads(vec![ReadTask::new(index, find)])),
+                ),
+                Some(_) if read_port => refused(ErrorKind::ReadOnly),
+                Some(m) if m.op.is_none() => refused(ErrorKind::ModOp),
+                Some(_) => (
+                    find.effective_limit(),
+                    Ok(Batch::Writes(vec![WriteTask {
+                        index,
+                        op: WriteOp::Modify(find),
+                    }])),
+                ),
+            },
+        };
+        let request = match request {
+            Ok(request) => request,
+            Err(kind) => {
+                self.flush(out).await;
+                return self.answer_error("exec", kind, out);
+            }
         };
         self.queue(request, rows, out).await;
     }
@@ -334,14 +327,8 @@ impl<B: Backend> Session<B> {
                 self.collect(true, &answers, out, started);
             }
             Some(Batch::Writes(tasks)) => {
-                let n = tasks.len();
-                match self.dispatcher.writes(tasks).await {
-                    Some(answers) => self.collect(false, &answers, out, started),
-                    // Writes only reach a write loop; this cannot happen.
-                    None => {
-                        (0..n).for_each(|_| self.answer_error("write", ErrorKind::ReadOnly, out))
-                    }
-                }
+                let answers = self.dispatcher.writes(tasks).await;
+                self.collect(false, &answers, out, started);
             }
         }
     }
@@ -361,7 +348,7 @@ impl<B: Backend> Session<B> {
             (&m.write_ok, &m.write_error)
         };
         for r in answers {
-            if r.is_error() {
+            if r.is_failure() {
                 err.inc();
             } else {
                 ok.inc();

@@ -20,7 +20,7 @@ pub(crate) struct Shared<B: Backend> {
     pub(crate) walk_time: Option<Duration>,
     /// The threads long scans run on, where the backend wants them
     /// (`LongReads::Threads`).
-    pub(crate) read_threads: Option<Arc<ReadThreads>>,
+    pub(crate) read_threads: Option<Arc<ReadThreads<B>>>,
 }
 
 impl<B: Backend> Shared<B> {

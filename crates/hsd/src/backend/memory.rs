@@ -5,14 +5,19 @@
 //! value, everything else byte by byte, equal keys in row order), records
 //! every call it is asked for, and answers busy, a deadlock or a lost link
 //! at a chosen call, the way the real backends report them: busy changes
-//! nothing, a deadlock or a lost link rolls the whole group back.
+//! nothing, a deadlock or a lost link rolls the whole group back. Its read
+//! router (`router::FakeRouter`) gives it several places to read from, each
+//! of which can be made unreachable.
 
+mod router;
+
+pub(crate) use self::router::FakeRouter;
 use super::values::stored_integer;
 use super::{
     Backend, Change, ColumnKind, ColumnMeta, CommitFailure, Committed, FilterMode, FilterVerdict,
-    IndexMeta, IntRead, LongReads, ReadPlacement, RowInsert, RowTarget, RowView, RowVisitor,
-    RowWrite, Scan, ScanStep, StorageConn, StorageError, TableMeta, WriteBatching, WriteForm,
-    WriteValue, ERR_DUPLICATE_KEY, ERR_LOCK_DEADLOCK,
+    IndexMeta, IntRead, LongReads, ReadPlacement, ReadSide, RowInsert, RowTarget, RowView,
+    RowVisitor, RowWrite, Scan, ScanStep, StorageConn, StorageError, TableMeta, WriteBatching,
+    WriteForm, WriteValue, ERR_DUPLICATE_KEY, ERR_LOCK_DEADLOCK,
 };
 use hs_proto::{FilterKind, FilterOp, FindOp, Value};
 use std::cmp::Ordering;
@@ -129,6 +134,8 @@ struct State {
     committed: Tables,
     calls: u64,
     faults: Vec<(u64, Fault)>,
+    /// Places whose every call fails as a lost link.
+    unreachable: Vec<usize>,
     log: Vec<String>,
 }
 
@@ -137,6 +144,8 @@ struct State {
 pub(crate) struct MemoryStore {
     state: Arc<Mutex<State>>,
     batching: WriteBatching,
+    /// Routes the read side's finds; the write side's have one place.
+    router: Arc<FakeRouter>,
 }
 
 impl MemoryStore {
@@ -144,7 +153,27 @@ impl MemoryStore {
         MemoryStore {
             state: Arc::default(),
             batching,
+            router: Arc::new(FakeRouter::new(1)),
         }
+    }
+
+    /// The store whose read side routes its finds over `places` places
+    /// (see `FakeRouter`), each holding the same tables.
+    pub(crate) fn with_places(self, places: usize) -> MemoryStore {
+        MemoryStore {
+            router: Arc::new(FakeRouter::new(places)),
+            ..self
+        }
+    }
+
+    /// The read side's router.
+    pub(crate) fn router(&self) -> &Arc<FakeRouter> {
+        &self.router
+    }
+
+    /// Makes every call on connections to `place` fail as a lost link.
+    pub(crate) fn make_unreachable(&self, place: usize) {
+        self.lock().unreachable.push(place);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -198,11 +227,28 @@ impl MemoryStore {
 
 impl Backend for MemoryStore {
     type Storage = MemoryConn;
+    type Router = FakeRouter;
 
     async fn connect(&self) -> Result<MemoryConn, StorageError> {
         Ok(MemoryConn {
             store: self.clone(),
             group: Group::Off,
+            place: 0,
+        })
+    }
+
+    fn read_router(&self, side: ReadSide) -> Arc<FakeRouter> {
+        match side {
+            ReadSide::Reads => self.router.clone(),
+            ReadSide::Writes => Arc::new(FakeRouter::new(1)),
+        }
+    }
+
+    async fn connect_at(&self, _: &FakeRouter, place: usize) -> Result<MemoryConn, StorageError> {
+        Ok(MemoryConn {
+            store: self.clone(),
+            group: Group::Off,
+            place,
         })
     }
 
@@ -231,17 +277,29 @@ enum Group {
 pub(crate) struct MemoryConn {
     store: MemoryStore,
     group: Group,
+    /// The place it reads from (`connect_at`); 0 is the primary.
+    place: usize,
 }
 
 impl MemoryConn {
     /// Counts and records a call; the fault planned for it, if any.
+    /// A call of a connection to a place other than the primary is logged
+    /// with its place (`scan x2 @1`).
     fn call(&mut self, what: String) -> Result<(), StorageError> {
         let fault = {
             let mut s = self.store.lock();
             s.calls += 1;
             let n = s.calls;
-            s.log.push(what);
-            s.faults.iter().find(|(at, _)| *at == n).map(|(_, f)| *f)
+            s.log.push(match self.place {
+                0 => what,
+                p => format!("{what} @{p}"),
+            });
+            let unreachable = s.unreachable.contains(&self.place);
+            s.faults
+                .iter()
+                .find(|(at, _)| *at == n)
+                .map(|(_, f)| *f)
+                .or(unreachable.then_some(Fault::LostLink))
         };
         if let Group::Doomed(e) = &self.group {
             return Err(e.clone());

@@ -83,6 +83,12 @@ impl StorageError {
     pub(crate) fn is_deadlock(&self) -> bool {
         matches!(self, StorageError::Refused { code, .. } if *code == ERR_LOCK_DEADLOCK)
     }
+
+    /// The storage could not be reached (the client sees `1 1 2013`): the
+    /// same reads may well succeed elsewhere.
+    pub(crate) fn is_unreachable(&self) -> bool {
+        self.client_code() == ERR_UNAVAILABLE
+    }
 }
 
 /// A table's columns and indexes, with the SQL fragments the backend needs to
@@ -627,25 +633,113 @@ impl CommitFailure {
 #[allow(async_fn_in_trait)]
 pub(crate) trait Backend: Send + Sync + 'static {
     type Storage: StorageConn;
+    /// Where the reads of the loops' batchers run (`read_router`).
+    type Router: ReadRouter;
     /// Opens a connection for the calling event loop (with several
     /// servers: to the one that takes writes, following it).
     async fn connect(&self) -> Result<Self::Storage, StorageError>;
-    /// Opens a connection to server `server` of a replicated set-up (see
-    /// `topology`); with one server, the same as `connect`.
-    async fn connect_to(&self, server: usize) -> Result<Self::Storage, StorageError> {
-        let _ = server;
+    /// How the reads of `side` are routed. A backend with one place to
+    /// read from answers a router of one place.
+    fn read_router(&self, side: ReadSide) -> Arc<Self::Router>;
+    /// Opens a connection to place `place` of `router` (one this backend's
+    /// `read_router` made); with a router of one place, `connect`'s.
+    async fn connect_at(
+        &self,
+        router: &Self::Router,
+        place: usize,
+    ) -> Result<Self::Storage, StorageError> {
+        let _ = (router, place);
         self.connect().await
-    }
-    /// The servers behind this storage and their roles, when there are
-    /// several (`--replica`): the read port routes its finds by it
-    /// (`dispatch`).
-    fn topology(&self) -> Option<Arc<mysql::topology::Topology>> {
-        None
     }
     /// A short name for logs (never includes a password).
     fn describe_target(&self) -> String;
     /// How an event loop runs reads on this storage (see `dispatch`).
     fn read_placement(&self) -> ReadPlacement;
+}
+
+/// Whose reads a router routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadSide {
+    /// The finds of the port that writes: they run where the writes go,
+    /// and so see every write the moment it is answered.
+    Writes,
+    /// The finds of the read port: they may run wherever the backend's
+    /// routing sends them (`--read-from`), provided that place has seen
+    /// what the router says they must.
+    Reads,
+}
+
+/// Where the reads of a batcher run when a backend has several places that
+/// can serve them (a primary and its replicas; a row cache whose position
+/// is what its reader applied). The loops (`read_batch`) ask it where a
+/// batch may run and what its reads must have seen, and tell it when a
+/// place failed; places are numbers, positions opaque to them.
+#[allow(async_fn_in_trait)]
+pub(crate) trait ReadRouter: Send + Sync + 'static {
+    /// What a read must have seen (applied transactions, a log position).
+    /// The loops only carry it from a read's arrival to its batch.
+    type Position: Send + Sync + 'static;
+    /// Held while a batch runs where `route` sent it (a count of the
+    /// place's reads in flight, say).
+    type Lease;
+
+    /// How many places there are, numbered from 0; a batcher keeps a
+    /// connection per place (`Backend::connect_at`). With one nothing is
+    /// routed: every read runs there, and a failure is its answer.
+    fn places(&self) -> usize;
+
+    /// What a read arriving now must see: every write answered so far
+    /// (`None`: nothing). A later one covers every earlier one, so the
+    /// newest of a batch's stands for the whole batch.
+    fn must_see(&self) -> Option<Arc<Self::Position>>;
+
+    /// Where a batch of `reads` finds that must see `must_see` runs; it
+    /// may wait for a place to catch up.
+    async fn route(&self, must_see: Option<&Self::Position>, reads: usize) -> Route<Self::Lease>;
+
+    /// Where a read runs that must see nothing but failed where `route`
+    /// sent it: the place that has everything (the primary).
+    fn fallback(&self) -> usize;
+
+    /// Reads at `place` failed because it could not be reached: `route`
+    /// sends none there until it is known to be back.
+    fn unreachable(&self, place: usize, error: &StorageError);
+}
+
+/// Where `ReadRouter::route` sends a batch; `_lease` is held while it runs.
+pub(crate) struct Route<L> {
+    pub(crate) place: usize,
+    pub(crate) _lease: L,
+}
+
+/// The router of a backend with one place to read from.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct OnePlace;
+
+impl ReadRouter for OnePlace {
+    type Position = ();
+    type Lease = ();
+
+    fn places(&self) -> usize {
+        1
+    }
+
+    fn must_see(&self) -> Option<Arc<()>> {
+        None
+    }
+
+    async fn route(&self, _: Option<&()>, _: usize) -> Route<()> {
+        Route {
+            place: 0,
+            _lease: (),
+        }
+    }
+
+    fn fallback(&self) -> usize {
+        0
+    }
+
+    fn unreachable(&self, _: usize, _: &StorageError) {}
 }
 
 /// How reads reach the storage on an event loop (see `dispatch`).

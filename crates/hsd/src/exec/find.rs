@@ -9,32 +9,33 @@
 //! drops those it took and answers `1 1 1153` (MySQL's "packet bigger than
 //! max_allowed_packet"); the finds before it keep their answers.
 
+use super::answer::{failure, Answer};
 use super::{prepare_find, storage_error_kind, PreparedFind, RowCounter, RowDecision};
-use crate::backend::{OpenedIndex, RowView, ScanStep, StorageConn};
-use hs_proto::{ErrorKind, FindRequest, ResponseWriter};
+use crate::backend::{OpenedIndex, RowView, ScanStep, StorageConn, StorageError};
+use hs_proto::{ErrorKind, FindRequest};
 use std::sync::Arc;
 
 /// The answer to a find whose rows would exceed the answer bytes limit:
 /// MySQL's ER_NET_PACKET_TOO_LARGE, a result bigger than the server's limit.
 pub(crate) const ERR_ANSWER_TOO_LARGE: u32 = 1153;
 
-/// One find to run and the response it produced.
-pub(crate) struct ReadTask {
+/// One find to run and the answer it produced (`A`: the protocol front's).
+pub(crate) struct ReadTask<A: Answer> {
     pub(crate) index: Arc<OpenedIndex>,
     pub(crate) req: FindRequest,
-    pub(crate) out: ResponseWriter,
-    /// Which client batch the task belongs to: the answers of one batch
-    /// share one limit in bytes (a batch's tasks are next to each other).
-    pub(crate) batch: usize,
+    pub(crate) out: A,
+    /// The storage failure `out` answers, when it answers one: a caller
+    /// that can run the find elsewhere looks here, never at the answer.
+    pub(crate) failed: Option<StorageError>,
 }
 
-impl ReadTask {
+impl<A: Answer> ReadTask<A> {
     pub(crate) fn new(index: Arc<OpenedIndex>, req: FindRequest) -> Self {
         ReadTask {
             index,
             req,
-            out: ResponseWriter::new(),
-            batch: 0,
+            out: A::with_capacity(0),
+            failed: None,
         }
     }
 }
@@ -47,7 +48,7 @@ const SHORT_ROWS: u64 = 1024;
 /// values), or a scan without filters of at most `SHORT_ROWS` rows. Such
 /// finds run together on the event loop (`dispatch`); a filtered scan may
 /// pass over any number of rows for one answer, so it does not.
-pub(crate) fn is_short(task: &ReadTask) -> bool {
+pub(crate) fn is_short<A: Answer>(task: &ReadTask<A>) -> bool {
     let req = &task.req;
     let meta = task.index.index_meta();
     let seeks = req.active_in().map_or(1, |i| i.seeks() as u64);
@@ -85,8 +86,8 @@ struct AnswerBytes {
 }
 
 impl AnswerBytes {
-    fn new(limit: usize, tasks: &[ReadTask]) -> AnswerBytes {
-        let batches = tasks.iter().map(|t| t.batch + 1).max().unwrap_or(0);
+    fn new(limit: usize, clients: &[usize]) -> AnswerBytes {
+        let batches = clients.iter().map(|c| c + 1).max().unwrap_or(0);
         AnswerBytes {
             limit,
             used: vec![0; batches],
@@ -110,30 +111,38 @@ impl AnswerBytes {
 }
 
 /// Runs a batch of finds, whose answers together may hold `max_bytes` per
-/// client batch (see the module comment). If the grouped statement fails,
-/// each task is run on its own so one bad request cannot fail its
-/// neighbours.
-pub(crate) async fn run_reads<C: StorageConn>(
+/// client batch (see the module comment); `clients[i]` numbers the client
+/// batch of `tasks[i]` (from 0, one client's tasks next to each other). If
+/// the grouped statement fails, each task is run on its own so one bad
+/// request cannot fail its neighbours.
+pub(crate) async fn run_reads<C: StorageConn, A: Answer>(
     storage: &mut C,
-    tasks: &mut [ReadTask],
+    tasks: &mut [ReadTask<A>],
+    clients: &[usize],
     max_bytes: usize,
 ) {
+    debug_assert_eq!(tasks.len(), clients.len());
     if tasks.len() > 1 {
-        let mut bytes = AnswerBytes::new(max_bytes, tasks);
-        if run_grouped(storage, tasks, &mut bytes).await.is_ok() {
+        let mut bytes = AnswerBytes::new(max_bytes, clients);
+        if run_grouped(storage, tasks, clients, &mut bytes)
+            .await
+            .is_ok()
+        {
             return;
         }
     }
-    let mut bytes = AnswerBytes::new(max_bytes, tasks);
+    let mut bytes = AnswerBytes::new(max_bytes, clients);
     for i in 0..tasks.len() {
-        tasks[i].out.clear();
-        let _ = run_grouped(storage, &mut tasks[i..=i], &mut bytes).await;
+        tasks[i].out = A::with_capacity(0);
+        tasks[i].failed = None;
+        let _ = run_grouped(storage, &mut tasks[i..=i], &clients[i..=i], &mut bytes).await;
     }
 }
 
-async fn run_grouped<C: StorageConn>(
+async fn run_grouped<C: StorageConn, A: Answer>(
     storage: &mut C,
-    tasks: &mut [ReadTask],
+    tasks: &mut [ReadTask<A>],
+    batch: &[usize],
     bytes: &mut AnswerBytes,
 ) -> Result<(), ()> {
     // Check every task first; a failed check answers at once and adds no scan.
@@ -151,18 +160,17 @@ async fn run_grouped<C: StorageConn>(
             }
         }
     }
-    let mut outputs: Vec<ResponseWriter> = tasks
+    let mut outputs: Vec<A> = tasks
         .iter()
         .map(|t| {
-            let mut w = ResponseWriter::with_capacity(64);
-            w.begin_ok(t.index.columns.len());
+            let mut w = A::with_capacity(64);
+            w.begin_rows(t.index.columns.len());
             w
         })
         .collect();
     let mut counters: Vec<RowCounter> = tasks.iter().map(|t| RowCounter::new(&t.req)).collect();
     let ncols: Vec<usize> = tasks.iter().map(|t| t.index.columns.len()).collect();
-    let batch: Vec<usize> = tasks.iter().map(|t| t.batch).collect();
-    for (out, &b) in outputs.iter().zip(&batch) {
+    for (out, &b) in outputs.iter().zip(batch) {
         bytes.add(b, out.len());
     }
     // Tasks whose answer went over the limit.
@@ -208,7 +216,7 @@ async fn run_grouped<C: StorageConn>(
                         outputs[t].value(row.column(c));
                         if !bytes.add(batch[t], outputs[t].len() - before) {
                             bytes.remove(batch[t], outputs[t].len());
-                            outputs[t] = ResponseWriter::new();
+                            outputs[t] = A::with_capacity(0);
                             too_large[t] = true;
                             return ScanStep::Stop;
                         }
@@ -235,10 +243,12 @@ async fn run_grouped<C: StorageConn>(
                 tasks.iter_mut().zip(outputs).zip(errors).zip(too_large)
             {
                 match err {
-                    Some(e) => task.out.error(e),
-                    None if too_large => task.out.error(ErrorKind::Storage(ERR_ANSWER_TOO_LARGE)),
+                    Some(e) => task.out = failure(e),
+                    None if too_large => {
+                        task.out = failure(ErrorKind::Storage(ERR_ANSWER_TOO_LARGE));
+                    }
                     None => {
-                        out.end();
+                        out.end_rows();
                         task.out = out;
                     }
                 }
@@ -247,13 +257,18 @@ async fn run_grouped<C: StorageConn>(
         }
         Err(e) => {
             // What the answers held is dropped with them.
-            for (task, out) in tasks.iter().zip(&outputs) {
-                bytes.remove(task.batch, out.len());
+            for (&b, out) in batch.iter().zip(&outputs) {
+                bytes.remove(b, out.len());
             }
             if tasks.len() == 1 {
                 let task = &mut tasks[0];
-                task.out
-                    .error(errors[0].unwrap_or_else(|| storage_error_kind(&e)));
+                match errors[0] {
+                    Some(kind) => task.out = failure(kind),
+                    None => {
+                        task.out = failure(storage_error_kind(&e));
+                        task.failed = Some(e.clone());
+                    }
+                }
             }
             tracing::debug!(error = %e, tasks = tasks.len(), "read batch failed");
             Err(())

@@ -1,4 +1,5 @@
-//! HandlerSocket semantics, written once for every backend.
+//! HandlerSocket semantics, written once for every backend and every
+//! protocol front: answers go to an `Answer`, which the front encodes.
 //!
 //! `open` resolves a `P` against a table's metadata; `find` runs find
 //! requests, grouping every scan of a batch into one `scan_many` call so a
@@ -9,6 +10,7 @@
 //! over the storage connection and runs on the event loop that owns it:
 //! on the embedded store it never suspends, on MySQL it awaits the server.
 
+mod answer;
 pub(crate) mod find;
 mod modify;
 pub(crate) mod open;
@@ -18,6 +20,7 @@ pub(crate) mod testing;
 pub(crate) mod write;
 mod write_batch;
 
+pub(crate) use answer::{failure, Answer, Done, InsertId};
 pub(crate) use find::{is_short, run_reads, ReadTask};
 pub(crate) use open::{open_index, Catalog};
 pub(crate) use write::{run_writes, WriteLimits, WriteOp, WriteOutcome, WriteTask, MAX_WALK_ROWS};

@@ -2,10 +2,11 @@
 //! took, and how its answer is assembled: the same for a walk run alone
 //! and for a batch of single-row modifies.
 
+use super::answer::{Answer, Done};
 use super::find::ERR_ANSWER_TOO_LARGE;
 use crate::backend::values::modify_amount;
 use crate::backend::{Change, FilterVerdict, IntRead, OpenedIndex, RowView, WriteValue};
-use hs_proto::{ErrorKind, ModifyOp, ModifySpec, ResponseWriter, Value};
+use hs_proto::{ErrorKind, ModifyOp, ModifySpec, Value};
 
 /// An opened row's values before a change: their text (what the `?` forms
 /// answer) and the exact value of each column whose text rounds it (what
@@ -166,16 +167,16 @@ impl ModifyAnswer {
         self.changed += 1;
     }
 
-    pub(super) fn finish(self) -> ResponseWriter {
-        let mut out = ResponseWriter::new();
+    pub(super) fn finish<A: Answer>(self) -> A {
+        let mut out = A::with_capacity(0);
         if self.returning {
-            out.begin_ok(self.columns);
+            out.begin_rows(self.columns);
             for v in &self.rows {
                 out.value(v.as_deref());
             }
-            out.end();
+            out.end_rows();
         } else {
-            out.ok_number(self.changed);
+            out.done(Done::Modified(self.changed));
         }
         out
     }

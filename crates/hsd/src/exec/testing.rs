@@ -5,7 +5,7 @@
 use super::{ReadTask, WriteOp, WriteTask};
 use crate::backend::memory::{table_meta, Col, Idx, MemoryStore};
 use crate::backend::{OpenedIndex, TableMeta, WriteBatching};
-use hs_proto::{parse_request, IndexOperation, Request};
+use hs_proto::{parse_request, IndexOperation, Request, ResponseWriter};
 use std::sync::Arc;
 
 /// `t (id INT NOT NULL, u INT NULL, n INT NOT NULL, s TEXT NULL)`, with a
@@ -108,7 +108,8 @@ pub(crate) fn write_task(index: &Arc<OpenedIndex>, line: &str) -> WriteTask {
 }
 
 /// A find task from a request line.
-pub(crate) fn read_task(index: &Arc<OpenedIndex>, line: &str) -> ReadTask {
+/// Answered as HandlerSocket's lines, which tests read as text.
+pub(crate) fn read_task(index: &Arc<OpenedIndex>, line: &str) -> ReadTask<ResponseWriter> {
     match operation(line) {
         IndexOperation::Find(f) if f.modify.is_none() => ReadTask::new(index.clone(), f),
         _ => panic!("not a find: {line:?}"),

@@ -6,6 +6,7 @@
 //! inside the transaction the group committer opened; an answer is only
 //! sent once that transaction has committed.
 
+use super::answer::{failure, Answer, Done, InsertId};
 use super::modify::{row_change, ModifyAnswer, ReadRow};
 use super::plan::{plan, InsertRow, ModifyPlan, WritePlan};
 use super::{storage_error_kind, RowCounter, RowDecision};
@@ -13,7 +14,7 @@ use crate::backend::{
     OpenedIndex, RowInsert, RowTarget, RowView, RowWrite, Scan, ScanStep, StorageConn,
     StorageError, WriteBatching, ERR_STATEMENT_TIMEOUT,
 };
-use hs_proto::{ErrorKind, FindRequest, InsertRequest, ResponseWriter, Value};
+use hs_proto::{ErrorKind, FindRequest, InsertRequest, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,17 +29,17 @@ pub(crate) struct WriteTask {
     pub(crate) op: WriteOp,
 }
 
-/// How a write went.
+/// How a write went (`A`: the protocol front's answer).
 #[derive(Debug)]
-pub(crate) enum WriteOutcome {
-    /// Done, or refused with an error line: its answer.
-    Answered(ResponseWriter),
+pub(crate) enum WriteOutcome<A: Answer> {
+    /// Done, or refused with an error: its answer.
+    Answered(A),
     /// Its db was locked by another writer and nothing was done: run it
     /// again later.
     Busy,
     /// It deadlocked with another transaction: answered with that error,
     /// but the whole group may be rolled back and run again.
-    Conflict(ResponseWriter),
+    Conflict(A),
 }
 
 /// Why a write did not complete.
@@ -65,17 +66,12 @@ impl From<StorageError> for WriteFailure {
 }
 
 /// Turns how a write went into its outcome.
-pub(super) fn settle(result: Result<ResponseWriter, WriteFailure>) -> WriteOutcome {
-    let error = |kind| {
-        let mut out = ResponseWriter::new();
-        out.error(kind);
-        out
-    };
+pub(super) fn settle<A: Answer>(result: Result<A, WriteFailure>) -> WriteOutcome<A> {
     match result {
         Ok(out) => WriteOutcome::Answered(out),
         Err(WriteFailure::Busy) => WriteOutcome::Busy,
-        Err(WriteFailure::Answer(kind)) => WriteOutcome::Answered(error(kind)),
-        Err(WriteFailure::Conflict(kind)) => WriteOutcome::Conflict(error(kind)),
+        Err(WriteFailure::Answer(kind)) => WriteOutcome::Answered(failure(kind)),
+        Err(WriteFailure::Conflict(kind)) => WriteOutcome::Conflict(failure(kind)),
     }
 }
 
@@ -99,11 +95,11 @@ pub(crate) const MAX_WALK_ROWS: u64 = 1_000_000;
 
 /// Runs a group's writes in order inside the open transaction; one outcome
 /// per task.
-pub(crate) async fn run_writes<C: StorageConn>(
+pub(crate) async fn run_writes<C: StorageConn, A: Answer>(
     storage: &mut C,
     tasks: &[&WriteTask],
     limits: &WriteLimits,
-) -> Vec<WriteOutcome> {
+) -> Vec<WriteOutcome<A>> {
     let plans: Vec<WritePlan<'_>> = tasks.iter().map(|t| plan(t)).collect();
     match storage.write_batching() {
         WriteBatching::OneAtATime => {
@@ -130,11 +126,11 @@ pub(crate) async fn run_writes<C: StorageConn>(
 }
 
 /// Runs one planned write on its own.
-pub(super) async fn run_one<C: StorageConn>(
+pub(super) async fn run_one<C: StorageConn, A: Answer>(
     storage: &mut C,
     plan: &WritePlan<'_>,
     limits: &WriteLimits,
-) -> WriteOutcome {
+) -> WriteOutcome<A> {
     let result = match plan {
         WritePlan::Refused(kind) => Err(WriteFailure::Answer(*kind)),
         WritePlan::Insert(row) => insert(storage, row).await,
@@ -143,10 +139,10 @@ pub(super) async fn run_one<C: StorageConn>(
     settle(result)
 }
 
-async fn insert<C: StorageConn>(
+async fn insert<C: StorageConn, A: Answer>(
     storage: &mut C,
     row: &InsertRow<'_>,
-) -> Result<ResponseWriter, WriteFailure> {
+) -> Result<A, WriteFailure> {
     let rows = [row.as_insert()];
     let id = storage
         .insert_rows(&rows)
@@ -157,13 +153,13 @@ async fn insert<C: StorageConn>(
 }
 
 /// The answer to an insert that was written: the generated id, if any.
-pub(super) fn answer_insert(row: &InsertRow<'_>, id: Option<u64>) -> ResponseWriter {
-    let mut out = ResponseWriter::new();
-    match id {
-        Some(_) if row.explicit_id => out.ok_number(0),
-        Some(id) => out.ok_number(id),
-        None => out.ok(),
-    }
+pub(super) fn answer_insert<A: Answer>(row: &InsertRow<'_>, id: Option<u64>) -> A {
+    let mut out = A::with_capacity(0);
+    out.done(Done::Inserted(match id {
+        Some(_) if row.explicit_id => InsertId::Given,
+        Some(id) => InsertId::Generated(id),
+        None => InsertId::None,
+    }));
     out
 }
 
@@ -173,11 +169,11 @@ pub(super) fn answer_insert(row: &InsertRow<'_>, id: Option<u64>) -> ResponseWri
 /// key moved ahead is met again; an IN value seeks among the rows as they
 /// are then). An error stops the loop and is the answer; rows changed
 /// before it stay changed.
-async fn walk<C: StorageConn>(
+async fn walk<C: StorageConn, A: Answer>(
     storage: &mut C,
     p: &ModifyPlan<'_>,
     limits: &WriteLimits,
-) -> Result<ResponseWriter, WriteFailure> {
+) -> Result<A, WriteFailure> {
     // A table without transactions: no row lock holds the rows read until
     // they are changed, so another write loop must not read them meanwhile.
     let table = &p.index.table;
@@ -190,11 +186,11 @@ async fn walk<C: StorageConn>(
     result
 }
 
-async fn walk_rows<C: StorageConn>(
+async fn walk_rows<C: StorageConn, A: Answer>(
     storage: &mut C,
     p: &ModifyPlan<'_>,
     limits: &WriteLimits,
-) -> Result<ResponseWriter, WriteFailure> {
+) -> Result<A, WriteFailure> {
     let table = &p.index.table;
     let seeks = p.find.scan_count();
     let in_list = p.req.active_in().is_some();

@@ -18,6 +18,7 @@
 //!   later modify of the batch looks its row up by.
 //! - Anything else runs alone, in order.
 
+use super::answer::{Answer, Done};
 use super::modify::{row_change, ModifyAnswer, ReadRow, RowChange};
 use super::plan::{ModifyPlan, WritePlan};
 use super::write::{answer_insert, run_one, settle, WriteFailure, WriteLimits, WriteOutcome};
@@ -25,7 +26,7 @@ use super::{RowCounter, RowDecision};
 use crate::backend::{
     FilterMode, RowInsert, RowTarget, RowView, RowWrite, Scan, ScanStep, StorageConn, StorageError,
 };
-use hs_proto::{ResponseWriter, Value};
+use hs_proto::Value;
 use std::collections::HashSet;
 
 /// The longest run of writes by key sent as one statement each: a longer
@@ -35,11 +36,11 @@ use std::collections::HashSet;
 const BY_KEY_RUN_MAX: usize = 2;
 
 /// Runs `plans` in order; one outcome per plan.
-pub(super) async fn run_batched<C: StorageConn>(
+pub(super) async fn run_batched<C: StorageConn, A: Answer>(
     storage: &mut C,
     plans: &[WritePlan<'_>],
     limits: &WriteLimits,
-) -> Vec<WriteOutcome> {
+) -> Vec<WriteOutcome<A>> {
     let mut outcomes = Vec::with_capacity(plans.len());
     let mut i = 0;
     while i < plans.len() {
@@ -118,10 +119,10 @@ fn modifies<'p, 't>(plans: &'p [WritePlan<'t>]) -> impl Iterator<Item = &'p Modi
     })
 }
 
-async fn insert_batch<C: StorageConn>(
+async fn insert_batch<C: StorageConn, A: Answer>(
     storage: &mut C,
     plans: &[WritePlan<'_>],
-) -> Vec<WriteOutcome> {
+) -> Vec<WriteOutcome<A>> {
     let planned: Vec<_> = plans
         .iter()
         .filter_map(|p| match p {
@@ -140,10 +141,10 @@ async fn insert_batch<C: StorageConn>(
 
 /// Writes by key (see the module comment): one statement each, sent
 /// together; each answered with the rows its statement found.
-async fn by_key_batch<C: StorageConn>(
+async fn by_key_batch<C: StorageConn, A: Answer>(
     storage: &mut C,
     plans: &[WritePlan<'_>],
-) -> Vec<WriteOutcome> {
+) -> Vec<WriteOutcome<A>> {
     let writes: Vec<RowWrite<'_>> = modifies(plans)
         .filter_map(|m| {
             let change = m.by_key.as_ref()?;
@@ -164,8 +165,8 @@ async fn by_key_batch<C: StorageConn>(
             settle(
                 result
                     .map(|found| {
-                        let mut out = ResponseWriter::new();
-                        out.ok_number(found);
+                        let mut out = A::with_capacity(0);
+                        out.done(Done::Modified(found));
                         out
                     })
                     .map_err(Into::into),
@@ -177,11 +178,11 @@ async fn by_key_batch<C: StorageConn>(
 /// Runs a batch of modifies that read one row at most: returns how many of
 /// them it ran (a batch may end early, see the module comment) and their
 /// outcomes.
-async fn one_row_batch<C: StorageConn>(
+async fn one_row_batch<C: StorageConn, A: Answer>(
     storage: &mut C,
     plans: &[WritePlan<'_>],
     limits: &WriteLimits,
-) -> (usize, Vec<WriteOutcome>) {
+) -> (usize, Vec<WriteOutcome<A>>) {
     let batch: Vec<&ModifyPlan<'_>> = modifies(plans).collect();
     // Read (and lock) every row at once, whatever its filters say (the
     // verdict comes with it): a row the filters would drop now may be one
@@ -224,7 +225,7 @@ async fn one_row_batch<C: StorageConn>(
 
     // Decide each change, in order, as `write::walk` would.
     let mut seen: HashSet<(&str, &str, &[Value])> = HashSet::new();
-    let mut answers: Vec<ResponseWriter> = Vec::new();
+    let mut answers: Vec<A> = Vec::new();
     let mut changes: Vec<(usize, RowChange<'_>)> = Vec::new();
     let mut refused: Vec<Option<WriteFailure>> = Vec::new();
     for (i, m) in batch.iter().enumerate() {
@@ -322,6 +323,7 @@ mod tests {
     use crate::backend::{Backend, OpenedIndex, StorageConn, WriteBatching};
     use crate::exec::testing::{open, store, write_task};
     use crate::exec::write::{run_writes, WriteLimits, WriteOutcome, WriteTask, MAX_WALK_ROWS};
+    use hs_proto::ResponseWriter;
 
     const LIMITS: WriteLimits = WriteLimits {
         max_answer: 1 << 20,
@@ -398,7 +400,8 @@ mod tests {
         let outcomes = block_on(async {
             let mut c = store.connect().await.expect("connect");
             c.begin().await.expect("begin");
-            let outcomes = run_writes(&mut c, &refs, &LIMITS).await;
+            let outcomes: Vec<WriteOutcome<ResponseWriter>> =
+                run_writes(&mut c, &refs, &LIMITS).await;
             let committed = c.commit().await;
             assert!(committed.failure.is_none());
             outcomes
@@ -475,7 +478,7 @@ mod tests {
             block_on(async {
                 let mut c = store.connect().await.expect("connect");
                 c.begin().await.expect("begin");
-                run_writes(&mut c, &refs, &LIMITS).await;
+                let _: Vec<WriteOutcome<ResponseWriter>> = run_writes(&mut c, &refs, &LIMITS).await;
                 c.commit().await;
             });
             (store.calls(), rows(&store))

@@ -14,6 +14,7 @@
 //! relies on MySQL 8.0.17's CAST(... AS DOUBLE) and is tested on MariaDB
 //! 10.11, so older servers are refused with a message saying so.
 
+use super::errors::codes::ER_SERVER_SHUTDOWN;
 use super::errors::limits_connections;
 use super::link_tls::TlsSetup;
 use crate::backend::StorageError;
@@ -36,8 +37,6 @@ const READ_CHUNK: usize = 64 * 1024;
 /// MySQL 8.0.24+ sends this error, unasked, before it closes a connection
 /// that stayed idle past wait_timeout (ER_CLIENT_INTERACTION_TIMEOUT).
 const ER_CLIENT_INTERACTION_TIMEOUT: u16 = 4031;
-/// The server is shutting down and closes the connection.
-const ER_SERVER_SHUTDOWN: u16 = 1053;
 
 /// What the link runs over: TCP, TLS over TCP, or a Unix socket.
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}

@@ -66,8 +66,9 @@ pub(crate) use self::conn::MysqlConn;
 use self::conn::Placement;
 use self::connector::Connector;
 use self::link::Replicated;
-use self::topology::{ReadFrom, ServerSpec, Topology, TopologySettings};
-use super::{Backend, LongReads, ReadPlacement, StorageError};
+pub(crate) use self::topology::ReadFrom;
+use self::topology::{ServerSpec, Topology, TopologySettings};
+use super::{Backend, LongReads, ReadPlacement, ReadRouter, ReadSide, Route, StorageError};
 use crate::finding::Severity;
 use mysql_wire::MysqlUrl;
 use std::sync::Arc;
@@ -170,9 +171,10 @@ impl MysqlBackend {
             TopologySettings {
                 servers: all
                     .iter()
-                    .map(|(url, _)| ServerSpec {
+                    .zip(&bases)
+                    .map(|((url, _), link)| ServerSpec {
                         name: url.endpoint(),
-                        url: url.clone(),
+                        link: link.clone(),
                     })
                     .collect(),
                 read_from: settings.read_from,
@@ -205,6 +207,7 @@ impl Drop for MysqlBackend {
 
 impl Backend for MysqlBackend {
     type Storage = MysqlConn;
+    type Router = MysqlReads;
 
     /// With replicas, a connection that follows the server taking writes.
     async fn connect(&self) -> Result<MysqlConn, StorageError> {
@@ -225,17 +228,34 @@ impl Backend for MysqlBackend {
         })
     }
 
-    /// A connection to one server; to a Galera node, one that reads
-    /// causally (it serves reads the routing sent to a peer of the writer).
-    async fn connect_to(&self, server: usize) -> Result<MysqlConn, StorageError> {
-        let Some(s) = &self.servers else {
+    /// The read port's finds go where the topology says with `--read-from
+    /// replicas`; every other find runs on the connection that follows
+    /// the writer.
+    fn read_router(&self, side: ReadSide) -> Arc<MysqlReads> {
+        Arc::new(match &self.servers {
+            Some(s) if side == ReadSide::Reads && s.topology.read_from() == ReadFrom::Replicas => {
+                MysqlReads::Routed(s.topology.clone())
+            }
+            _ => MysqlReads::Writer,
+        })
+    }
+
+    /// Routed: a connection to server `place`; to a Galera node, one that
+    /// reads causally (it serves reads the routing sent to a peer of the
+    /// writer).
+    async fn connect_at(
+        &self,
+        router: &MysqlReads,
+        place: usize,
+    ) -> Result<MysqlConn, StorageError> {
+        let (MysqlReads::Routed(_), Some(s)) = (router, &self.servers) else {
             return self.connect().await;
         };
-        let Some(plain) = s.plain.get(server) else {
-            return Err(StorageError::Unavailable(format!("no server {server}")));
+        let Some(plain) = s.plain.get(place) else {
+            return Err(StorageError::Unavailable(format!("no server {place}")));
         };
-        let causal = s.topology.is_galera(server);
-        let connector = if causal { &s.causal[server] } else { plain };
+        let causal = s.topology.is_galera(place);
+        let connector = if causal { &s.causal[place] } else { plain };
         Ok(MysqlConn::new(
             connector.clone(),
             Placement::Fixed { causal },
@@ -254,8 +274,109 @@ impl Backend for MysqlBackend {
             long_reads: LongReads::Links(1),
         }
     }
+}
 
-    fn topology(&self) -> Option<Arc<Topology>> {
-        self.servers.as_ref().map(|s| s.topology.clone())
+/// Where a batcher's finds run: on the connection that follows the
+/// writer, or on the servers of the topology (numbered as configured),
+/// as it routes them.
+pub(crate) enum MysqlReads {
+    Writer,
+    Routed(Arc<Topology>),
+}
+
+impl ReadRouter for MysqlReads {
+    type Position = topology::gtid::Position;
+    type Lease = Option<topology::ReadRoute>;
+
+    fn places(&self) -> usize {
+        match self {
+            MysqlReads::Writer => 1,
+            MysqlReads::Routed(t) => t.server_count(),
+        }
+    }
+
+    fn must_see(&self) -> Option<Arc<Self::Position>> {
+        match self {
+            MysqlReads::Writer => None,
+            MysqlReads::Routed(t) => Some(t.frontier()),
+        }
+    }
+
+    async fn route(
+        &self,
+        must_see: Option<&Self::Position>,
+        reads: usize,
+    ) -> Route<Option<topology::ReadRoute>> {
+        match self {
+            MysqlReads::Writer => Route {
+                place: 0,
+                _lease: None,
+            },
+            MysqlReads::Routed(t) => {
+                let none = topology::gtid::Position::default();
+                let route = t.route_read(must_see.unwrap_or(&none), reads).await;
+                Route {
+                    place: route.server,
+                    _lease: Some(route),
+                }
+            }
+        }
+    }
+
+    fn fallback(&self) -> usize {
+        match self {
+            MysqlReads::Writer => 0,
+            MysqlReads::Routed(t) => t.read_primary(),
+        }
+    }
+
+    fn unreachable(&self, place: usize, error: &StorageError) {
+        if let MysqlReads::Routed(t) = self {
+            t.note_unreachable(place, error);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::topology::decide::Role;
+    use super::*;
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    }
+
+    #[test]
+    fn routed_reads_go_where_the_topology_says_and_leave_an_unreachable_server_out() {
+        let t = topology::polled_for_tests(ReadFrom::Replicas);
+        let router = MysqlReads::Routed(t.clone());
+        assert_eq!(router.places(), 3);
+        assert_eq!(router.fallback(), 0);
+        let rt = rt();
+        let must_see = router.must_see();
+        let first = rt.block_on(router.route(must_see.as_deref(), 1)).place;
+        assert_ne!(first, 0, "a replica has everything: the read goes there");
+        router.unreachable(first, &StorageError::Unavailable("reset".into()));
+        let unusable = t
+            .roles()
+            .iter()
+            .filter(|r| matches!(r, Role::Unusable(_)))
+            .count();
+        assert_eq!(unusable, 1, "{:?}", t.roles());
+        for _ in 0..4 {
+            let place = rt.block_on(router.route(must_see.as_deref(), 1)).place;
+            assert_ne!(place, first);
+        }
+    }
+
+    #[test]
+    fn the_writer_router_has_one_place_and_nothing_to_see() {
+        let router = MysqlReads::Writer;
+        assert_eq!(router.places(), 1);
+        assert!(router.must_see().is_none());
+        assert_eq!(rt().block_on(router.route(None, 1)).place, 0);
     }
 }

@@ -224,15 +224,17 @@ async fn marker_writable(
 async fn roles(settings: &MysqlSettings) -> Vec<Finding> {
     let mut all = vec![settings.url.clone()];
     all.extend(settings.replicas.iter().map(|(u, _)| u.clone()));
+    let mut servers = Vec::with_capacity(all.len());
+    for url in &all {
+        let name = url.endpoint();
+        match link_settings(url, settings.timeout, &name) {
+            Ok(link) => servers.push(ServerSpec { name, link }),
+            Err(f) => return vec![f],
+        }
+    }
     let topology = Topology::start(
         TopologySettings {
-            servers: all
-                .iter()
-                .map(|url| ServerSpec {
-                    name: url.endpoint(),
-                    url: url.clone(),
-                })
-                .collect(),
+            servers,
             read_from: settings.read_from,
             interval: settings.topology_interval,
             replica_wait: settings.replica_wait,

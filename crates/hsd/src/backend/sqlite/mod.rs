@@ -22,7 +22,10 @@ mod wal_sync;
 
 pub(crate) use conn::SqliteConn;
 
-use super::{Backend, LongReads, ReadPlacement, StorageError, ERR_DUPLICATE_KEY, ERR_NOT_NULL};
+use super::{
+    Backend, LongReads, OnePlace, ReadPlacement, ReadSide, StorageError, ERR_DUPLICATE_KEY,
+    ERR_NOT_NULL,
+};
 use rusqlite::{ffi, Connection, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -105,6 +108,7 @@ impl SqliteBackend {
 
 impl Backend for SqliteBackend {
     type Storage = SqliteConn;
+    type Router = OnePlace;
 
     async fn connect(&self) -> Result<SqliteConn, StorageError> {
         Ok(SqliteConn::new(
@@ -114,6 +118,11 @@ impl Backend for SqliteBackend {
             self.statement_timeout,
             self.mmap_bytes,
         ))
+    }
+
+    /// One file, one place to read it from.
+    fn read_router(&self, _: ReadSide) -> Arc<OnePlace> {
+        Arc::new(OnePlace)
     }
 
     fn describe_target(&self) -> String {

@@ -12,6 +12,8 @@ use super::gtid::Position;
 use super::observe::Observation;
 
 /// What the last poll of a server said.
+// One per configured server, replaced once a poll: its size costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Health {
     /// Not polled yet.

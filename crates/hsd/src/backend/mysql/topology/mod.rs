@@ -27,12 +27,14 @@ pub(crate) mod observe;
 mod poll;
 mod route;
 
+pub(crate) use self::route::ReadRoute;
+
 use self::decide::{Health, Role, Writer};
 use self::gtid::Position;
 use self::metrics::{role_index, ServerMetrics, TopologyMetrics};
 use self::observe::Flavor;
+use super::link::LinkSettings;
 use crate::backend::StorageError;
-use mysql_wire::MysqlUrl;
 use prometheus::Registry;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -42,22 +44,27 @@ use tokio::sync::Notify;
 /// Past this many ranges the frontier is merged with the writer's position.
 const MAX_FRONTIER_RANGES: usize = 64;
 
-/// Where the read port's finds run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where the read port's finds run (`--read-from`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
 pub(crate) enum ReadFrom {
     Primary,
     Replicas,
 }
 
 /// One configured server.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct ServerSpec {
-    pub(crate) url: MysqlUrl,
+    /// How the poll and wait connections reach it (the URL's options:
+    /// TLS, socket), made once by the backend, which connects the same way.
+    pub(in crate::backend::mysql) link: LinkSettings,
     /// `host:port`, for logs and metrics (no password).
     pub(crate) name: String,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct TopologySettings {
     /// `--backend` first, then every `--replica`.
     pub(crate) servers: Vec<ServerSpec>,
@@ -66,7 +73,7 @@ pub(crate) struct TopologySettings {
     pub(crate) interval: Duration,
     /// `--replica-wait`.
     pub(crate) replica_wait: Duration,
-    /// `--mysql-timeout`: the poll's connections, and their statements.
+    /// `--mysql-timeout`: the first poll's wait, and the poll's statements.
     pub(crate) timeout: Duration,
 }
 
@@ -84,9 +91,6 @@ pub(crate) enum Commit<'a> {
 /// Per-server parts that are not behind the lock.
 struct Server {
     spec: ServerSpec,
-    /// How the poll and wait connections reach it (the URL's options:
-    /// TLS, socket).
-    link: super::link::LinkSettings,
     in_flight: AtomicUsize,
     /// Wakes this server's waiter task: a read now waits for it.
     demand_added: Notify,
@@ -152,12 +156,9 @@ impl Topology {
         let n = settings.servers.len();
         let mut servers = Vec::with_capacity(n);
         for spec in &settings.servers {
-            let link = super::link::LinkSettings::new(spec.url.clone(), settings.timeout)
-                .map_err(|e| anyhow::anyhow!("cannot use {}: {e}", spec.name))?;
             servers.push(Server {
                 metrics: metrics.for_server(&spec.name),
                 spec: spec.clone(),
-                link,
                 in_flight: AtomicUsize::new(0),
                 demand_added: Notify::new(),
             });
@@ -506,11 +507,16 @@ mod tests {
     //! hand, as the poll thread would.
     use super::observe::{Observation, Replication};
     use super::*;
+    use mysql_wire::MysqlUrl;
 
     pub(super) fn topology(read_from: ReadFrom, replica_wait_ms: u64) -> Arc<Topology> {
         let servers = (1..=3)
             .map(|i| ServerSpec {
-                url: MysqlUrl::parse(&format!("mysql://u:p@127.0.0.1:{i}")).expect("url"),
+                link: LinkSettings::new(
+                    MysqlUrl::parse(&format!("mysql://u:p@127.0.0.1:{i}")).expect("url"),
+                    Duration::from_secs(3),
+                )
+                .expect("link settings"),
                 name: format!("s{i}"),
             })
             .collect();

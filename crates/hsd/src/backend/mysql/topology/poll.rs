@@ -81,7 +81,7 @@ async fn stopped(t: &Topology) {
 }
 
 fn settings(t: &Topology, server: usize) -> LinkSettings {
-    t.servers[server].link.clone()
+    t.servers[server].spec.link.clone()
 }
 
 /// A poll connection and what it learnt once.

@@ -555,6 +555,51 @@ fn a_replica_ahead_of_the_promoted_primary_serves_nothing() {
     assert!(log.contains("its source cannot send what it asks"), "{log}");
 }
 
+/// `RESET MASTER` on the primary: its GTIDs start again at 0-1-1 while
+/// the replicas' positions keep the old, larger numbers, which compare as
+/// covering every new write. Reads must still see each write acknowledged
+/// before them.
+#[test]
+fn a_reset_binary_log_on_the_primary_serves_no_stale_reads() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_reset_master");
+    c.sql(0, "INSERT INTO hsdtest.rr_reset_master VALUES (1,0)");
+    c.settle_data();
+    let hsd = Hsd::start(
+        &c,
+        &["--read-from", "replicas", "--topology-interval", "0.2"],
+    );
+    let mut restore = Restore::new(&c);
+    restore.then(&["reset"]);
+    block_on(async {
+        let mut writer = client(&hsd.write).await;
+        let mut reader = client(&hsd.read).await;
+        open(&mut writer, 1, "rr_reset_master").await;
+        open(&mut reader, 1, "rr_reset_master").await;
+        // The replicas' positions run well ahead of what follows the reset.
+        for v in 1..=300 {
+            assert_eq!(set(&mut writer, 1, 1, v).await, "0|1|1");
+        }
+        c.settle();
+        c.script(&["sql", "1", "-e", "RESET MASTER"]);
+        let mut stale = 0;
+        for i in 1000..1200 {
+            assert_eq!(set(&mut writer, 1, 1, i).await, "0|1|1");
+            if get(&mut reader, 1, 1).await != format!("0|2|1|{i}") {
+                stale += 1;
+            }
+        }
+        assert_eq!(
+            stale, 0,
+            "reads that missed the write acknowledged before them"
+        );
+    });
+}
+
 /// The primary configured a second time under another address
 /// (`--replica` naming it by `localhost`): one server is one server (its
 /// identity, not its address), so it is not two writable servers and

@@ -133,6 +133,29 @@ impl Position {
             })
     }
 
+    /// Whether `commit`, a new commit's GTID on the writer (MariaDB), is
+    /// not past what this position holds in its domain. A writer's
+    /// sequence numbers only grow, so when `self` holds the commits noted
+    /// before, this means its history started again (`RESET MASTER`, a
+    /// restored backup), and positions from before no longer compare with
+    /// those after. (MySQL's GTID sets are not judged so: another writer's
+    /// interleaving makes no sequence to compare.)
+    pub(crate) fn reuses(&self, commit: &Position) -> bool {
+        commit
+            .domains
+            .iter()
+            .any(|(d, &(_, n))| self.domains.get(d).is_some_and(|&(_, have)| have >= n))
+    }
+
+    /// Only the MariaDB domains of this position (per domain one number:
+    /// what `reuses` compares).
+    pub(crate) fn domains_only(&self) -> Position {
+        Position {
+            domains: self.domains.clone(),
+            sources: BTreeMap::new(),
+        }
+    }
+
     /// Adds `other`: the position of a server that applied both.
     pub(crate) fn merge(&mut self, other: &Position) {
         for (&d, &(s, n)) in &other.domains {

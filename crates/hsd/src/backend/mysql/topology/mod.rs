@@ -121,6 +121,19 @@ struct State {
     waiting: Vec<usize>,
     /// Spreads reads over equally loaded servers.
     turn: usize,
+    /// Servers whose positions say nothing since the writer's GTID
+    /// history started again (`history_restarted`): no reads until a poll
+    /// of the writer, begun after the server's last poll ended, shows the
+    /// server's position within the writer's.
+    unproven: Vec<bool>,
+    /// When each server's last poll ended.
+    polled: Vec<Option<Instant>>,
+    /// The writer's logged position at its last poll, and which server.
+    last_logged: Option<(usize, Position)>,
+    /// The MariaDB GTIDs of the commits hsd noted (per domain the latest),
+    /// apart from what polls merged into the frontier: a new commit's GTID
+    /// that is not past them shows the writer's history started again.
+    noted: Position,
 }
 
 pub(crate) struct Topology {
@@ -178,6 +191,10 @@ impl Topology {
                 demand: vec![Position::default(); n],
                 waiting: vec![0; n],
                 turn: 0,
+                unproven: vec![false; n],
+                polled: vec![None; n],
+                last_logged: None,
+                noted: Position::default(),
             }),
             changed: Notify::new(),
             stop: Notify::new(),
@@ -264,12 +281,17 @@ impl Topology {
         };
         let mut st = lock(&self.state);
         match parsed {
+            Some(p) if st.noted.reuses(&p) && st.writer == Writer::One(server) => {
+                st.noted = p.domains_only();
+                self.history_restarted(&mut st, server, p, "a commit's GTID was not past the last");
+            }
             Some(p) if !st.frontier.covers(&p) => {
+                st.noted.merge(&p.domains_only());
                 let mut f = (*st.frontier).clone();
                 f.merge(&p);
                 st.frontier = Arc::new(f);
             }
-            Some(_) => {}
+            Some(p) => st.noted.merge(&p.domains_only()),
             None => {
                 st.untracked_since.get_or_insert_with(Instant::now);
             }
@@ -339,13 +361,80 @@ impl Topology {
             }
         }
         st.health[server] = health;
+        st.polled[server] = Some(Instant::now());
         self.decide(&mut st);
         if st.writer == Writer::One(server) {
+            self.check_history(&mut st, server, started);
             self.check_frontier(&mut st, server, started, frontier_then);
         }
         self.update_lag_metrics(&st);
         drop(st);
         self.changed.notify_waiters();
+    }
+
+    /// The writer's GTID history started again (`RESET MASTER`, a restored
+    /// backup): its new GTIDs compare as older than what replicas applied
+    /// before, so every other server's position proves nothing until a
+    /// poll shows it within the writer's (`check_history`); the frontier
+    /// starts again from `from`.
+    fn history_restarted(&self, st: &mut State, w: usize, from: Position, why: &str) {
+        tracing::warn!(
+            server = %self.server_name(w), %why, position = %from,
+            "the writer's GTID history started again (RESET MASTER or a restored backup?): \
+             replicas serve no reads until a poll shows each within the writer's history"
+        );
+        st.frontier = Arc::new(from);
+        st.untracked_since = None;
+        for (i, u) in st.unproven.iter_mut().enumerate() {
+            *u = i != w;
+        }
+        self.decide(st);
+    }
+
+    /// After a poll of the writer that began at `started`: a logged position
+    /// that went backwards restarts the history; servers whose last poll
+    /// ended before `started` and whose position lies within the writer's
+    /// are proven again.
+    fn check_history(&self, st: &mut State, w: usize, started: Instant) {
+        let Some(o) = st.health[w].observation() else {
+            return;
+        };
+        if o.galera.is_some() {
+            return;
+        }
+        let logged = o.logged.clone();
+        let went_back =
+            matches!(&st.last_logged, Some((was, prev)) if *was == w && !logged.covers(prev));
+        st.last_logged = Some((w, logged.clone()));
+        if went_back {
+            st.noted = Position::default();
+            self.history_restarted(
+                st,
+                w,
+                logged.clone(),
+                "its binary log position went backwards",
+            );
+            return;
+        }
+        let mut proven = Vec::new();
+        for i in 0..st.unproven.len() {
+            if !st.unproven[i] || st.polled[i].is_none_or(|t| t > started) {
+                continue;
+            }
+            let within = st.health[i]
+                .observation()
+                .is_some_and(|r| logged.covers(&r.applied));
+            if within {
+                st.unproven[i] = false;
+                proven.push(i);
+            }
+        }
+        if !proven.is_empty() {
+            for &i in &proven {
+                tracing::info!(server = %self.server_name(i), "its position lies within the writer's history again");
+            }
+            self.decide(st);
+        }
     }
 
     /// After a poll of the writer: commits of unknown GTID are now in its
@@ -421,7 +510,16 @@ impl Topology {
             }
             st.writer = writer;
         }
-        let roles = decide::roles(&st.health, &st.writer);
+        let mut roles = decide::roles(&st.health, &st.writer);
+        for (role, unproven) in roles.iter_mut().zip(&st.unproven) {
+            if *unproven && *role == Role::Replica {
+                *role = Role::Unusable(
+                    "the writer's GTID history started again since its position was read; \
+                     it serves again once a poll shows it within the writer's"
+                        .into(),
+                );
+            }
+        }
         for (i, (old, new)) in st.roles.iter().zip(&roles).enumerate() {
             if old != new {
                 match new {
@@ -591,6 +689,36 @@ mod tests {
         assert_eq!(*t.frontier(), pos("0-1-11"));
         t.apply_poll(1, Instant::now(), &t.frontier(), up(true, "0-1-11", true));
         assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 1);
+    }
+
+    /// `RESET MASTER` on the writer: its next commit's GTID is not past the
+    /// last one hsd noted, replicas whose old, larger positions would
+    /// "cover" it serve nothing until a poll of the writer that began after
+    /// theirs shows them within its new history.
+    #[test]
+    fn a_restarted_gtid_history_holds_reads_until_replicas_are_within_it() {
+        let t = topology(ReadFrom::Replicas, 0);
+        poll_all(&t, "0-1-300", "0-1-300", "0-1-300");
+        t.note_commit(0, Commit::Gtid(b"0-1-300"));
+        let rt = rt();
+        assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 1);
+        // After the reset.
+        t.note_commit(0, Commit::Gtid(b"0-1-1"));
+        assert_eq!(*t.frontier(), pos("0-1-1"));
+        for _ in 0..4 {
+            assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 0);
+        }
+        // s2 still shows its old position: not within the writer's.
+        t.apply_poll(1, Instant::now(), &t.frontier(), up(true, "0-1-300", true));
+        t.apply_poll(0, Instant::now(), &t.frontier(), up(false, "0-1-1", false));
+        assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 0);
+        // s2 applied the new history; a writer poll begun later proves it.
+        t.apply_poll(1, Instant::now(), &t.frontier(), up(true, "0-1-1", true));
+        t.apply_poll(0, Instant::now(), &t.frontier(), up(false, "0-1-1", false));
+        assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 1);
+        // The writer's logged position going backwards does the same.
+        t.apply_poll(0, Instant::now(), &t.frontier(), up(false, "0-1-0", false));
+        assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 0);
     }
 
     #[test]

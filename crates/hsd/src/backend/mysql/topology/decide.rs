@@ -209,6 +209,13 @@ pub(crate) fn roles(servers: &[Health], writer: &Writer) -> Vec<Role> {
                      writer does not, so its position proves nothing",
                     r.diverged.as_deref().unwrap_or_default()
                 )),
+                // Its position moves past the changes a filter skips: it
+                // cannot prove it holds any table's (which tables a
+                // filter keeps is not worked out: none are served).
+                Some(r) if !r.filters.is_empty() => Role::Unusable(format!(
+                    "replica-side filters ({}) may skip changes its position claims",
+                    r.filters.join(", ")
+                )),
                 Some(r)
                     if r.source_server_id.is_some()
                         && writer_id.is_some()
@@ -328,6 +335,7 @@ mod tests {
                 last_error: String::new(),
                 diverged: None,
                 source_server_id: None,
+                filters: Vec::new(),
             }),
             identity: None,
             server_id: None,
@@ -454,7 +462,12 @@ mod tests {
                 r.source_server_id = Some(2);
             }
         });
-        let s = [writer, following(2), ahead, following(1)];
+        let filtered = with(following(2), &|o| {
+            if let Some(r) = o.replication.as_mut() {
+                r.filters = vec!["Replicate_Wild_Ignore_Table=hsdtest.t%".into()];
+            }
+        });
+        let s = [writer, following(2), ahead, following(1), filtered];
         let w = choose_writer(&s, Some(0));
         assert_eq!(w, Writer::One(0));
         let r = roles(&s, &w);
@@ -468,6 +481,11 @@ mod tests {
             matches!(&r[3], Role::Unusable(why) if why.contains("server_id 1")),
             "{:?}",
             r[3]
+        );
+        assert!(
+            matches!(&r[4], Role::Unusable(why) if why.contains("replica-side filters")),
+            "{:?}",
+            r[4]
         );
         // The writer down: its replicas keep serving what they applied.
         let s = [Health::Down("gone".into()), following(2)];

@@ -649,6 +649,7 @@ mod tests {
                 last_error: String::new(),
                 diverged: None,
                 source_server_id: None,
+                filters: Vec::new(),
             }),
             identity: None,
             server_id: None,

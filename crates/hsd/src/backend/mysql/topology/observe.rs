@@ -110,7 +110,21 @@ pub(crate) struct Replication {
     /// The `server_id` of every channel's source (`Master_Server_Id`;
     /// 0 while it never connected), when there is one channel.
     pub(crate) source_server_id: Option<u64>,
+    /// Replica-side filters (`Replicate_Do_DB`, `Replicate_Wild_Ignore_Table`
+    /// and kin) that are set: the replica may skip a table's changes while
+    /// its position moves past them.
+    pub(crate) filters: Vec<String>,
 }
+
+/// The replica status columns that show replica-side filters.
+const FILTER_COLUMNS: [&str; 6] = [
+    "Replicate_Do_DB",
+    "Replicate_Ignore_DB",
+    "Replicate_Do_Table",
+    "Replicate_Ignore_Table",
+    "Replicate_Wild_Do_Table",
+    "Replicate_Wild_Ignore_Table",
+];
 
 /// What a source answers when it cannot send the position a replica asked
 /// for (MariaDB and MySQL's ER_MASTER_FATAL_ERROR_READING_BINLOG, MySQL 8's
@@ -270,8 +284,17 @@ fn replication(t: &Table) -> Option<Replication> {
         last_error: String::new(),
         diverged: None,
         source_server_id: None,
+        filters: Vec::new(),
     };
     for i in 0..t.rows.len() {
+        for column in FILTER_COLUMNS {
+            if let Some(v) = t.get(i, column).filter(|v| !v.is_empty()) {
+                let f = format!("{column}={v}");
+                if !r.filters.contains(&f) {
+                    r.filters.push(f);
+                }
+            }
+        }
         let field = |a: &str, b: &str| t.get(i, a).or_else(|| t.get(i, b));
         r.sql_running &= on(field("Slave_SQL_Running", "Replica_SQL_Running"));
         r.io_running &= on(field("Slave_IO_Running", "Replica_IO_Running"));
@@ -395,7 +418,19 @@ mod tests {
                 last_error: String::new(),
                 diverged: None,
                 source_server_id: Some(1),
+                filters: Vec::new(),
             })
+        );
+        let filtered = slaves(&[&[
+            ("Slave_IO_Running", Some("Yes")),
+            ("Slave_SQL_Running", Some("Yes")),
+            ("Replicate_Do_DB", Some("")),
+            ("Replicate_Wild_Ignore_Table", Some("hsdtest.t%")),
+        ]]);
+        let o = observation(Flavor::Mariadb, &v, Some(&filtered), None).unwrap();
+        assert_eq!(
+            o.replication.expect("replicating").filters,
+            ["Replicate_Wild_Ignore_Table=hsdtest.t%"]
         );
         // Pointed at a promoted server that lacks what it applied: the I/O
         // thread stops with 1236 while the SQL thread runs.

@@ -1,0 +1,367 @@
+//! The memcached front against a real memcached (Debian's): every command
+//! a table-backed server can answer alike is sent to both and the answers
+//! compared (cas numbers aside); the differences the table model forces are
+//! listed in `differences_from_memcached` and pinned there; and a row is
+//! the same row through memcached, SQL and HandlerSocket. On the embedded
+//! store, and on MariaDB when `HSD_TEST_MYSQL_URL` is set.
+
+mod common;
+mod memcached;
+
+use common::{q, t, Backend};
+use memcached::{without_cas, Conn, Front, Reference};
+
+/// Requests (one exchange each, in order, on one connection) whose answers
+/// must be memcached's. Keys are unique per case.
+const CASES: &[&[&str]] = &[
+    // get, gets, multi-get with misses, flags kept
+    &[
+        "set a1 42 0 5\r\nhello\r\n",
+        "get a1\r\n",
+        "gets a1 nokey a1\r\n",
+        "get nokey1 nokey2\r\n",
+        "set a1 7 0 0\r\n\r\n",
+        "get a1\r\n",
+    ],
+    // add, replace
+    &[
+        "add b1 0 0 1\r\nx\r\n",
+        "add b1 0 0 1\r\ny\r\n",
+        "get b1\r\n",
+        "replace b2 0 0 1\r\nz\r\n",
+        "replace b1 3 0 2\r\nzz\r\n",
+        "get b1 b2\r\n",
+    ],
+    // append, prepend keep the flags
+    &[
+        "append c1 0 0 1\r\nx\r\n",
+        "prepend c1 0 0 1\r\nx\r\n",
+        "set c1 9 0 3\r\nmid\r\n",
+        "append c1 0 0 4\r\n-end\r\n",
+        "prepend c1 5 0 6\r\nstart-\r\n",
+        "get c1\r\n",
+    ],
+    // cas
+    &[
+        "cas d1 0 0 1 1\r\nx\r\n",
+        "set d1 0 0 2\r\nv1\r\n",
+        "gets d1\r\n",
+        "cas d1 0 0 2 {cas}\r\nv2\r\n",
+        "get d1\r\n",
+        "cas d1 0 0 2 1\r\nv3\r\n",
+        "gets d1\r\n",
+        "set d1 0 0 2\r\nv4\r\n",
+        "cas d1 0 0 2 {cas}\r\nv5\r\n",
+        "get d1\r\n",
+    ],
+    // delete
+    &[
+        "delete e1\r\n",
+        "set e1 0 0 1\r\nx\r\n",
+        "delete e1\r\n",
+        "get e1\r\n",
+        "set e1 0 0 1\r\nx\r\n",
+        "delete e1 noreply\r\n",
+        "get e1\r\n",
+        "delete e1 0\r\n",
+        "delete e1 5\r\n",
+    ],
+    // incr, decr
+    &[
+        "incr f1 1\r\n",
+        "set f1 0 0 2\r\n10\r\n",
+        "incr f1 5\r\n",
+        "decr f1 3\r\n",
+        "decr f1 100\r\n",
+        "set f1 0 0 20\r\n18446744073709551615\r\n",
+        "incr f1 2\r\n",
+        "set f1 0 0 3\r\nabc\r\n",
+        "incr f1 1\r\n",
+        "incr f1 abc\r\n",
+        "set f1 0 0 1\r\n5\r\n",
+        "incr f1 1 noreply\r\n",
+        "get f1\r\n",
+    ],
+    // touch, gat, gats, expiry
+    &[
+        "touch g1 10\r\n",
+        "set g1 3 0 1\r\nx\r\n",
+        "touch g1 100\r\n",
+        "gat 100 g1 nokey\r\n",
+        "gats 0 g1\r\n",
+        "set g2 0 -1 1\r\nx\r\n",
+        "get g2\r\n",
+        "touch g1 -1\r\n",
+        "get g1\r\n",
+        "add g1 0 0 1\r\ny\r\n",
+        "get g1\r\n",
+    ],
+    // noreply storage, errors that keep the connection
+    &[
+        "set h1 0 0 1 noreply\r\nx\r\n",
+        "add h1 0 0 1 noreply\r\ny\r\n",
+        "get h1\r\n",
+        "bogus\r\n",
+        "get\r\n",
+        "set h2 0 0 3\r\nabcd\r\n",
+        "get h2\r\n",
+        "set h3 0 0 x\r\n",
+        "get kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk\r\n",
+        "verbosity 1\r\n",
+        "verbosity 1 noreply\r\n",
+    ],
+    // meta commands
+    &[
+        "mg m1 v\r\n",
+        "mg m1 v k O123\r\n",
+        "ms m1 2 F5 T0\r\nhi\r\n",
+        "mg m1 v f k s t O9\r\n",
+        "mg m1 c\r\n",
+        "ms m1 2 MA\r\n!!\r\n",
+        "mg m1 v\r\n",
+        "ms m1 1 ME\r\nx\r\n",
+        "ms m1 1 C1\r\nx\r\n",
+        "md m1 q\r\n",
+        "md m1\r\n",
+        "mg m1 v q\r\n",
+        "ma m2\r\n",
+        "ms m2 1\r\n7\r\n",
+        "ma m2 v D3\r\n",
+        "ma m2 MD D100 v\r\n",
+        "ms m3 1 q\r\nx\r\n",
+        "mg m3 v\r\n",
+    ],
+];
+
+fn compare_with_memcached(backend: Backend, db: &str) {
+    let Some(front) = Front::start(backend, db) else {
+        return;
+    };
+    let reference = Reference::start();
+    for (i, case) in CASES.iter().enumerate() {
+        let mut ours = front.conn();
+        let mut theirs = Conn::open(&reference.addr);
+        for request in case.iter() {
+            let got = ours.ask(request);
+            let want = theirs.ask(request);
+            assert_eq!(
+                without_cas(&got),
+                without_cas(&want),
+                "case {i}, request {request:?}: hsd answered {got:?}, memcached {want:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn same_answers_as_memcached_sqlite() {
+    compare_with_memcached(Backend::Sqlite, "hst_mc_same");
+}
+
+#[test]
+fn same_answers_as_memcached_mariadb() {
+    compare_with_memcached(Backend::Mysql, "hst_mc_same");
+}
+
+/// What hsd answers differently, and why (docs/memcached.md lists them).
+fn differences(backend: Backend, db: &str) {
+    let Some(front) = Front::start(backend, db) else {
+        return;
+    };
+    let reference = Reference::start();
+    let mut ours = front.conn();
+    let mut theirs = Conn::open(&reference.addr);
+    // flush_all would empty tables: refused.
+    assert_eq!(theirs.ask("flush_all\r\n"), "OK\r\n");
+    assert_eq!(
+        ours.ask("flush_all\r\n"),
+        "SERVER_ERROR flush_all is not supported: it would empty tables\r\n"
+    );
+    assert_eq!(ours.ask("flush_all noreply\r\n"), "");
+    // stats: the general group only, with what applies to tables.
+    let stats = ours.ask("stats\r\n");
+    for name in [
+        "pid",
+        "uptime",
+        "time",
+        "version",
+        "pointer_size",
+        "containers",
+    ] {
+        assert!(
+            stats.contains(&format!("STAT {name} ")),
+            "stats lacks {name}: {stats}"
+        );
+    }
+    assert!(stats.ends_with("END\r\n"));
+    assert_eq!(ours.ask("stats slabs\r\n"), "ERROR\r\n");
+    // version: hsd's own.
+    assert_eq!(
+        ours.ask("version\r\n"),
+        format!("VERSION {}\r\n", env!("CARGO_PKG_VERSION"))
+    );
+    // decr to a shorter number: memcached pads the stored value with a
+    // space, a row holds the number.
+    for c in [&mut ours, &mut theirs] {
+        c.ask("set sh 0 0 3\r\n100\r\n");
+        assert_eq!(c.ask("decr sh 1\r\n"), "99\r\n");
+    }
+    assert_eq!(ours.ask("get sh\r\n"), "VALUE sh 0 2\r\n99\r\nEND\r\n");
+    assert_eq!(theirs.ask("get sh\r\n"), "VALUE sh 0 3\r\n99 \r\nEND\r\n");
+    // The binary protocol is not served: the connection closes unanswered.
+    let mut binary = front.conn();
+    let mut noop = vec![0x80u8, 0x0a];
+    noop.resize(24, 0);
+    let (answer, closed) = binary.until_closed(&noop);
+    assert!(
+        closed && answer.is_empty(),
+        "binary request answered {answer:?}"
+    );
+}
+
+#[test]
+fn differences_from_memcached_sqlite() {
+    differences(Backend::Sqlite, "hst_mc_diff");
+}
+
+#[test]
+fn differences_from_memcached_mariadb() {
+    differences(Backend::Mysql, "hst_mc_diff");
+}
+
+/// The plugin's key syntax: `@@name.key`, `@@name` switching the default,
+/// several value columns joined by the separator.
+fn containers(backend: Backend, db: &str) {
+    let Some(front) = Front::start(backend, db) else {
+        return;
+    };
+    let mut c = front.conn();
+    assert_eq!(c.ask("set @@two.p1 0 0 7\r\nleft|ri\r\n"), "STORED\r\n");
+    assert_eq!(
+        c.ask("get @@two.p1 p1\r\n"),
+        "VALUE @@two.p1 0 7\r\nleft|ri\r\nEND\r\n"
+    );
+    let rows = front.server.sql("SELECT k, a, b FROM pairs");
+    assert_eq!(
+        rows,
+        vec![vec![
+            Some("p1".into()),
+            Some("left".into()),
+            Some("ri".into())
+        ]]
+    );
+    // A value with fewer parts leaves the other columns NULL; more parts
+    // stay in the last column.
+    c.ask("set @@two.p2 0 0 4\r\nonly\r\n");
+    c.ask("set @@two.p3 0 0 5\r\na|b|c\r\n");
+    let rows = front.server.sql("SELECT k, a, b FROM pairs ORDER BY k");
+    assert_eq!(rows[1], vec![Some("p2".into()), Some("only".into()), None]);
+    assert_eq!(
+        rows[2],
+        vec![Some("p3".into()), Some("a".into()), Some("b|c".into())]
+    );
+    // `@@two` alone makes it the connection's default.
+    assert_eq!(c.ask("get @@two\r\n"), "END\r\n");
+    assert_eq!(c.ask("get p1\r\n"), "VALUE p1 0 7\r\nleft|ri\r\nEND\r\n");
+    assert_eq!(c.ask("get @@default.p1\r\n"), "END\r\n");
+    // Another connection still starts on `default`.
+    assert_eq!(front.conn().ask("get p1\r\n"), "END\r\n");
+    // An unknown container stores nothing and finds nothing.
+    assert_eq!(c.ask("set @@nope.k 0 0 1\r\nx\r\n"), "NOT_STORED\r\n");
+    assert_eq!(c.ask("get @@nope.k\r\n"), "END\r\n");
+}
+
+#[test]
+fn containers_sqlite() {
+    containers(Backend::Sqlite, "hst_mc_containers");
+}
+
+#[test]
+fn containers_mariadb() {
+    containers(Backend::Mysql, "hst_mc_containers");
+}
+
+/// One row through three doors: memcached, SQL, HandlerSocket.
+async fn three_doors(backend: Backend, db: &str) {
+    let Some(front) = Front::start(backend, db) else {
+        return;
+    };
+    let s = &front.server;
+    let mut c = front.conn();
+    assert_eq!(c.ask("set door 12 0 5\r\nfirst\r\n"), "STORED\r\n");
+    let rows = s.sql("SELECT c1, c2, c3 FROM demo_test");
+    assert_eq!(
+        rows,
+        vec![vec![
+            Some("door".into()),
+            Some("first".into()),
+            Some("12".into())
+        ]]
+    );
+    let mut hs = s.writer().await;
+    assert_eq!(
+        q(&mut hs, &format!("P|1|{db}|demo_test|PRIMARY|c1,c2,c3")).await,
+        t("0|1")
+    );
+    assert_eq!(q(&mut hs, "1|=|1|door").await, t("0|3|door|first|12"));
+
+    // A change by SQL is seen, and changes the cas a client holds.
+    let before = c.ask("gets door\r\n");
+    s.sql("UPDATE demo_test SET c2 = 'bysql' WHERE c1 = 'door'");
+    let after = c.ask("gets door\r\n");
+    assert!(after.starts_with("VALUE door 12 5 "), "{after}");
+    assert!(after.contains("\r\nbysql\r\n"));
+    assert_ne!(before, after);
+    // So a cas taken before it fails, one taken after it succeeds.
+    let stale = before
+        .split("\r\n")
+        .next()
+        .and_then(|l| l.split(' ').nth(4))
+        .unwrap_or("0")
+        .to_string();
+    assert_eq!(
+        c.ask(&format!("cas door 0 0 1 {stale}\r\nx\r\n")),
+        "EXISTS\r\n"
+    );
+    assert_eq!(c.ask("cas door 1 0 2 {cas}\r\nok\r\n"), "STORED\r\n");
+
+    // A change by HandlerSocket, and an insert, are seen too.
+    assert_eq!(q(&mut hs, "1|=|1|door|1|0|U|door|byhs|3").await, t("0|1|1"));
+    assert_eq!(c.ask("get door\r\n"), "VALUE door 3 4\r\nbyhs\r\nEND\r\n");
+    assert_eq!(q(&mut hs, "1|+|3|new|fromhs|0").await, t("0|1"));
+    assert_eq!(
+        c.ask("incr new 1\r\n"),
+        "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"
+    );
+    assert_eq!(c.ask("get new\r\n"), "VALUE new 0 6\r\nfromhs\r\nEND\r\n");
+    // A row with NULL flags, cas and expiry reads as flags 0, no expiry.
+    s.sql("INSERT INTO demo_test (c1, c2) VALUES ('nulls', 'v')");
+    assert_eq!(c.ask("get nulls\r\n"), "VALUE nulls 0 1\r\nv\r\nEND\r\n");
+    // A delete by memcached is gone for SQL.
+    assert_eq!(c.ask("delete new\r\n"), "DELETED\r\n");
+    assert!(s
+        .sql("SELECT c1 FROM demo_test WHERE c1 = 'new'")
+        .is_empty());
+    // An expired row is not returned; it stays in the table until a write
+    // under its key replaces it or a delete removes it.
+    s.sql("UPDATE demo_test SET c5 = 1 WHERE c1 = 'nulls'");
+    assert_eq!(c.ask("get nulls\r\n"), "END\r\n");
+    assert_eq!(
+        s.sql("SELECT c1 FROM demo_test WHERE c1 = 'nulls'").len(),
+        1
+    );
+    assert_eq!(c.ask("delete nulls\r\n"), "NOT_FOUND\r\n");
+    assert!(s
+        .sql("SELECT c1 FROM demo_test WHERE c1 = 'nulls'")
+        .is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_doors_sqlite() {
+    three_doors(Backend::Sqlite, "hst_mc_doors").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_doors_mariadb() {
+    three_doors(Backend::Mysql, "hst_mc_doors").await;
+}

@@ -5,7 +5,7 @@
 //! `innodb_memcache.config_options`, read once at start.
 
 use super::answer::McAnswer;
-use crate::backend::{Backend, OpenedIndex, StorageConn};
+use crate::backend::{Backend, OpenedIndex, StorageConn, TableMeta};
 use crate::exec::{open_index, run_reads, Catalog, ReadTask};
 use anyhow::Context;
 use hs_proto::{FindOp, FindRequest, OpenIndexRequest};
@@ -141,6 +141,41 @@ impl Container {
         })
     }
 
+    /// Takes the table's own spelling of the column and index names (MySQL
+    /// matches them without regard to case, as the plugin did; an opening
+    /// compares them exactly). A name the table lacks is an error.
+    fn adopt_names(&mut self, meta: &TableMeta) -> anyhow::Result<()> {
+        let container = String::from_utf8_lossy(&self.name).into_owned();
+        let table = format!("{}.{}", self.db, self.table);
+        let adopt = |name: &mut String, known: Vec<&String>| match known
+            .into_iter()
+            .find(|k| k.eq_ignore_ascii_case(name))
+        {
+            Some(k) => {
+                *name = k.clone();
+                Ok(())
+            }
+            None => Err(anyhow::anyhow!(
+                "memcached container {container:?}: {table} has no column or index {name:?}"
+            )),
+        };
+        let columns = || meta.columns.iter().map(|c| &c.name).collect::<Vec<_>>();
+        adopt(&mut self.key, columns())?;
+        for value in &mut self.values {
+            adopt(value, columns())?;
+        }
+        for column in [&mut self.flags, &mut self.cas, &mut self.expire]
+            .into_iter()
+            .flatten()
+        {
+            adopt(column, columns())?;
+        }
+        adopt(
+            &mut self.index,
+            meta.indexes.iter().map(|i| &i.name).collect(),
+        )
+    }
+
     /// The opened columns: the key, the values, then flags, cas and expiry
     /// where the container names them; the filter columns are the same
     /// without the key (writes that must not overwrite a change made
@@ -210,28 +245,30 @@ pub(crate) async fn load_containers<B: Backend>(
     catalog: &Catalog,
     settings: &FileSettings,
 ) -> anyhow::Result<Containers> {
+    let mut conn = backend
+        .connect()
+        .await
+        .context("connecting to look at the memcached containers' tables")?;
     if !settings.containers.is_empty() {
-        let list = settings
+        let mut list = settings
             .containers
             .iter()
             .map(|s| Container::from_spec(s.clone()))
             .collect::<anyhow::Result<Vec<_>>>()?;
+        adopt_names(&mut conn, &mut list).await?;
         return Containers::new(
             list,
             settings.separator.clone(),
             settings.table_map_delimiter.clone(),
         );
     }
-    let mut conn = backend
-        .connect()
-        .await
-        .context("connecting to read innodb_memcache")?;
     let specs = read_plugin_containers(&mut conn, catalog).await?;
     let options = read_plugin_options(&mut conn, catalog).await;
-    let list = specs
+    let mut list = specs
         .into_iter()
         .map(Container::from_spec)
         .collect::<anyhow::Result<Vec<_>>>()?;
+    adopt_names(&mut conn, &mut list).await?;
     let option = |name: &str| {
         options
             .iter()
@@ -246,6 +283,23 @@ pub(crate) async fn load_containers<B: Backend>(
             .clone()
             .or(option("table_map_delimiter")),
     )
+}
+
+/// Each container whose table exists now takes its spelling of the names;
+/// a table that does not exist yet is looked at when first used.
+async fn adopt_names<C: StorageConn>(conn: &mut C, list: &mut [Container]) -> anyhow::Result<()> {
+    for container in list {
+        match conn.describe(&container.db, &container.table).await {
+            Ok(meta) => container.adopt_names(&meta)?,
+            Err(e) => tracing::warn!(
+                db = %container.db,
+                table = %container.table,
+                error = %e,
+                "a memcached container's table cannot be read yet"
+            ),
+        }
+    }
+    Ok(())
 }
 
 /// Every row of `innodb_memcache.<table>` in primary key order, the given

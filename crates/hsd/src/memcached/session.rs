@@ -79,6 +79,9 @@ fn failure_reply(f: Failure) -> ErrorReply {
         Failure::Storage(ErrorKind::OpenTable) => {
             ErrorReply::ServerError("cannot open the container's table")
         }
+        Failure::Storage(ErrorKind::Fld | ErrorKind::IdxNum) => {
+            ErrorReply::ServerError("the container names a column or index its table lacks")
+        }
         Failure::Storage(_) => ErrorReply::ServerError("storage error"),
         Failure::Contended => ErrorReply::ServerError("the row kept changing; try again"),
     }

@@ -4,6 +4,9 @@
 //! with a container over a fresh table, and the comparison of answers with
 //! the cas numbers taken out.
 
+// Each test binary uses part of it.
+#![allow(dead_code)]
+
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};

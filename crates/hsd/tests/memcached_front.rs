@@ -3,13 +3,50 @@
 //! compared (cas numbers aside); the differences the table model forces are
 //! listed in `differences_from_memcached` and pinned there; and a row is
 //! the same row through memcached, SQL and HandlerSocket. On the embedded
-//! store, and on MariaDB when `HSD_TEST_MYSQL_URL` is set.
+//! store, on MariaDB (`HSD_TEST_MYSQL_URL`) and on MySQL 8
+//! (`HSD_TEST_MYSQL8_URL`).
 
 mod common;
 mod memcached;
 
-use common::{q, t, Backend};
-use memcached::{without_cas, Conn, Front, Reference};
+use common::{q, t};
+use memcached::{without_cas, Conn, Front, Reference, Store};
+
+/// One test per store: `name::sqlite`, `name::mariadb`, `name::mysql8`.
+macro_rules! every_store {
+    ($name:ident, $body:ident, $db:expr) => {
+        mod $name {
+            #[test]
+            fn sqlite() {
+                super::$body(super::Store::Sqlite, $db);
+            }
+            #[test]
+            fn mariadb() {
+                super::$body(super::Store::Mariadb, $db);
+            }
+            #[test]
+            fn mysql8() {
+                super::$body(super::Store::Mysql8, $db);
+            }
+        }
+    };
+    (async $name:ident, $body:ident, $db:expr) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$body(super::Store::Sqlite, $db).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn mariadb() {
+                super::$body(super::Store::Mariadb, $db).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn mysql8() {
+                super::$body(super::Store::Mysql8, $db).await;
+            }
+        }
+    };
+}
 
 /// Requests (one exchange each, in order, on one connection) whose answers
 /// must be memcached's. Keys are unique per case.
@@ -133,8 +170,8 @@ const CASES: &[&[&str]] = &[
     ],
 ];
 
-fn compare_with_memcached(backend: Backend, db: &str) {
-    let Some(front) = Front::start(backend, db) else {
+fn compare_with_memcached(store: Store, db: &str) {
+    let Some(front) = Front::start(store, db) else {
         return;
     };
     let reference = Reference::start();
@@ -153,19 +190,15 @@ fn compare_with_memcached(backend: Backend, db: &str) {
     }
 }
 
-#[test]
-fn same_answers_as_memcached_sqlite() {
-    compare_with_memcached(Backend::Sqlite, "hst_mc_same");
-}
-
-#[test]
-fn same_answers_as_memcached_mariadb() {
-    compare_with_memcached(Backend::Mysql, "hst_mc_same");
-}
+every_store!(
+    same_answers_as_memcached,
+    compare_with_memcached,
+    "hst_mc_same"
+);
 
 /// What hsd answers differently, and why (docs/memcached.md lists them).
-fn differences(backend: Backend, db: &str) {
-    let Some(front) = Front::start(backend, db) else {
+fn differences(store: Store, db: &str) {
+    let Some(front) = Front::start(store, db) else {
         return;
     };
     let reference = Reference::start();
@@ -219,20 +252,12 @@ fn differences(backend: Backend, db: &str) {
     );
 }
 
-#[test]
-fn differences_from_memcached_sqlite() {
-    differences(Backend::Sqlite, "hst_mc_diff");
-}
-
-#[test]
-fn differences_from_memcached_mariadb() {
-    differences(Backend::Mysql, "hst_mc_diff");
-}
+every_store!(differences_from_memcached, differences, "hst_mc_diff");
 
 /// The plugin's key syntax: `@@name.key`, `@@name` switching the default,
 /// several value columns joined by the separator.
-fn containers(backend: Backend, db: &str) {
-    let Some(front) = Front::start(backend, db) else {
+fn containers(store: Store, db: &str) {
+    let Some(front) = Front::start(store, db) else {
         return;
     };
     let mut c = front.conn();
@@ -271,19 +296,11 @@ fn containers(backend: Backend, db: &str) {
     assert_eq!(c.ask("get @@nope.k\r\n"), "END\r\n");
 }
 
-#[test]
-fn containers_sqlite() {
-    containers(Backend::Sqlite, "hst_mc_containers");
-}
-
-#[test]
-fn containers_mariadb() {
-    containers(Backend::Mysql, "hst_mc_containers");
-}
+every_store!(containers, containers, "hst_mc_containers");
 
 /// One row through three doors: memcached, SQL, HandlerSocket.
-async fn three_doors(backend: Backend, db: &str) {
-    let Some(front) = Front::start(backend, db) else {
+async fn three_doors(store: Store, db: &str) {
+    let Some(front) = Front::start(store, db) else {
         return;
     };
     let s = &front.server;
@@ -356,12 +373,4 @@ async fn three_doors(backend: Backend, db: &str) {
         .is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_doors_sqlite() {
-    three_doors(Backend::Sqlite, "hst_mc_doors").await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_doors_mariadb() {
-    three_doors(Backend::Mysql, "hst_mc_doors").await;
-}
+every_store!(async three_doors, three_doors, "hst_mc_doors");

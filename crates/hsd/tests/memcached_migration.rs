@@ -2,7 +2,7 @@
 //! as the plugin's `innodb_memcached_config.sql` created it (its tables,
 //! its example container `aaa` over `test.demo_test`, its `separator`
 //! option, its example row), served unchanged by hsd started with only
-//! `--memcached-address`. MariaDB, when `HSD_TEST_MYSQL_URL` is set.
+//! `--memcached-address`. On MariaDB and MySQL 8.
 
 mod common;
 mod memcached;
@@ -56,21 +56,31 @@ fn admin(url: &str) -> mysql::Conn {
 }
 
 #[test]
-fn the_plugins_configuration_is_served_unchanged() {
-    let Some(url) = common::mysql_url() else {
-        return;
-    };
-    let mut sql = admin(&url);
+fn the_plugins_configuration_is_served_unchanged_mariadb() {
+    if let Some(url) = common::mysql_url() {
+        served_unchanged(&url);
+    }
+}
+
+#[test]
+fn the_plugins_configuration_is_served_unchanged_mysql8() {
+    if let Some(url) = common::mysql8_url() {
+        served_unchanged(&url);
+    }
+}
+
+fn served_unchanged(url: &str) {
+    let mut sql = admin(url);
     for stmt in PLUGIN_SETUP {
         sql.query_drop(stmt)
             .unwrap_or_else(|e| panic!("{stmt}: {e}"));
     }
-    let server = TestServer::start(
+    let server = TestServer::start_at(
         Backend::Mysql,
+        Some(url.to_string()),
         "hst_mc_migration",
         &["--memcached-address", "127.0.0.1:0"],
-    )
-    .expect("hsd on MariaDB");
+    );
     let mut c = Conn::open(server.memcached_addr.as_deref().expect("memcached port"));
     // The example row, by plain key (`aaa` is the only, so the default,
     // container) and by `@@aaa.`.

@@ -14,6 +14,29 @@ use std::time::{Duration, Instant};
 
 use crate::common::{Backend, TestServer};
 
+/// Where the tables live: the three backends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    Sqlite,
+    Mariadb,
+    Mysql8,
+}
+
+/// hsd over `store` with a fresh database (None when that server is not
+/// available outside CI, as `common` decides).
+pub fn start_server(store: Store, db: &str, extra: &[&str]) -> Option<TestServer> {
+    match store {
+        Store::Sqlite => TestServer::start(Backend::Sqlite, db, extra),
+        Store::Mariadb => TestServer::start(Backend::Mysql, db, extra),
+        Store::Mysql8 => Some(TestServer::start_at(
+            Backend::Mysql,
+            Some(crate::common::mysql8_url()?),
+            db,
+            extra,
+        )),
+    }
+}
+
 /// Debian's memcached, killed when dropped.
 pub struct Reference {
     child: Child,
@@ -213,12 +236,12 @@ pub struct Front {
 }
 
 impl Front {
-    pub fn start(backend: Backend, db: &str) -> Option<Front> {
+    pub fn start(store: Store, db: &str) -> Option<Front> {
         let dir = tempfile::tempdir().expect("tempdir");
         let config = write_config(dir.path(), db);
         let config = config.display().to_string();
-        let server = TestServer::start(
-            backend,
+        let server = start_server(
+            store,
             db,
             &["--memcached-address", "127.0.0.1:0", "--config", &config],
         )?;

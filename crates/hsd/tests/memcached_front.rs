@@ -374,3 +374,99 @@ async fn three_doors(store: Store, db: &str) {
 }
 
 every_store!(async three_doors, three_doors, "hst_mc_doors");
+
+/// Read-modify-write commands from many connections at once lose nothing:
+/// each guarded write changes the row only if it is still as read.
+fn concurrent_counters(store: Store, db: &str) {
+    let Some(front) = Front::start(store, db) else {
+        return;
+    };
+    let mut c = front.conn();
+    assert_eq!(c.ask("set n 0 0 1\r\n0\r\n"), "STORED\r\n");
+    assert_eq!(c.ask("set s 0 0 0\r\n\r\n"), "STORED\r\n");
+    let (clients, each) = (8, 25);
+    std::thread::scope(|scope| {
+        for _ in 0..clients {
+            scope.spawn(|| {
+                let mut c = front.conn();
+                for _ in 0..each {
+                    let answer = c.ask("incr n 1\r\n");
+                    assert!(
+                        answer.trim_end().parse::<u64>().is_ok(),
+                        "incr answered {answer:?}"
+                    );
+                    assert_eq!(c.ask("append s 0 0 1\r\nx\r\n"), "STORED\r\n");
+                }
+            });
+        }
+    });
+    let total = clients * each;
+    assert_eq!(
+        c.ask("get n\r\n"),
+        format!("VALUE n 0 3\r\n{total}\r\nEND\r\n")
+    );
+    let appended = c.ask("get s\r\n");
+    assert_eq!(
+        appended,
+        format!("VALUE s 0 {total}\r\n{}\r\nEND\r\n", "x".repeat(total))
+    );
+}
+
+every_store!(
+    concurrent_read_modify_writes,
+    concurrent_counters,
+    "hst_mc_concurrent"
+);
+
+/// A container naming a column its table lacks stops the start, saying so.
+#[test]
+fn a_container_that_does_not_fit_its_table_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("data dir");
+    let data = data.display().to_string();
+    let made = std::process::Command::new(common::hsd_bin())
+        .args([
+            "sql",
+            "--data-dir",
+            &data,
+            "shop",
+            "CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT)",
+        ])
+        .status()
+        .expect("hsd sql");
+    assert!(made.success());
+    let config = dir.path().join("hsd.toml");
+    std::fs::write(
+        &config,
+        "[[memcached.containers]]\nname = \"kv\"\ndb_schema = \"shop\"\ndb_table = \"kv\"\n\
+         key_columns = \"k\"\nvalue_columns = \"value\"\n",
+    )
+    .expect("config");
+    let run = common::run_hsd(
+        &[
+            "serve",
+            "--port",
+            "0",
+            "--port-wr",
+            "0",
+            "--data-dir",
+            &data,
+            "--memcached-address",
+            "127.0.0.1:0",
+            "--config",
+            &config.display().to_string(),
+        ],
+        &[],
+    );
+    assert!(
+        run.ready.is_none() && run.code.is_some_and(|c| c != 0),
+        "hsd started with a container its table does not fit"
+    );
+    assert!(
+        run.stderr
+            .contains("memcached container \"kv\": shop.kv has no column or index \"value\""),
+        "{}",
+        run.stderr
+    );
+}

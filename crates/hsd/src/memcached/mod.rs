@@ -40,6 +40,8 @@ pub(crate) struct Memcached {
     pub(crate) max_item_size: usize,
     /// Source of the values written to cas columns (see `item::CasClock`).
     pub(crate) clock: Arc<item::CasClock>,
+    /// Turns for read-modify-writes of one key, shared by every loop.
+    pub(crate) locks: Arc<ops::KeyLocks>,
     /// Seconds since the epoch when the server started (`stats uptime`).
     pub(crate) started: Arc<AtomicU64>,
 }
@@ -50,6 +52,7 @@ impl Memcached {
             containers,
             max_item_size,
             clock: Arc::new(item::CasClock::new()),
+            locks: Arc::new(ops::KeyLocks::new()),
             started: Arc::new(AtomicU64::new(item::now())),
         }
     }
@@ -60,6 +63,7 @@ impl Memcached {
             containers: self.containers.clone(),
             max_item_size: self.max_item_size,
             clock: self.clock.clone(),
+            locks: self.locks.clone(),
             started: self.started.clone(),
         }
     }

@@ -11,6 +11,9 @@
 //! nothing and the command runs again from the read, at most
 //! `MAX_ATTEMPTS` times. Columns that cannot be compared (BLOB/TEXT, NULL)
 //! are not guarded; a cas column, when the container has one, always is.
+//! Memcached's own read-modify-writes of one key take turns (`KeyLocks`,
+//! shared by every loop), so that they do not keep failing each other's
+//! guards: the guards are for what SQL and HandlerSocket change meanwhile.
 
 use super::answer::McAnswer;
 use super::item::{row_of, CasClock, Item, Layout};
@@ -24,7 +27,37 @@ use hs_proto::{
 use std::sync::Arc;
 
 /// Reads and guarded writes of one command before it gives up.
-const MAX_ATTEMPTS: usize = 8;
+const MAX_ATTEMPTS: usize = 16;
+/// Locks the keys of read-modify-writes are spread over.
+const KEY_LOCKS: usize = 4096;
+
+/// Turns for the read-modify-writes of one key (keys hashed to one of
+/// `KEY_LOCKS` locks; two keys sharing one only wait for each other).
+pub(crate) struct KeyLocks(Vec<tokio::sync::Mutex<()>>);
+
+impl KeyLocks {
+    pub(crate) fn new() -> KeyLocks {
+        KeyLocks(
+            (0..KEY_LOCKS)
+                .map(|_| tokio::sync::Mutex::new(()))
+                .collect(),
+        )
+    }
+
+    /// Waits for the turn of `key` in the table `index` opens.
+    pub(crate) async fn turn(
+        &self,
+        index: &OpenedIndex,
+        key: &[u8],
+    ) -> tokio::sync::MutexGuard<'_, ()> {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        index.table.db.hash(&mut hasher);
+        index.table.name.hash(&mut hasher);
+        key.hash(&mut hasher);
+        self.0[(hasher.finish() as usize) % KEY_LOCKS].lock().await
+    }
+}
 
 /// One key of one container.
 pub(crate) struct Target<'a> {
@@ -203,10 +236,12 @@ pub(crate) async fn set<B: Backend>(
 /// the row changed meanwhile.
 pub(crate) async fn read_modify_write<B: Backend, T>(
     dispatcher: &Dispatcher<B, McAnswer>,
+    locks: &KeyLocks,
     t: &Target<'_>,
     now: u64,
     mut decide: impl FnMut(Option<&Item>) -> Decision<T>,
 ) -> Result<T, Failure> {
+    let _turn = locks.turn(&t.index, t.key).await;
     for _ in 0..MAX_ATTEMPTS {
         let fetched = fetch_many(dispatcher, std::slice::from_ref(t), now)
             .await

@@ -43,6 +43,7 @@ pub(crate) struct McSession<B: Backend> {
     /// The container plain keys go to (`@@name` changes it).
     default: usize,
     clock: Arc<CasClock>,
+    locks: Arc<ops::KeyLocks>,
     started: u64,
 }
 
@@ -97,6 +98,7 @@ impl<B: Backend> McSession<B> {
             default: containers.default,
             containers,
             clock: front.clock.clone(),
+            locks: front.locks.clone(),
             started: front.started.load(Ordering::Relaxed),
         }
     }
@@ -512,7 +514,7 @@ impl<B: Backend> McSession<B> {
             return Ok(Outcome::Stored);
         }
         let t_ref = &t;
-        ops::read_modify_write(&self.dispatcher, t_ref, now, |item| {
+        ops::read_modify_write(&self.dispatcher, &self.locks, t_ref, now, |item| {
             let write = |row: Vec<Value>| Decision::Write(row, Outcome::Stored);
             match (mode, item) {
                 (StoreMode::Add, None) => write(new.build(t_ref, &clock)),
@@ -558,14 +560,20 @@ impl<B: Backend> McSession<B> {
         };
         let mut t = self.target(container, inner).await?;
         t.separator = sep;
-        ops::read_modify_write(&self.dispatcher, &t, now(), |item| match item {
-            // An expired row is deleted too, and answers as missing.
-            None => Decision::Delete(Outcome::NotFound),
-            Some(item) if compare_cas.is_some_and(|c| c != item.cas) => {
-                Decision::Answer(Outcome::Exists)
-            }
-            Some(_) => Decision::Delete(Outcome::Stored),
-        })
+        ops::read_modify_write(
+            &self.dispatcher,
+            &self.locks,
+            &t,
+            now(),
+            |item| match item {
+                // An expired row is deleted too, and answers as missing.
+                None => Decision::Delete(Outcome::NotFound),
+                Some(item) if compare_cas.is_some_and(|c| c != item.cas) => {
+                    Decision::Answer(Outcome::Exists)
+                }
+                Some(_) => Decision::Delete(Outcome::Stored),
+            },
+        )
         .await
     }
 
@@ -583,7 +591,7 @@ impl<B: Backend> McSession<B> {
         t.separator = sep;
         let clock = self.clock.clone();
         let t_ref = &t;
-        ops::read_modify_write(&self.dispatcher, t_ref, now(), |item| {
+        ops::read_modify_write(&self.dispatcher, &self.locks, t_ref, now(), |item| {
             let Some(item) = item else {
                 return Decision::Answer(Counted::NotFound);
             };
@@ -646,7 +654,7 @@ impl<B: Backend> McSession<B> {
                 None => Ok(None),
             };
         };
-        ops::read_modify_write(&self.dispatcher, &t, now, |item| match item {
+        ops::read_modify_write(&self.dispatcher, &self.locks, &t, now, |item| match item {
             None => Decision::Answer(None),
             Some(item) => {
                 let mut row = item.row.clone();

@@ -5,7 +5,8 @@
 //! the shared input budget, answers a client does not read to the output
 //! budget, an unfinished request must be completed within the line timeout,
 //! an idle connection is closed after the idle timeout, and a newcomer
-//! takes a seat with its first command (`admission`). One request is at
+//! takes a seat with its first command (`admission`). The first byte picks
+//! the protocol (0x80: binary, as in memcached). One request is at
 //! most a multi-get line or a storage line with its data block
 //! (`--memcached-max-item-size`).
 
@@ -15,7 +16,7 @@ use crate::backend::Backend;
 use crate::connection::{Close, INPUT_ALLOWANCE};
 use crate::limits::ConnectionLimits;
 use crate::shutdown::Shutdown;
-use mc_proto::{Decoded, Protocol, TextDecoder, TextLimits};
+use mc_proto::{BinaryDecoded, BinaryDecoder, Decoded, Protocol, TextDecoder, TextLimits};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
@@ -45,6 +46,8 @@ where
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut partial_since: Option<Instant> = None;
     let mut watcher = shutdown.clone();
+    // The first byte decides the protocol, as in memcached.
+    let mut binary: Option<BinaryDecoder> = None;
     let mut first_read = true;
     let why = 'conn: loop {
         if shutdown.is_triggered() {
@@ -91,11 +94,40 @@ where
         if std::mem::take(&mut first_read)
             && buf.first().map(|&b| Protocol::detect(b)) == Some(Protocol::Binary)
         {
-            // The binary protocol is not served yet (docs/memcached.md).
-            break Close::Io;
+            binary = Some(BinaryDecoder::new(max_item_size));
         }
         let mut start = 0;
-        loop {
+        while let Some(decoder) = binary.as_mut() {
+            match decoder.decode(&buf[start..]) {
+                BinaryDecoded::Incomplete => break,
+                BinaryDecoded::Skipped(n) => start += n,
+                BinaryDecoded::Error { error, consumed } => {
+                    error.encode(&mut out);
+                    start += consumed;
+                    if error.close {
+                        let _ = write(&mut stream, &mut out, &limits).await;
+                        break 'conn Close::LineTooLong;
+                    }
+                }
+                BinaryDecoded::Request { request, consumed } => {
+                    if !place.is_seated() && !place.take_seat() {
+                        break 'conn Close::NoSeat;
+                    }
+                    let flow = session.handle_binary(request, &mut out).await;
+                    start += consumed;
+                    if flow == Flow::Close {
+                        let _ = write(&mut stream, &mut out, &limits).await;
+                        break 'conn Close::PeerClosed;
+                    }
+                }
+            }
+            if out.len() >= OUT_HIGH_WATER {
+                if let Err(why) = write(&mut stream, &mut out, &limits).await {
+                    break 'conn why;
+                }
+            }
+        }
+        while binary.is_none() {
             let decoded = decoder.decode(&buf[start..]);
             match decoded {
                 Decoded::Incomplete => break,

@@ -6,6 +6,7 @@
 //!   file, and the containers read from `innodb_memcache` at start;
 //! - `connection`: framing (mc-proto's `TextDecoder`), with the port's
 //!   budgets and timeouts;
+//! - `binary`: the binary protocol's commands, run by the same session;
 //! - `session`: one command at a time, turned into the executor's finds
 //!   and writes (`ops`) and answered in memcached's words;
 //! - `ops`: what get, store, delete, arithmetic and touch do to a row;
@@ -13,6 +14,7 @@
 //! - `answer`: the `exec::Answer` the executor fills for this front.
 
 mod answer;
+mod binary;
 mod config;
 mod connection;
 mod item;

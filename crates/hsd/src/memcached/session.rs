@@ -37,14 +37,14 @@ const ERR_DATA_TOO_LONG: u32 = 1406;
 
 pub(crate) struct McSession<B: Backend> {
     dispatcher: Rc<Dispatcher<B, McAnswer>>,
-    containers: Arc<Containers>,
+    pub(super) containers: Arc<Containers>,
     layouts: Vec<Layout>,
     opened: Vec<Option<Arc<OpenedIndex>>>,
     /// The container plain keys go to (`@@name` changes it).
     default: usize,
     clock: Arc<CasClock>,
     locks: Arc<ops::KeyLocks>,
-    started: u64,
+    pub(super) started: u64,
 }
 
 /// What a key names, resolved against the containers.
@@ -58,7 +58,7 @@ enum Resolved<'a> {
 
 /// How a store came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Outcome {
+pub(super) enum Outcome {
     Stored,
     NotStored,
     Exists,
@@ -66,13 +66,13 @@ enum Outcome {
 }
 
 /// How an incr/decr came out.
-enum Counted {
+pub(super) enum Counted {
     Value(u64, Vec<u8>),
     NotFound,
     NonNumeric,
 }
 
-fn failure_reply(f: Failure) -> ErrorReply {
+pub(super) fn failure_reply(f: Failure) -> ErrorReply {
     match f {
         Failure::Storage(ErrorKind::Storage(ERR_DATA_TOO_LONG)) => {
             ErrorReply::ServerError("object too large for cache")
@@ -199,7 +199,7 @@ impl<B: Backend> McSession<B> {
                 noreply,
             } => {
                 let mut answer = Vec::new();
-                match self.count(key, delta, increment, sep).await {
+                match self.count(key, delta, increment, None, sep).await {
                     Ok(Counted::Value(n, _)) => write_number(&mut answer, n),
                     Ok(Counted::NotFound) => write_status(&mut answer, Status::NotFound),
                     Ok(Counted::NonNumeric) => write_error(
@@ -352,7 +352,10 @@ impl<B: Backend> McSession<B> {
                 increment,
             } => {
                 let delta = flags.delta.unwrap_or(1);
-                match self.count(&key.bytes, delta, increment, sep).await {
+                let create = flags
+                    .vivify_ttl
+                    .map(|ttl| (flags.initial.unwrap_or(0), ttl));
+                match self.count(&key.bytes, delta, increment, create, sep).await {
                     Ok(Counted::Value(n, digits)) => {
                         let code = if flags.return_value {
                             MetaCode::Va(digits.len())
@@ -473,7 +476,11 @@ impl<B: Backend> McSession<B> {
         write_status(out, Status::End);
     }
 
-    async fn fetch_one(&mut self, key: &[u8], sep: &[u8]) -> Result<Option<Item>, Failure> {
+    pub(super) async fn fetch_one(
+        &mut self,
+        key: &[u8],
+        sep: &[u8],
+    ) -> Result<Option<Item>, Failure> {
         let Resolved::Key(container, inner) = self.resolve(key) else {
             return Ok(None);
         };
@@ -487,7 +494,7 @@ impl<B: Backend> McSession<B> {
         }
     }
 
-    async fn store(
+    pub(super) async fn store(
         &mut self,
         key: &[u8],
         mode: StoreMode,
@@ -549,7 +556,7 @@ impl<B: Backend> McSession<B> {
 
     /// `delete` (and `md`): `Stored` when deleted, `Exists` on a cas
     /// mismatch, `NotFound`.
-    async fn delete(
+    pub(super) async fn delete(
         &mut self,
         key: &[u8],
         compare_cas: Option<u64>,
@@ -577,11 +584,14 @@ impl<B: Backend> McSession<B> {
         .await
     }
 
-    async fn count(
+    /// incr/decr; `create` (an initial value and exptime) stores the
+    /// initial value on a miss, as the binary protocol and `ma N` ask.
+    pub(super) async fn count(
         &mut self,
         key: &[u8],
         delta: u64,
         increment: bool,
+        create: Option<(u64, i32)>,
         sep: &[u8],
     ) -> Result<Counted, Failure> {
         let Resolved::Key(container, inner) = self.resolve(key) else {
@@ -593,7 +603,17 @@ impl<B: Backend> McSession<B> {
         let t_ref = &t;
         ops::read_modify_write(&self.dispatcher, &self.locks, t_ref, now(), |item| {
             let Some(item) = item else {
-                return Decision::Answer(Counted::NotFound);
+                let Some((initial, exptime)) = create else {
+                    return Decision::Answer(Counted::NotFound);
+                };
+                let digits = initial.to_string().into_bytes();
+                let row = NewRow {
+                    value: &digits,
+                    flags: 0,
+                    expires: expiry_of(exptime, now()),
+                }
+                .build(t_ref, &clock);
+                return Decision::Write(row, Counted::Value(initial, digits));
             };
             let number = std::str::from_utf8(&item.value)
                 .ok()
@@ -619,7 +639,7 @@ impl<B: Backend> McSession<B> {
         .await
     }
 
-    async fn touch(
+    pub(super) async fn touch(
         &mut self,
         key: &[u8],
         exptime: i32,

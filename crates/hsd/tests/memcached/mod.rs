@@ -264,3 +264,56 @@ impl Front {
         )
     }
 }
+
+/// A binary request (opaque 7).
+pub fn binary_request(opcode: u8, key: &[u8], extras: &[u8], value: &[u8], cas: u64) -> Vec<u8> {
+    let mut out = vec![0x80, opcode];
+    out.extend_from_slice(&(key.len() as u16).to_be_bytes());
+    out.push(extras.len() as u8);
+    out.push(0);
+    out.extend_from_slice(&0u16.to_be_bytes());
+    out.extend_from_slice(&((extras.len() + key.len() + value.len()) as u32).to_be_bytes());
+    out.extend_from_slice(&7u32.to_be_bytes());
+    out.extend_from_slice(&cas.to_be_bytes());
+    out.extend_from_slice(extras);
+    out.extend_from_slice(key);
+    out.extend_from_slice(value);
+    out
+}
+
+/// A binary connection: each exchange ends with a Noop, whose answer ends
+/// the responses read back.
+pub struct BinaryConn(TcpStream);
+
+impl BinaryConn {
+    pub fn open(addr: &str) -> BinaryConn {
+        let stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("read timeout");
+        BinaryConn(stream)
+    }
+
+    /// Sends `request` and a Noop; returns each response before the Noop's,
+    /// with its cas field zeroed (hsd's and memcached's numbers differ).
+    pub fn ask(&mut self, request: &[u8]) -> Vec<Vec<u8>> {
+        let mut bytes = request.to_vec();
+        bytes.extend_from_slice(&binary_request(0x0a, b"", b"", b"", 0));
+        self.0.write_all(&bytes).expect("send");
+        let mut responses = Vec::new();
+        loop {
+            let mut header = [0u8; 24];
+            self.0.read_exact(&mut header).expect("a response header");
+            let body_len = u32::from_be_bytes([header[8], header[9], header[10], header[11]]);
+            let mut body = vec![0u8; body_len as usize];
+            self.0.read_exact(&mut body).expect("a response body");
+            if header[1] == 0x0a {
+                return responses;
+            }
+            header[16..24].fill(0);
+            let mut response = header.to_vec();
+            response.extend_from_slice(&body);
+            responses.push(response);
+        }
+    }
+}

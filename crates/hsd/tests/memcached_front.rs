@@ -542,3 +542,43 @@ fn binary_commands(store: Store, db: &str) {
 }
 
 every_store!(binary_protocol, binary_commands, "hst_mc_binary");
+
+/// A multi-get of many keys answers as memcached's, in batches; one whose
+/// answer would pass --max-response-bytes answers memcached's out of memory
+/// line and the connection goes on.
+fn large_multi_gets(store: Store, db: &str) {
+    let Some(front) = Front::start_with(store, db, &["--max-response-bytes", "65536"]) else {
+        return;
+    };
+    let reference = Reference::start();
+    let mut ours = front.conn();
+    let mut theirs = Conn::open(&reference.addr);
+    let mut sets = String::new();
+    for i in (0..1000).step_by(3) {
+        sets.push_str(&format!(
+            "set k{i} {i} 0 {}\r\nv{i}\r\n",
+            format!("v{i}").len()
+        ));
+    }
+    let keys: Vec<String> = (0..1000).map(|i| format!("k{i}")).collect();
+    let get = format!("get {}\r\n", keys.join(" "));
+    for c in [&mut ours, &mut theirs] {
+        c.ask(&sets);
+    }
+    assert_eq!(ours.ask(&get), theirs.ask(&get));
+    let big = "x".repeat(1000);
+    for i in 0..100 {
+        ours.ask(&format!("set big{i} 0 0 1000\r\n{big}\r\n"));
+    }
+    let all: Vec<String> = (0..100).map(|i| format!("big{i}")).collect();
+    assert_eq!(
+        ours.ask(&format!("get {}\r\n", all.join(" "))),
+        "SERVER_ERROR out of memory writing get response\r\n"
+    );
+    assert_eq!(
+        ours.ask("get big1\r\n"),
+        format!("VALUE big1 0 1000\r\n{big}\r\nEND\r\n")
+    );
+}
+
+every_store!(large_multi_get, large_multi_gets, "hst_mc_multiget");

@@ -40,6 +40,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 pub(crate) struct Memcached {
     pub(crate) containers: Arc<Containers>,
     pub(crate) max_item_size: usize,
+    /// `--max-response-bytes`: what one get's answer may hold.
+    pub(crate) max_answer: usize,
     /// Source of the values written to cas columns (see `item::CasClock`).
     pub(crate) clock: Arc<item::CasClock>,
     /// Turns for read-modify-writes of one key, shared by every loop.
@@ -49,10 +51,15 @@ pub(crate) struct Memcached {
 }
 
 impl Memcached {
-    pub(crate) fn new(containers: Arc<Containers>, max_item_size: usize) -> Memcached {
+    pub(crate) fn new(
+        containers: Arc<Containers>,
+        max_item_size: usize,
+        max_answer: usize,
+    ) -> Memcached {
         Memcached {
             containers,
             max_item_size,
+            max_answer,
             clock: Arc::new(item::CasClock::new()),
             locks: Arc::new(ops::KeyLocks::new()),
             started: Arc::new(AtomicU64::new(item::now())),
@@ -64,6 +71,7 @@ impl Memcached {
         Memcached {
             containers: self.containers.clone(),
             max_item_size: self.max_item_size,
+            max_answer: self.max_answer,
             clock: self.clock.clone(),
             locks: self.locks.clone(),
             started: self.started.clone(),
@@ -115,7 +123,11 @@ pub(crate) async fn listen<B: Backend>(
     let listener = tokio::net::TcpListener::bind(&settings.address)
         .await
         .with_context(|| format!("listening on {} (--memcached-address)", settings.address))?;
-    let front = Memcached::new(Arc::new(containers), settings.max_item_size);
+    let front = Memcached::new(
+        Arc::new(containers),
+        settings.max_item_size,
+        shared.max_response_bytes,
+    );
     let port = Port::new(
         crate::port::PortKind::Memcached,
         None,

@@ -13,6 +13,7 @@ use super::ops::{self, Decision, Failure, NewRow, Target};
 use super::Memcached;
 use crate::backend::{Backend, OpenedIndex};
 use crate::dispatch::Dispatcher;
+use crate::exec::find::ERR_ANSWER_TOO_LARGE;
 use hs_proto::{ErrorKind, Value};
 use mc_proto::response::{
     write_error, write_meta, write_meta_noop, write_number, write_stat, write_status, write_value,
@@ -32,6 +33,14 @@ pub(crate) enum Flow {
     Close,
 }
 
+/// Keys of a multi-get read as one batch (as HandlerSocket's pending
+/// batches are bounded).
+const GET_BATCH: usize = 128;
+
+/// memcached's answer to a get it cannot hold (the executor's answers to
+/// one batch, or the whole answer, past --max-response-bytes).
+const TOO_LARGE_ANSWER: ErrorReply = ErrorReply::ServerError("out of memory writing get response");
+
 /// MySQL's ER_DATA_TOO_LONG: a value longer than its column.
 const ERR_DATA_TOO_LONG: u32 = 1406;
 
@@ -45,6 +54,8 @@ pub(crate) struct McSession<B: Backend> {
     clock: Arc<CasClock>,
     locks: Arc<ops::KeyLocks>,
     pub(super) started: u64,
+    /// `--max-response-bytes`: what one get's answer may hold.
+    max_answer: usize,
 }
 
 /// What a key names, resolved against the containers.
@@ -99,6 +110,7 @@ impl<B: Backend> McSession<B> {
             containers,
             clock: front.clock.clone(),
             locks: front.locks.clone(),
+            max_answer: front.max_answer,
             started: front.started.load(Ordering::Relaxed),
         }
     }
@@ -414,6 +426,9 @@ impl<B: Backend> McSession<B> {
         write_status(out, Status::End);
     }
 
+    /// get, gets, gat, gats: the keys in batches of `GET_BATCH`, the answer
+    /// bounded by `--max-response-bytes` (beyond it the whole answer is
+    /// memcached's `SERVER_ERROR out of memory writing get response`).
     async fn get(
         &mut self,
         keys: &[&[u8]],
@@ -422,58 +437,70 @@ impl<B: Backend> McSession<B> {
         sep: &[u8],
         out: &mut Vec<u8>,
     ) {
-        let mut asked = Vec::with_capacity(keys.len());
-        for &key in keys {
-            if let Resolved::Key(container, inner) = self.resolve(key) {
-                asked.push((key, container, inner));
-            }
-        }
         let mut answer = Vec::new();
-        if let Some(ttl) = touch {
-            for &(key, container, inner) in &asked {
-                match self.touch_in(container, inner, ttl, sep).await {
-                    Ok(Some(item)) => write_value(
-                        &mut answer,
-                        key,
-                        item.flags,
-                        &item.value,
-                        return_cas.then_some(item.cas),
-                    ),
-                    Ok(None) => {}
-                    Err(f) => return write_error(out, failure_reply(f)),
+        for chunk in keys.chunks(GET_BATCH) {
+            let mut asked = Vec::with_capacity(chunk.len());
+            for &key in chunk {
+                if let Resolved::Key(container, inner) = self.resolve(key) {
+                    asked.push((key, container, inner));
                 }
             }
-        } else {
-            let mut targets = Vec::with_capacity(asked.len());
-            for &(_, container, inner) in &asked {
-                match self.target(container, inner).await {
-                    Ok(mut t) => {
-                        t.separator = sep;
-                        targets.push(t);
-                    }
-                    Err(f) => return write_error(out, failure_reply(f)),
+            let found = match touch {
+                Some(ttl) => self.touch_all(&asked, ttl, sep).await,
+                None => self.fetch_all(&asked, sep).await,
+            };
+            let items = match found {
+                Ok(items) => items,
+                Err(Failure::Storage(ErrorKind::Storage(ERR_ANSWER_TOO_LARGE))) => {
+                    return write_error(out, TOO_LARGE_ANSWER)
+                }
+                Err(f) => return write_error(out, failure_reply(f)),
+            };
+            for ((key, _, _), item) in asked.iter().zip(items) {
+                if let Some(item) = item {
+                    let cas = return_cas.then_some(item.cas);
+                    write_value(&mut answer, key, item.flags, &item.value, cas);
                 }
             }
-            let fetched = ops::fetch_many(&self.dispatcher, &targets, now()).await;
-            for ((key, _, _), result) in asked.iter().zip(fetched) {
-                match result {
-                    Ok(f) => {
-                        if let Some(item) = f.item {
-                            write_value(
-                                &mut answer,
-                                key,
-                                item.flags,
-                                &item.value,
-                                return_cas.then_some(item.cas),
-                            );
-                        }
-                    }
-                    Err(f) => return write_error(out, failure_reply(f)),
-                }
+            if answer.len() > self.max_answer {
+                return write_error(out, TOO_LARGE_ANSWER);
             }
         }
         out.extend_from_slice(&answer);
         write_status(out, Status::End);
+    }
+
+    /// The items of keys resolved to containers, read as one batch.
+    async fn fetch_all(
+        &mut self,
+        asked: &[(&[u8], usize, &[u8])],
+        sep: &[u8],
+    ) -> Result<Vec<Option<Item>>, Failure> {
+        let mut targets = Vec::with_capacity(asked.len());
+        for &(_, container, inner) in asked {
+            let mut t = self.target(container, inner).await?;
+            t.separator = sep;
+            targets.push(t);
+        }
+        ops::fetch_many(&self.dispatcher, &targets, now())
+            .await
+            .into_iter()
+            .map(|r| r.map(|f| f.item))
+            .collect()
+    }
+
+    /// The same, each touched (gat, gats).
+    async fn touch_all(
+        &mut self,
+        asked: &[(&[u8], usize, &[u8])],
+        ttl: i32,
+        sep: &[u8],
+    ) -> Result<Vec<Option<Item>>, Failure> {
+        let mut items = Vec::with_capacity(asked.len());
+        for &(_, container, inner) in asked {
+            items.push(self.touch_in(container, inner, ttl, sep).await?);
+        }
+        Ok(items)
     }
 
     pub(super) async fn fetch_one(

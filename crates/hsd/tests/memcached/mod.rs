@@ -237,14 +237,17 @@ pub struct Front {
 
 impl Front {
     pub fn start(store: Store, db: &str) -> Option<Front> {
+        Front::start_with(store, db, &[])
+    }
+
+    /// With more options for hsd.
+    pub fn start_with(store: Store, db: &str, extra: &[&str]) -> Option<Front> {
         let dir = tempfile::tempdir().expect("tempdir");
         let config = write_config(dir.path(), db);
         let config = config.display().to_string();
-        let server = start_server(
-            store,
-            db,
-            &["--memcached-address", "127.0.0.1:0", "--config", &config],
-        )?;
+        let mut args = vec!["--memcached-address", "127.0.0.1:0", "--config", &config];
+        args.extend_from_slice(extra);
+        let server = start_server(store, db, &args)?;
         create_demo_table(&server, "demo_test");
         server.sql(
             "CREATE TABLE pairs (k VARCHAR(32) NOT NULL PRIMARY KEY, a VARCHAR(64), b VARCHAR(64))",

@@ -582,3 +582,62 @@ fn large_multi_gets(store: Store, db: &str) {
 }
 
 every_store!(large_multi_get, large_multi_gets, "hst_mc_multiget");
+
+/// With --tls-cert the memcached port speaks TLS, as the HandlerSocket
+/// ports do; a plaintext client gets no answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_memcached_port_speaks_tls() {
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_rustls::rustls::{self, pki_types::ServerName, ClientConfig, RootCertStore};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).expect("cert");
+    let cert_path = dir.path().join("cert.pem");
+    let key_path = dir.path().join("key.pem");
+    std::fs::write(&cert_path, cert.cert.pem()).expect("write cert");
+    std::fs::write(&key_path, cert.key_pair.serialize_pem()).expect("write key");
+    let (cert_arg, key_arg) = (
+        cert_path.display().to_string(),
+        key_path.display().to_string(),
+    );
+    let front = Front::start_with(
+        Store::Sqlite,
+        "hst_mc_tls",
+        &["--tls-cert", &cert_arg, "--tls-key", &key_arg],
+    )
+    .expect("hsd");
+    let addr = front.server.memcached_addr.clone().expect("memcached port");
+
+    let mut roots = RootCertStore::empty();
+    roots.add(cert.cert.der().clone()).expect("root");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connect");
+    let name = ServerName::try_from("localhost").expect("name");
+    let mut tls = connector.connect(name, tcp).await.expect("TLS handshake");
+    tls.write_all(b"set secure 0 0 2\r\nok\r\nget secure\r\n")
+        .await
+        .expect("send");
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !answer.ends_with(b"END\r\n") {
+        let n = tls.read(&mut buf).await.expect("read");
+        assert!(n > 0, "closed after {answer:?}");
+        answer.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(answer, b"STORED\r\nVALUE secure 0 2\r\nok\r\nEND\r\n");
+
+    let mut plain = Conn::open(&addr);
+    let (answer, _) = plain.until_closed(b"version\r\n");
+    assert!(
+        !answer.starts_with(b"VERSION"),
+        "a plaintext client was answered: {answer:?}"
+    );
+}

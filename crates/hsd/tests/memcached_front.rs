@@ -167,6 +167,9 @@ const CASES: &[&[&str]] = &[
         "ma m2 MD D100 v\r\n",
         "ms m3 1 q\r\nx\r\n",
         "mg m3 v\r\n",
+        "ma m4 N0 J5 v\r\n",
+        "ma m4 N0 J5 v\r\n",
+        "mg m4 v\r\n",
     ],
 ];
 

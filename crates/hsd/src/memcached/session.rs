@@ -368,13 +368,12 @@ impl<B: Backend> McSession<B> {
                     .vivify_ttl
                     .map(|ttl| (flags.initial.unwrap_or(0), ttl));
                 match self.count(&key.bytes, delta, increment, create, sep).await {
-                    Ok(Counted::Value(n, digits)) => {
+                    Ok(Counted::Value(_, digits)) => {
                         let code = if flags.return_value {
                             MetaCode::Va(digits.len())
                         } else {
                             MetaCode::Hd
                         };
-                        let _ = n;
                         write_meta(
                             out,
                             MetaCommand::Arithmetic,

@@ -435,6 +435,40 @@ mod tests {
     }
 
     #[test]
+    fn the_config_file_names_the_port_and_the_containers() {
+        let text = r#"
+memcached_address = "127.0.0.1:11211"
+[memcached]
+separator = ";"
+[[memcached.containers]]
+name = "kv"
+db_schema = "shop"
+db_table = "kv"
+key_columns = "k"
+value_columns = "v"
+"#;
+        let options: crate::config::ServeOptions = toml::from_str(text).expect("parses");
+        let config = MemcachedConfig::resolve(
+            options.memcached_address,
+            options.memcached_max_item_size,
+            options.memcached,
+        )
+        .expect("valid")
+        .expect("on");
+        assert_eq!(config.address, "127.0.0.1:11211");
+        assert_eq!(config.max_item_size, DEFAULT_MAX_ITEM_SIZE);
+        assert_eq!(config.file.separator.as_deref(), Some(";"));
+        assert_eq!(config.file.containers[0].name, "kv");
+        let unknown: Result<crate::config::ServeOptions, _> =
+            toml::from_str("[memcached]\nseperator = \";\"\n");
+        assert!(unknown.is_err(), "a misspelt key is an error");
+        assert!(MemcachedConfig::resolve(None, None, None)
+            .expect("off")
+            .is_none());
+        assert!(MemcachedConfig::resolve(Some("x:1".into()), Some(0), None).is_err());
+    }
+
+    #[test]
     fn containers_resolve_as_the_plugin_did() {
         let c = Container::from_spec(spec("aaa")).expect("valid");
         assert_eq!(c.values, ["c2", "c21", "c22"]);

@@ -644,3 +644,30 @@ async fn the_memcached_port_speaks_tls() {
         "a plaintext client was answered: {answer:?}"
     );
 }
+
+/// What one connection may hold is bounded as on the HandlerSocket ports:
+/// a request left unfinished past --line-timeout closes its connection, a
+/// line longer than memcached allows closes it at once, and neither stops
+/// the other connections.
+#[test]
+fn unfinished_and_overlong_requests_close_their_connection() {
+    let front =
+        Front::start_with(Store::Sqlite, "hst_mc_bounds", &["--line-timeout", "1"]).expect("hsd");
+    let started = std::time::Instant::now();
+    let mut slow = front.conn();
+    let (answer, closed) = slow.until_closed(b"set k 0 0 100\r\nonly part");
+    assert!(
+        closed && answer.is_empty(),
+        "unfinished store answered {answer:?}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let mut long = front.conn();
+    let mut line = b"set ".to_vec();
+    line.extend(std::iter::repeat_n(b'k', 4096));
+    let (answer, closed) = long.until_closed(&line);
+    assert!(
+        closed,
+        "a 4 KiB line without a newline kept its connection: {answer:?}"
+    );
+    assert_eq!(front.conn().ask("set k 0 0 1\r\nx\r\n"), "STORED\r\n");
+}

@@ -211,6 +211,19 @@ fn guard(index: &OpenedIndex, raw: &[Value]) -> Vec<FilterSpec> {
         .collect()
 }
 
+/// Deletes the row read as `raw` unless it changed since: an expired row
+/// a read came upon (the expiry column is among those compared, so a row
+/// touched or stored again meanwhile stays).
+pub(crate) async fn delete_unchanged<B: Backend>(
+    dispatcher: &Dispatcher<B, McAnswer>,
+    t: &Target<'_>,
+    raw: &[Value],
+) -> Result<(), Failure> {
+    write_one(dispatcher, &t.index, delete(t.key, guard(&t.index, raw)))
+        .await
+        .map(|_| ())
+}
+
 /// `set`: an update by key, else an insert (and an update again when
 /// another insert won the race).
 pub(crate) async fn set<B: Backend>(

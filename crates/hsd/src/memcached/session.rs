@@ -37,6 +37,9 @@ pub(crate) enum Flow {
 /// batches are bounded).
 const GET_BATCH: usize = 128;
 
+/// Expired rows one batch of gets deletes at most (each is a write).
+const MAX_LAZY_DELETES: usize = 16;
+
 /// memcached's answer to a get it cannot hold (the executor's answers to
 /// one batch, or the whole answer, past --max-response-bytes).
 const TOO_LARGE_ANSWER: ErrorReply = ErrorReply::ServerError("out of memory writing get response");
@@ -481,11 +484,25 @@ impl<B: Backend> McSession<B> {
             t.separator = sep;
             targets.push(t);
         }
-        ops::fetch_many(&self.dispatcher, &targets, now())
-            .await
-            .into_iter()
-            .map(|r| r.map(|f| f.item))
-            .collect()
+        let fetched = ops::fetch_many(&self.dispatcher, &targets, now()).await;
+        // Expired rows the read came upon are deleted now, a few per batch:
+        // lazily, as memcached drops an expired item it finds.
+        let expired = targets.iter().zip(&fetched).filter_map(|(t, f)| match f {
+            Ok(ops::Fetched {
+                raw: Some(raw),
+                item: None,
+            }) => Some((t, raw)),
+            _ => None,
+        });
+        for (t, raw) in expired.take(MAX_LAZY_DELETES) {
+            if let Err(e) = ops::delete_unchanged(&self.dispatcher, t, raw).await {
+                tracing::debug!(
+                    ?e,
+                    "deleting an expired row failed; it stays until the next try"
+                );
+            }
+        }
+        fetched.into_iter().map(|r| r.map(|f| f.item)).collect()
     }
 
     /// The same, each touched (gat, gats).

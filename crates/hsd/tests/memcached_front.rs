@@ -245,17 +245,29 @@ fn differences(store: Store, db: &str) {
     assert_eq!(ours.ask("get sh\r\n"), "VALUE sh 0 2\r\n99\r\nEND\r\n");
     assert_eq!(theirs.ask("get sh\r\n"), "VALUE sh 0 3\r\n99 \r\nEND\r\n");
     // A value longer than its column (VARCHAR(1024)): the embedded store
-    // keeps it whole; MySQL and MariaDB cut it to the column (hsd's
-    // sessions use sql_mode '', as HandlerSocket's plugin did), so value
-    // columns must be sized for the largest value (docs/memcached.md).
+    // keeps it whole; on MySQL and MariaDB, which would cut it to the
+    // column (hsd's sessions use sql_mode '', as HandlerSocket's plugin
+    // did), it is refused as memcached refuses an item too large, and the
+    // row keeps what it held, whatever the command.
     let long = "v".repeat(2000);
+    ours.ask("set long 0 0 3\r\nold\r\n");
     let stored = ours.ask(&format!("set long 0 0 2000\r\n{long}\r\n"));
-    assert_eq!(stored, "STORED\r\n");
-    let kept = if store == Store::Sqlite { 2000 } else { 1024 };
-    assert_eq!(
-        ours.ask("get long\r\n"),
-        format!("VALUE long 0 {kept}\r\n{}\r\nEND\r\n", &long[..kept])
-    );
+    if store == Store::Sqlite {
+        assert_eq!(stored, "STORED\r\n");
+        assert_eq!(
+            ours.ask("get long\r\n"),
+            format!("VALUE long 0 2000\r\n{long}\r\nEND\r\n")
+        );
+    } else {
+        assert_eq!(stored, "SERVER_ERROR object too large for cache\r\n");
+        let append = ours.ask(&format!("append long 0 0 2000\r\n{long}\r\n"));
+        assert_eq!(append, "SERVER_ERROR object too large for cache\r\n");
+        // 1,024 characters of four bytes each fit a utf8mb4 VARCHAR(1024).
+        let wide = "\u{1F600}".repeat(1024);
+        let stored = ours.ask(&format!("set wide 0 0 {}\r\n{wide}\r\n", wide.len()));
+        assert_eq!(stored, "STORED\r\n");
+        assert_eq!(ours.ask("get long\r\n"), "VALUE long 0 3\r\nold\r\nEND\r\n");
+    }
 }
 
 every_store!(differences_from_memcached, differences, "hst_mc_diff");

@@ -17,7 +17,7 @@
 
 use super::answer::McAnswer;
 use super::item::{row_of, CasClock, Item, Layout};
-use crate::backend::{Backend, OpenedIndex, ERR_DUPLICATE_KEY};
+use crate::backend::{Backend, ColumnKind, OpenedIndex, ERR_DUPLICATE_KEY};
 use crate::dispatch::Dispatcher;
 use crate::exec::{Done, ReadTask, WriteOp, WriteTask};
 use hs_proto::{
@@ -224,6 +224,42 @@ pub(crate) async fn delete_unchanged<B: Backend>(
         .map(|_| ())
 }
 
+/// MySQL's ER_DATA_TOO_LONG: what a value longer than its column is
+/// answered with (`SERVER_ERROR object too large for cache`).
+pub(crate) const ERR_DATA_TOO_LONG: u32 = 1406;
+
+/// Refuses a row with a value longer than its column. A MySQL or MariaDB
+/// server would cut it and answer done (hsd's sessions are not strict, as
+/// the original plugin's were), and memcached refuses an item too large
+/// rather than store part of it. Lengths in characters for UTF-8 columns,
+/// in bytes for binary ones; columns of other character sets are left to
+/// the server.
+fn check_fits(t: &Target<'_>, row: &[Value]) -> Result<(), Failure> {
+    for (i, v) in row.iter().enumerate() {
+        let (Some(v), Some(&column)) = (v, t.index.columns.get(i)) else {
+            continue;
+        };
+        let Some(meta) = t.index.table.columns.get(column) else {
+            continue;
+        };
+        let fits = match &meta.kind {
+            ColumnKind::Text { charset, max_chars } if charset.starts_with("utf8") => {
+                // Characters: every byte but UTF-8's continuation bytes.
+                v.iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64 <= *max_chars
+            }
+            ColumnKind::Text { charset, max_chars } if charset == "binary" => {
+                v.len() as u64 <= *max_chars
+            }
+            ColumnKind::Bytes { max_len, .. } => v.len() as u64 <= *max_len,
+            _ => true,
+        };
+        if !fits {
+            return Err(Failure::Storage(ErrorKind::Storage(ERR_DATA_TOO_LONG)));
+        }
+    }
+    Ok(())
+}
+
 /// `set`: an update by key, else an insert (and an update again when
 /// another insert won the race).
 pub(crate) async fn set<B: Backend>(
@@ -231,6 +267,7 @@ pub(crate) async fn set<B: Backend>(
     t: &Target<'_>,
     row: Vec<Value>,
 ) -> Result<(), Failure> {
+    check_fits(t, &row)?;
     let updated = write_one(dispatcher, &t.index, update(t.key, Vec::new(), row.clone())).await?;
     if updated != Done::Modified(0) {
         return Ok(());
@@ -262,10 +299,13 @@ pub(crate) async fn read_modify_write<B: Backend, T>(
             .unwrap_or(Err(Failure::Contended))?;
         let (op, answer) = match decide(fetched.item.as_ref()) {
             Decision::Answer(answer) => return Ok(answer),
-            Decision::Write(row, answer) => match &fetched.raw {
-                None => (insert(row), answer),
-                Some(raw) => (update(t.key, guard(&t.index, raw), row), answer),
-            },
+            Decision::Write(row, answer) => {
+                check_fits(t, &row)?;
+                match &fetched.raw {
+                    None => (insert(row), answer),
+                    Some(raw) => (update(t.key, guard(&t.index, raw), row), answer),
+                }
+            }
             Decision::Delete(answer) => match &fetched.raw {
                 None => return Ok(answer),
                 Some(raw) => (delete(t.key, guard(&t.index, raw)), answer),

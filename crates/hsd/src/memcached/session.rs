@@ -9,7 +9,7 @@
 use super::answer::McAnswer;
 use super::config::Containers;
 use super::item::{expiry_of, now, CasClock, Item, Layout};
-use super::ops::{self, Decision, Failure, NewRow, Target};
+use super::ops::{self, Decision, Failure, NewRow, Target, ERR_DATA_TOO_LONG};
 use super::Memcached;
 use crate::backend::{Backend, OpenedIndex};
 use crate::dispatch::Dispatcher;
@@ -43,9 +43,6 @@ const MAX_LAZY_DELETES: usize = 16;
 /// memcached's answer to a get it cannot hold (the executor's answers to
 /// one batch, or the whole answer, past --max-response-bytes).
 const TOO_LARGE_ANSWER: ErrorReply = ErrorReply::ServerError("out of memory writing get response");
-
-/// MySQL's ER_DATA_TOO_LONG: a value longer than its column.
-const ERR_DATA_TOO_LONG: u32 = 1406;
 
 pub(crate) struct McSession<B: Backend> {
     dispatcher: Rc<Dispatcher<B, McAnswer>>,

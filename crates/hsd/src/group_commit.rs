@@ -545,6 +545,30 @@ mod tests {
     }
 
     #[test]
+    fn finds_pipelined_with_writes_see_them_and_share_their_commit() {
+        let (store, table) = store(WriteBatching::Batched);
+        let rows = open(&table, 1, 0, &[0, 2], &[]);
+        let n = open(&table, 2, 0, &[2], &[]);
+        local(async {
+            let committer = GroupCommitter::start(shared(store.clone()));
+            let tasks = vec![
+                write_task(&rows, "1\t+\t2\t40\t7"),
+                write_task(&rows, "1\t=\t1\t40"),
+                write_task(&n, "2\t=\t1\t40\t1\t0\t+\t1"),
+                write_task(&rows, "1\t=\t1\t40"),
+            ];
+            let answers = text(&committer.run(tasks).await);
+            assert_eq!(
+                answers,
+                ["0\t1\n", "0\t2\t40\t7\n", "0\t1\t1\n", "0\t2\t40\t8\n"]
+            );
+            let log = store.log();
+            assert_eq!(log.iter().filter(|l| *l == "commit").count(), 1, "{log:?}");
+            committer.shut_down().await;
+        });
+    }
+
+    #[test]
     fn a_deadlocked_group_runs_again_and_applies_each_write_once() {
         let (store, table) = store(WriteBatching::OneAtATime);
         let index = open(&table, 1, 0, &[2], &[]);

@@ -13,12 +13,13 @@
 //! instead of waiting for the whole walk. Its answer comes once it ends.
 
 use super::answer::{failure, Answer, Done, InsertId};
+use super::find::{run_reads, ReadTask};
 use super::modify::{row_change, ModifyAnswer, ReadRow};
 use super::plan::{plan, InsertRow, ModifyPlan, WritePlan};
 use super::{storage_error_kind, RowCounter, RowDecision};
 use crate::backend::{
     OpenedIndex, RowInsert, RowTarget, RowView, RowWrite, Scan, ScanStep, StorageConn,
-    StorageError, WriteBatching, ERR_STATEMENT_TIMEOUT,
+    StorageError, WriteBatching, ERR_STATEMENT_TIMEOUT, ERR_UNAVAILABLE,
 };
 use hs_proto::{ErrorKind, FindOp, FindRequest, InsertRequest, Value};
 use std::sync::Arc;
@@ -27,6 +28,10 @@ use std::time::{Duration, Instant};
 pub(crate) enum WriteOp {
     Insert(InsertRequest),
     Modify(FindRequest),
+    /// A find a client pipelined behind its writes on the write port: it
+    /// runs in their group, inside its transaction, so it sees them (as the
+    /// original's reads in the same round did), and is answered with them.
+    Find(FindRequest),
 }
 
 /// One write to run.
@@ -167,17 +172,35 @@ pub(crate) async fn run_writes_resuming<C: StorageConn, A: Answer>(
             // that each file's writes keep their order.
             let mut locked: Vec<&str> = Vec::new();
             let mut outcomes = Vec::with_capacity(plans.len());
-            for (i, (t, p)) in tasks.iter().zip(&plans).enumerate() {
-                let db = t.index.table.db.as_str();
+            let mut i = 0;
+            while i < plans.len() {
+                let db = tasks[i].index.table.db.as_str();
                 if locked.contains(&db) {
                     outcomes.push(WriteOutcome::Busy);
+                    i += 1;
                     continue;
                 }
+                // Consecutive finds (of files not locked) in one pass.
+                let finds = plans[i..]
+                    .iter()
+                    .zip(&tasks[i..])
+                    .take_while(|(p, t)| {
+                        matches!(p, WritePlan::Find(_))
+                            && !locked.contains(&t.index.table.db.as_str())
+                    })
+                    .count();
+                if finds > 0 {
+                    outcomes.extend(run_finds(storage, &plans[i..i + finds], limits).await);
+                    i += finds;
+                    continue;
+                }
+                let p = &plans[i];
                 let outcome = run_one(storage, p, take_progress(resume, i), limits).await;
                 if matches!(outcome, WriteOutcome::Busy) {
                     locked.push(db);
                 }
                 outcomes.push(outcome);
+                i += 1;
             }
             outcomes
         }
@@ -207,6 +230,12 @@ pub(super) async fn run_one<C: StorageConn, A: Answer>(
     let result = match plan {
         WritePlan::Refused(kind) => Err(WriteFailure::Answer(*kind)),
         WritePlan::Insert(row) => insert(storage, row).await,
+        WritePlan::Find(_) => {
+            let mut outcomes = run_finds(storage, std::slice::from_ref(plan), limits).await;
+            return outcomes.pop().unwrap_or_else(|| {
+                WriteOutcome::Answered(failure(ErrorKind::Storage(ERR_UNAVAILABLE)))
+            });
+        }
         WritePlan::Modify(p) => match walk(storage, p, progress, limits).await {
             Ok(Walked::Paused(progress)) => return WriteOutcome::Paused(progress),
             Ok(Walked::Ended(answer)) => Ok(answer.finish()),
@@ -214,6 +243,36 @@ pub(super) async fn run_one<C: StorageConn, A: Answer>(
         },
     };
     settle(result)
+}
+
+/// Runs finds that came with the group's writes (`plans` are all
+/// `WritePlan::Find`), together, inside the group's transaction; one
+/// outcome each. Each find's answer has its own bytes limit.
+pub(super) async fn run_finds<C: StorageConn, A: Answer>(
+    storage: &mut C,
+    plans: &[WritePlan<'_>],
+    limits: &WriteLimits,
+) -> Vec<WriteOutcome<A>> {
+    let mut reads: Vec<ReadTask<A>> = plans
+        .iter()
+        .filter_map(|p| match p {
+            WritePlan::Find(task) => match &task.op {
+                WriteOp::Find(req) => Some(ReadTask::new(task.index.clone(), req.clone())),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let clients: Vec<usize> = (0..reads.len()).collect();
+    run_reads(storage, &mut reads, &clients, limits.max_answer).await;
+    reads
+        .into_iter()
+        .map(|r| match r.failed {
+            Some(StorageError::Busy(_)) => WriteOutcome::Busy,
+            Some(e) if e.is_deadlock() => WriteOutcome::Conflict(r.out),
+            _ => WriteOutcome::Answered(r.out),
+        })
+        .collect()
 }
 
 /// How a slice of a walk ended.

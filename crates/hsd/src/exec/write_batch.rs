@@ -22,8 +22,8 @@ use super::answer::{Answer, Done};
 use super::modify::{row_change, ModifyAnswer, ReadRow, RowChange};
 use super::plan::{ModifyPlan, WritePlan};
 use super::write::{
-    answer_insert, run_one, settle, take_progress, WalkProgress, WriteFailure, WriteLimits,
-    WriteOutcome,
+    answer_insert, run_finds, run_one, settle, take_progress, WalkProgress, WriteFailure,
+    WriteLimits, WriteOutcome,
 };
 use super::{RowCounter, RowDecision};
 use crate::backend::{
@@ -59,6 +59,12 @@ pub(super) async fn run_batched<C: StorageConn, A: Answer>(
             i += 1;
             continue;
         }
+        let end = run_of_finds(plans, i);
+        if end > i {
+            outcomes.extend(run_finds(storage, &plans[i..end], limits).await);
+            i = end;
+            continue;
+        }
         let end = run_of(plans, i, |m| m.by_key.is_some());
         if end > i && end - i <= BY_KEY_RUN_MAX {
             outcomes.extend(by_key_batch(storage, &plans[i..end]).await);
@@ -92,6 +98,7 @@ fn transactional(plan: &WritePlan<'_>) -> bool {
         WritePlan::Refused(_) => true,
         WritePlan::Insert(row) => row.table.transactional,
         WritePlan::Modify(m) => m.index.table.transactional,
+        WritePlan::Find(task) => task.index.table.transactional,
     }
 }
 
@@ -101,6 +108,19 @@ fn run_of(plans: &[WritePlan<'_>], start: usize, fits: impl Fn(&ModifyPlan<'_>) 
     while end < plans.len()
         && transactional(&plans[end])
         && matches!(&plans[end], WritePlan::Modify(m) if fits(m))
+    {
+        end += 1;
+    }
+    end
+}
+
+/// The end of the run of finds from `start` (of tables with transactions:
+/// one of a table without runs alone, as its writes do).
+fn run_of_finds(plans: &[WritePlan<'_>], start: usize) -> usize {
+    let mut end = start;
+    while end < plans.len()
+        && transactional(&plans[end])
+        && matches!(plans[end], WritePlan::Find(_))
     {
         end += 1;
     }
@@ -396,7 +416,15 @@ mod tests {
                     format!("{op}\t1\t{key}\t{limit}\t{offset}{filter}\t{mop}\t{}", vals.join("\t")),
                 )
             });
-        prop_oneof![1 => insert, 3 => modify]
+        let find = (
+            0usize..OPENINGS.len(),
+            prop_oneof![3 => Just("="), 1 => Just(">="), 1 => Just("<")],
+            value(),
+            1u32..4,
+            prop_oneof![4 => Just(String::new()), 1 => (0i64..3).prop_map(|n| format!("\tF\t>=\t0\t{n}"))],
+        )
+            .prop_map(|(o, op, key, limit, filter)| (o, format!("{op}\t1\t{key}\t{limit}\t0{filter}")));
+        prop_oneof![2 => insert, 6 => modify, 1 => find]
     }
 
     /// Runs the group on a fresh store: the answers and the rows left.

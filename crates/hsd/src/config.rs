@@ -278,6 +278,20 @@ pub struct ServeOptions {
     /// apply hsd's writes before it runs on the primary, 0 to 60 [default: 1].
     #[arg(long, env = "HSD_REPLICA_WAIT")]
     pub(crate) replica_wait: Option<f64>,
+    /// Serve the memcached text protocol on ADDR:PORT, over the tables of
+    /// the containers (docs/memcached.md). It has no authentication: bind
+    /// it to loopback or a private network [default: off].
+    #[arg(long, env = "HSD_MEMCACHED_ADDRESS")]
+    #[serde(alias = "memcached_address")]
+    pub(crate) memcached_address: Option<String>,
+    /// Largest value one memcached store may carry, in bytes [default: 1 MiB].
+    #[arg(long, env = "HSD_MEMCACHED_MAX_ITEM_SIZE")]
+    #[serde(alias = "memcached_max_item_size")]
+    pub(crate) memcached_max_item_size: Option<usize>,
+    /// The config file's `[memcached]` table: containers and options.
+    #[arg(skip)]
+    #[serde(default)]
+    pub(crate) memcached: Option<crate::memcached::FileSettings>,
 }
 
 /// The URLs of `--replica` values: one value may hold several, separated
@@ -385,6 +399,8 @@ pub struct Config {
     pub(crate) replica_wait: Duration,
     /// Certificate, key and the acceptor built from them when TLS is on.
     pub(crate) tls: Option<Tls>,
+    /// `--memcached-address` and what goes with it (None: off).
+    pub(crate) memcached: Option<crate::memcached::MemcachedConfig>,
     /// The warning to log at start when the embedded store's data dir is on
     /// a full disk (see `check_data_dir`).
     data_disk_full: Option<String>,
@@ -546,7 +562,14 @@ impl ServeOptions {
             (None, None) => None,
             _ => anyhow::bail!("TLS needs both tls-cert and tls-key"),
         };
+        let memcached = crate::memcached::MemcachedConfig::resolve(
+            self.memcached_address.or(file.memcached_address),
+            self.memcached_max_item_size
+                .or(file.memcached_max_item_size),
+            file.memcached,
+        )?;
         let mut config = Config {
+            memcached,
             tls,
             address: self
                 .address

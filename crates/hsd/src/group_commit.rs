@@ -8,6 +8,14 @@
 //! with each later group and after short pauses, while writes to other
 //! files go on. After `BUSY_BUDGET` they are answered with the busy error.
 //!
+//! A modify walk that may read many rows runs a slice per group
+//! (`exec::WALK_SLICE`) and goes on in the next group from where it
+//! paused: the loop's other writes commit and are answered between its
+//! slices instead of waiting for it (a walk bounded by
+//! `--statement-timeout` held them that long). Its client's later writes
+//! wait for its end, so they still see it; a group rolled back and run
+//! again takes the walk back to where that group found it.
+//!
 //! When a commit becomes durable only after a sync step (the embedded
 //! store's WAL), the committer runs it before answering: itself for a small
 //! group (a hand-off to another thread would cost more than the sync), on
@@ -21,7 +29,7 @@
 //! fsync.
 
 use crate::backend::{Backend, Durability, StorageConn, SyncStep, ERR_BUSY};
-use crate::exec::{self, Answer, WriteOutcome, WriteTask};
+use crate::exec::{self, Answer, WalkProgress, WriteOutcome, WriteTask};
 use crate::job_queue::{error_answer, unavailable, JobQueue};
 use crate::shared::Shared;
 use std::collections::HashSet;
@@ -50,6 +58,9 @@ struct WriteJob<A: Answer> {
     answers: Vec<Option<A>>,
     /// Since when some task of this job finds its file locked.
     busy_since: Option<Instant>,
+    /// The job's modify walk that paused (task, where it stands): it and
+    /// the job's later tasks wait for it to end.
+    walk: Option<(usize, WalkProgress)>,
     reply: oneshot::Sender<Vec<A>>,
 }
 
@@ -74,6 +85,7 @@ impl<A: Answer> GroupCommitter<A> {
             answers: (0..n).map(|_| None).collect(),
             tasks,
             busy_since: None,
+            walk: None,
             reply,
         };
         if self.queue.push(job).is_err() {
@@ -266,7 +278,7 @@ async fn commit_group<B: Backend, A: Answer>(
     let started = Instant::now();
     let mut attempt = 0;
     let mut settled = 0;
-    let (locked, ran, committed) = loop {
+    let (locked, ran, walked, committed) = loop {
         attempt += 1;
         if let Err(e) = storage.begin().await {
             tracing::warn!(error = %e, "begin failed");
@@ -278,8 +290,17 @@ async fn commit_group<B: Backend, A: Answer>(
             return (false, 0, Durability::Done);
         }
         let limits = shared.write_limits();
+        // Where the paused walks stand before this run: a rollback takes
+        // them back there.
+        let walks_before: Vec<(usize, Option<(usize, WalkProgress)>)> = active
+            .iter()
+            .enumerate()
+            .filter(|(_, job)| job.walk.is_some())
+            .map(|(j, job)| (j, job.walk.clone()))
+            .collect();
         let (locked, ran, conflict) = run_group(storage, active, &limits).await;
         settled += ran.settled;
+        let walked = ran.walked;
         let ran = ran.in_transaction;
         let committed = if conflict {
             None
@@ -301,6 +322,12 @@ async fn commit_group<B: Backend, A: Answer>(
             for &(j, i) in &ran {
                 active[j].answers[i] = None;
             }
+            for &(j, _) in &walked {
+                active[j].walk = walks_before
+                    .iter()
+                    .find(|(k, _)| *k == j)
+                    .and_then(|(_, w)| w.clone());
+            }
             // A short, varying pause: the other transaction gets ahead.
             let pause = 1 + (started.elapsed().subsec_nanos() % 4) as u64 * attempt as u64;
             tokio::time::sleep(Duration::from_millis(pause)).await;
@@ -312,7 +339,7 @@ async fn commit_group<B: Backend, A: Answer>(
             // holds (the failed statements answered their error).
             None => storage.commit().await,
         };
-        break (locked, ran, committed);
+        break (locked, ran, walked, committed);
     };
     let writes = ran.len() + settled;
     shared.metrics.group_commit_size.observe(writes as f64);
@@ -320,9 +347,14 @@ async fn commit_group<B: Backend, A: Answer>(
         tracing::warn!(error = %failure.error, dbs = ?failure.dbs, "group commit failed; the writes it rolled back are answered with the error");
         storage.rollback().await;
         let code = failure.error.client_code();
-        for &(j, i) in &ran {
+        for &(j, i) in ran.iter().chain(&walked) {
             if failure.lost(&active[j].tasks[i].index.table.db) {
+                // A paused walk ends here: its slice is gone, its earlier
+                // slices stay (as rows changed before any error do).
                 active[j].answers[i] = Some(error_answer(code));
+                if active[j].walk.as_ref().is_some_and(|(w, _)| *w == i) {
+                    active[j].walk = None;
+                }
             }
         }
     }
@@ -347,6 +379,10 @@ struct Ran {
     /// How many were answered for good: writes to a table without
     /// transactions, whose changes stand whatever the transaction does.
     settled: usize,
+    /// Walks of tables with transactions that paused in this run, or went
+    /// on from an earlier pause (job, task): a rollback takes them back to
+    /// where they stood before it.
+    walked: Vec<(usize, usize)>,
 }
 
 /// Runs the group's unanswered writes inside the open transaction: the db
@@ -359,21 +395,44 @@ async fn run_group<C: StorageConn, A: Answer>(
 ) -> (HashSet<String>, Ran, bool) {
     let mut slots: Vec<(usize, usize)> = Vec::new();
     let mut tasks: Vec<&WriteTask> = Vec::new();
+    let mut resume: Vec<(usize, WalkProgress)> = Vec::new();
     for (j, job) in active.iter().enumerate() {
         for (i, (t, answer)) in job.tasks.iter().zip(&job.answers).enumerate() {
-            if answer.is_none() {
-                slots.push((j, i));
-                tasks.push(t);
+            if answer.is_some() {
+                continue;
+            }
+            if let Some((_, progress)) = job.walk.as_ref().filter(|(w, _)| *w == i) {
+                resume.push((tasks.len(), progress.clone()));
+            }
+            slots.push((j, i));
+            tasks.push(t);
+            if exec::may_pause(t) {
+                // The job's later writes must see the whole walk: they
+                // wait for a group after it ended.
+                break;
             }
         }
     }
-    let outcomes = exec::run_writes(storage, &tasks, limits).await;
+    let resumed: Vec<usize> = resume.iter().map(|(t, _)| *t).collect();
+    let outcomes = exec::run_writes_resuming(storage, &tasks, &mut resume, limits).await;
     drop(tasks);
     let mut locked: HashSet<String> = HashSet::new();
     let mut ran = Ran::default();
     let mut conflict = false;
-    for ((j, i), outcome) in slots.into_iter().zip(outcomes) {
+    for (n, ((j, i), outcome)) in slots.into_iter().zip(outcomes).enumerate() {
+        let transactional = active[j].tasks[i].index.table.transactional;
+        let paused = matches!(outcome, WriteOutcome::Paused(_));
+        if transactional && (paused || resumed.contains(&n)) {
+            ran.walked.push((j, i));
+        }
+        let ended = !paused && !matches!(outcome, WriteOutcome::Busy);
+        if ended && active[j].walk.as_ref().is_some_and(|(w, _)| *w == i) {
+            active[j].walk = None;
+        }
         match outcome {
+            WriteOutcome::Paused(progress) => {
+                active[j].walk = Some((i, progress));
+            }
             WriteOutcome::Answered(out) => {
                 active[j].answers[i] = Some(out);
                 if active[j].tasks[i].index.table.transactional {
@@ -481,6 +540,30 @@ mod tests {
             }
             let commits = store.log().iter().filter(|l| *l == "commit").count();
             assert_eq!(commits, 1, "{:?}", store.log());
+            committer.shut_down().await;
+        });
+    }
+
+    #[test]
+    fn finds_pipelined_with_writes_see_them_and_share_their_commit() {
+        let (store, table) = store(WriteBatching::Batched);
+        let rows = open(&table, 1, 0, &[0, 2], &[]);
+        let n = open(&table, 2, 0, &[2], &[]);
+        local(async {
+            let committer = GroupCommitter::start(shared(store.clone()));
+            let tasks = vec![
+                write_task(&rows, "1\t+\t2\t40\t7"),
+                write_task(&rows, "1\t=\t1\t40"),
+                write_task(&n, "2\t=\t1\t40\t1\t0\t+\t1"),
+                write_task(&rows, "1\t=\t1\t40"),
+            ];
+            let answers = text(&committer.run(tasks).await);
+            assert_eq!(
+                answers,
+                ["0\t1\n", "0\t2\t40\t7\n", "0\t1\t1\n", "0\t2\t40\t8\n"]
+            );
+            let log = store.log();
+            assert_eq!(log.iter().filter(|l| *l == "commit").count(), 1, "{log:?}");
             committer.shut_down().await;
         });
     }

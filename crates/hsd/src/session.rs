@@ -2,12 +2,15 @@
 //! it authenticated, which indexes it opened, and the requests it sent that
 //! wait to run. Consecutive finds travel to storage as one batch,
 //! consecutive writes as another, so pipelined requests are grouped while
-//! the connection's order is kept. Where a batch runs is the dispatcher's
-//! business (`dispatch`).
+//! the connection's order is kept; short finds pipelined behind writes on
+//! the write port join the writes' batch and run in their group, after
+//! them and inside their transaction (`WriteOp::Find`), so that a pipeline
+//! of writes and reads is one group and one commit, as on the original.
+//! Where a batch runs is the dispatcher's business (`dispatch`).
 
 use crate::backend::{Backend, OpenedIndex};
 use crate::dispatch::Dispatcher;
-use crate::exec::{Answer, ReadTask, WriteOp, WriteTask};
+use crate::exec::{is_short, Answer, ReadTask, WriteOp, WriteTask};
 use crate::hs_answer;
 use crate::port::{Port, PortKind};
 use hs_proto::{
@@ -302,6 +305,14 @@ impl<B: Backend> Session<B> {
                 tasks.append(&mut more);
                 None
             }
+            // Short finds behind writes: in the writes' group, after them.
+            (Some(Batch::Writes(tasks)), Batch::Reads(more)) if more.iter().all(is_short) => {
+                tasks.extend(more.into_iter().map(|t| WriteTask {
+                    index: t.index,
+                    op: WriteOp::Find(t.req),
+                }));
+                None
+            }
             (_, request) => Some(request),
         };
         if let Some(request) = apart {
@@ -324,30 +335,35 @@ impl<B: Backend> Session<B> {
             None => {}
             Some(Batch::Reads(tasks)) => {
                 let answers = self.dispatcher.reads(tasks).await;
-                self.collect(true, &answers, out, started);
+                self.collect(|_| true, &answers, out, started);
             }
             Some(Batch::Writes(tasks)) => {
+                let finds: Vec<bool> = tasks
+                    .iter()
+                    .map(|t| matches!(t.op, WriteOp::Find(_)))
+                    .collect();
                 let answers = self.dispatcher.writes(tasks).await;
-                self.collect(false, &answers, out, started);
+                self.collect(|i| finds.get(i) == Some(&true), &answers, out, started);
             }
         }
     }
 
+    /// Appends the answers; `find(i)`: answer `i` is a find's (metrics).
     fn collect(
         &self,
-        find: bool,
+        find: impl Fn(usize) -> bool,
         answers: &[ResponseWriter],
         out: &mut Vec<u8>,
         started: Option<Instant>,
     ) {
         let elapsed = started.map(|s| s.elapsed().as_secs_f64());
         let m = self.dispatcher.metrics();
-        let (ok, err) = if find {
-            (&m.find_ok, &m.find_error)
-        } else {
-            (&m.write_ok, &m.write_error)
-        };
-        for r in answers {
+        for (i, r) in answers.iter().enumerate() {
+            let (ok, err) = if find(i) {
+                (&m.find_ok, &m.find_error)
+            } else {
+                (&m.write_ok, &m.write_error)
+            };
             if r.is_failure() {
                 err.inc();
             } else {

@@ -161,3 +161,67 @@ fn a_lone_request_does_not_wait_for_company() {
     assert!(reads[10] < Duration::from_millis(50), "reads {reads:?}");
     assert!(writes[10] < Duration::from_millis(100), "writes {writes:?}");
 }
+
+/// Issue 30 row 12: a modify walk that runs until the statement timeout
+/// (`>=` on an index over the column `+` raises meets each row again,
+/// ahead of itself) does not hold the other writes of its write loop; a
+/// write pipelined behind it by its own client still waits for it. Before:
+/// an insert into another table waited for the whole walk (3.01 s at
+/// `--statement-timeout 3`).
+#[test]
+fn a_long_modify_walk_does_not_hold_the_other_writes_of_its_loop() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(url) = mysql_url() else { return };
+    let db = "hsdt_group_walk";
+    let mut sql = setup(&url, db);
+    exec(
+        &mut sql,
+        "CREATE TABLE w (id INT NOT NULL PRIMARY KEY, n INT NOT NULL, KEY w_n (n)) ENGINE=InnoDB",
+    );
+    exec(&mut sql, "INSERT INTO w VALUES (1, 1), (2, 2), (3, 3)");
+    let hsd = Hsd::start(&url, &["--statement-timeout", "1", "--threads-wr", "1"]);
+    let write = hsd.write.clone();
+    let walker = std::thread::spawn(move || {
+        let mut c = Hs::connect(&write);
+        assert_eq!(c.q(&format!("P|0|{db}|w|w_n|n")), "0|1");
+        assert_eq!(c.q(&format!("P|1|{db}|kv|PRIMARY|id,v")), "0|1");
+        let started = Instant::now();
+        let answers = c.pipeline(&[
+            "0|>=|1|0|4294967295|0|+|1".to_string(),
+            "1|+|2|9999|after".to_string(),
+        ]);
+        (answers, started.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let mut other = hsd.writer();
+    assert_eq!(other.q(&format!("P|0|{db}|kv|PRIMARY|id,v")), "0|1");
+    let mut slowest = Duration::ZERO;
+    for id in 20_001..=20_010 {
+        let started = Instant::now();
+        assert_eq!(other.q(&format!("0|+|2|{id}|other")), "0|1");
+        slowest = slowest.max(started.elapsed());
+    }
+    let (answers, took) = walker.join().expect("walker");
+    eprintln!(
+        "endless walk, --statement-timeout 1: {answers:?} after {took:?}; \
+         slowest insert into another table on its loop meanwhile {slowest:?}"
+    );
+    assert_eq!(answers, ["1|1|1969", "0|1"]);
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+    assert!(slowest < Duration::from_millis(300), "{slowest:?}");
+    // The walk's changes before its end stand, and went on meanwhile.
+    let n: u64 = scalar(&mut sql, "SELECT n FROM w WHERE id = 1")
+        .parse()
+        .expect("n");
+    assert!(n > 10, "row 1's n is {n}");
+    assert_eq!(
+        scalar(
+            &mut sql,
+            "SELECT COUNT(*) FROM kv WHERE id = 9999 OR id > 20000"
+        ),
+        "11"
+    );
+}

@@ -178,6 +178,7 @@ mod tests {
                 max_answer: 1 << 20,
                 walk_time: None,
                 walk_rows: crate::exec::MAX_WALK_ROWS,
+                walk_slice: None,
             };
             let outcomes: Vec<WriteOutcome<Recorded>> = run_writes(&mut c, &refs, &limits).await;
             assert!(c.commit().await.failure.is_none());

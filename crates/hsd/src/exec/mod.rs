@@ -23,7 +23,12 @@ mod write_batch;
 pub(crate) use answer::{failure, Answer, Done, InsertId};
 pub(crate) use find::{is_short, run_reads, ReadTask};
 pub(crate) use open::{open_index, Catalog};
-pub(crate) use write::{run_writes, WriteLimits, WriteOp, WriteOutcome, WriteTask, MAX_WALK_ROWS};
+#[cfg(test)]
+pub(crate) use write::run_writes;
+pub(crate) use write::{
+    may_pause, run_writes_resuming, WalkProgress, WriteLimits, WriteOp, WriteOutcome, WriteTask,
+    MAX_WALK_ROWS, WALK_SLICE,
+};
 
 use crate::backend::{FilterMode, FilterVerdict, OpenedIndex, ResolvedFilter, Scan, StorageError};
 use hs_proto::{ErrorKind, FilterKind, FindRequest};
@@ -166,7 +171,7 @@ impl<'a> PreparedFind<'a> {
 /// while `taken < limit + offset` (in 32 bits, so a large limit plus an
 /// offset wraps), an `F` filter's false row is passed over, a `W` filter's
 /// ends the scan, the first `offset` passing rows are skipped.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct RowCounter {
     limit: u32,
     skip: u32,

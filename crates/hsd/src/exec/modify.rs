@@ -122,6 +122,7 @@ pub(super) fn update_values<'s>(
 
 /// A modify's answer as its rows are taken: the count, or (`?` forms) the
 /// rows before their change, bounded by the answer bytes limit.
+#[derive(Debug, Clone)]
 pub(super) struct ModifyAnswer {
     returning: bool,
     columns: usize,

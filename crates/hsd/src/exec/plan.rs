@@ -16,6 +16,8 @@ pub(super) enum WritePlan<'t> {
     Refused(ErrorKind),
     Insert(InsertRow<'t>),
     Modify(ModifyPlan<'t>),
+    /// A find that came with the group's writes (`WriteOp::Find`).
+    Find(&'t WriteTask),
 }
 
 /// A find-and-modify, checked.
@@ -46,6 +48,7 @@ pub(super) struct InsertRow<'t> {
 pub(super) fn plan(task: &WriteTask) -> WritePlan<'_> {
     match &task.op {
         WriteOp::Insert(req) => WritePlan::Insert(plan_insert(&task.index, req)),
+        WriteOp::Find(_) => WritePlan::Find(task),
         WriteOp::Modify(req) => match plan_modify(&task.index, req) {
             Ok(p) => WritePlan::Modify(p),
             Err(kind) => WritePlan::Refused(kind),

@@ -99,6 +99,8 @@ pub(crate) fn write_task(index: &Arc<OpenedIndex>, line: &str) -> WriteTask {
     let op = match operation(line) {
         IndexOperation::Insert(ins) => WriteOp::Insert(ins),
         IndexOperation::Find(f) if f.modify.is_some() => WriteOp::Modify(f),
+        // A find pipelined behind writes runs in their group.
+        IndexOperation::Find(f) => WriteOp::Find(f),
         _ => panic!("not a write: {line:?}"),
     };
     WriteTask {

@@ -5,22 +5,33 @@
 //! which answer and change rows exactly as they would one by one. They run
 //! inside the transaction the group committer opened; an answer is only
 //! sent once that transaction has committed.
+//!
+//! A modify walk (one that may read many rows) runs in slices: past
+//! `WriteLimits::walk_slice` it stops after a row, hands back where it
+//! stands (`WalkProgress`), and goes on in the committer's next group, so
+//! that the other writes of its loop commit and are answered meanwhile
+//! instead of waiting for the whole walk. Its answer comes once it ends.
 
 use super::answer::{failure, Answer, Done, InsertId};
+use super::find::{run_reads, ReadTask};
 use super::modify::{row_change, ModifyAnswer, ReadRow};
 use super::plan::{plan, InsertRow, ModifyPlan, WritePlan};
 use super::{storage_error_kind, RowCounter, RowDecision};
 use crate::backend::{
     OpenedIndex, RowInsert, RowTarget, RowView, RowWrite, Scan, ScanStep, StorageConn,
-    StorageError, WriteBatching, ERR_STATEMENT_TIMEOUT,
+    StorageError, WriteBatching, ERR_STATEMENT_TIMEOUT, ERR_UNAVAILABLE,
 };
-use hs_proto::{ErrorKind, FindRequest, InsertRequest, Value};
+use hs_proto::{ErrorKind, FindOp, FindRequest, InsertRequest, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub(crate) enum WriteOp {
     Insert(InsertRequest),
     Modify(FindRequest),
+    /// A find a client pipelined behind its writes on the write port: it
+    /// runs in their group, inside its transaction, so it sees them (as the
+    /// original's reads in the same round did), and is answered with them.
+    Find(FindRequest),
 }
 
 /// One write to run.
@@ -40,6 +51,22 @@ pub(crate) enum WriteOutcome<A: Answer> {
     /// It deadlocked with another transaction: answered with that error,
     /// but the whole group may be rolled back and run again.
     Conflict(A),
+    /// A modify walk used its slice (`WriteLimits::walk_slice`): the rows
+    /// it changed so far are the group's; it goes on from here in a later
+    /// group and is answered when it ends.
+    Paused(WalkProgress),
+}
+
+/// Where a paused modify walk stands: what it counted, answered and read
+/// so far, and since when it runs (its bounds are the whole walk's).
+#[derive(Debug, Clone)]
+pub(crate) struct WalkProgress {
+    counter: RowCounter,
+    answer: ModifyAnswer,
+    after: Option<Vec<Value>>,
+    seek: usize,
+    started: Instant,
+    rows_read: u64,
 }
 
 /// Why a write did not complete.
@@ -88,6 +115,30 @@ pub(crate) struct WriteLimits {
     pub(crate) walk_time: Option<Duration>,
     /// How many rows a modify walk may read, whatever its time.
     pub(crate) walk_rows: u64,
+    /// How long a modify walk runs in one group before it pauses (see the
+    /// module comment); `None`: it runs to its end in one group.
+    pub(crate) walk_slice: Option<Duration>,
+}
+
+/// A modify walk's slice in a group: long enough that the commit between
+/// slices costs little of the walk's time, short enough that the other
+/// writes of the loop are not held noticeably.
+pub(crate) const WALK_SLICE: Duration = Duration::from_millis(20);
+
+/// Whether `task` may be a modify walk that pauses (it may read more than
+/// one row: not `=` on the whole of a unique key without NULLs or an IN
+/// list). A cheap look at the request; may say yes for a write that turns
+/// out to read one row or to be refused.
+pub(crate) fn may_pause(task: &WriteTask) -> bool {
+    let WriteOp::Modify(req) = &task.op else {
+        return false;
+    };
+    let meta = task.index.index_meta();
+    !(req.active_in().is_none()
+        && req.op == FindOp::Eq
+        && meta.unique
+        && req.keys.len() == meta.key_sql.len()
+        && req.keys.iter().all(Option::is_some))
 }
 
 /// The row budget of a modify walk (see `WriteLimits::walk_rows`).
@@ -95,9 +146,23 @@ pub(crate) const MAX_WALK_ROWS: u64 = 1_000_000;
 
 /// Runs a group's writes in order inside the open transaction; one outcome
 /// per task.
+#[cfg(test)]
 pub(crate) async fn run_writes<C: StorageConn, A: Answer>(
     storage: &mut C,
     tasks: &[&WriteTask],
+    limits: &WriteLimits,
+) -> Vec<WriteOutcome<A>> {
+    run_writes_resuming(storage, tasks, &mut Vec::new(), limits).await
+}
+
+/// `run_writes`, where the walks of `resume` (task number, where it
+/// stands) go on from where they paused. The caller keeps a task that
+/// paused, and any later write of its client, out of the group until the
+/// walk ends (`may_pause`).
+pub(crate) async fn run_writes_resuming<C: StorageConn, A: Answer>(
+    storage: &mut C,
+    tasks: &[&WriteTask],
+    resume: &mut Vec<(usize, WalkProgress)>,
     limits: &WriteLimits,
 ) -> Vec<WriteOutcome<A>> {
     let plans: Vec<WritePlan<'_>> = tasks.iter().map(|t| plan(t)).collect();
@@ -107,36 +172,113 @@ pub(crate) async fn run_writes<C: StorageConn, A: Answer>(
             // that each file's writes keep their order.
             let mut locked: Vec<&str> = Vec::new();
             let mut outcomes = Vec::with_capacity(plans.len());
-            for (t, p) in tasks.iter().zip(&plans) {
-                let db = t.index.table.db.as_str();
+            let mut i = 0;
+            while i < plans.len() {
+                let db = tasks[i].index.table.db.as_str();
                 if locked.contains(&db) {
                     outcomes.push(WriteOutcome::Busy);
+                    i += 1;
                     continue;
                 }
-                let outcome = run_one(storage, p, limits).await;
+                // Consecutive finds (of files not locked) in one pass.
+                let finds = plans[i..]
+                    .iter()
+                    .zip(&tasks[i..])
+                    .take_while(|(p, t)| {
+                        matches!(p, WritePlan::Find(_))
+                            && !locked.contains(&t.index.table.db.as_str())
+                    })
+                    .count();
+                if finds > 0 {
+                    outcomes.extend(run_finds(storage, &plans[i..i + finds], limits).await);
+                    i += finds;
+                    continue;
+                }
+                let p = &plans[i];
+                let outcome = run_one(storage, p, take_progress(resume, i), limits).await;
                 if matches!(outcome, WriteOutcome::Busy) {
                     locked.push(db);
                 }
                 outcomes.push(outcome);
+                i += 1;
             }
             outcomes
         }
-        WriteBatching::Batched => super::write_batch::run_batched(storage, &plans, limits).await,
+        WriteBatching::Batched => {
+            super::write_batch::run_batched(storage, &plans, resume, limits).await
+        }
     }
 }
 
-/// Runs one planned write on its own.
+/// Where task `i`'s walk paused, if it did.
+pub(super) fn take_progress(
+    resume: &mut Vec<(usize, WalkProgress)>,
+    i: usize,
+) -> Option<WalkProgress> {
+    let at = resume.iter().position(|(t, _)| *t == i)?;
+    Some(resume.swap_remove(at).1)
+}
+
+/// Runs one planned write on its own (a walk from where it paused, when
+/// `progress` says).
 pub(super) async fn run_one<C: StorageConn, A: Answer>(
     storage: &mut C,
     plan: &WritePlan<'_>,
+    progress: Option<WalkProgress>,
     limits: &WriteLimits,
 ) -> WriteOutcome<A> {
     let result = match plan {
         WritePlan::Refused(kind) => Err(WriteFailure::Answer(*kind)),
         WritePlan::Insert(row) => insert(storage, row).await,
-        WritePlan::Modify(p) => walk(storage, p, limits).await,
+        WritePlan::Find(_) => {
+            let mut outcomes = run_finds(storage, std::slice::from_ref(plan), limits).await;
+            return outcomes.pop().unwrap_or_else(|| {
+                WriteOutcome::Answered(failure(ErrorKind::Storage(ERR_UNAVAILABLE)))
+            });
+        }
+        WritePlan::Modify(p) => match walk(storage, p, progress, limits).await {
+            Ok(Walked::Paused(progress)) => return WriteOutcome::Paused(progress),
+            Ok(Walked::Ended(answer)) => Ok(answer.finish()),
+            Err(e) => Err(e),
+        },
     };
     settle(result)
+}
+
+/// Runs finds that came with the group's writes (`plans` are all
+/// `WritePlan::Find`), together, inside the group's transaction; one
+/// outcome each. Each find's answer has its own bytes limit.
+pub(super) async fn run_finds<C: StorageConn, A: Answer>(
+    storage: &mut C,
+    plans: &[WritePlan<'_>],
+    limits: &WriteLimits,
+) -> Vec<WriteOutcome<A>> {
+    let mut reads: Vec<ReadTask<A>> = plans
+        .iter()
+        .filter_map(|p| match p {
+            WritePlan::Find(task) => match &task.op {
+                WriteOp::Find(req) => Some(ReadTask::new(task.index.clone(), req.clone())),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let clients: Vec<usize> = (0..reads.len()).collect();
+    run_reads(storage, &mut reads, &clients, limits.max_answer).await;
+    reads
+        .into_iter()
+        .map(|r| match r.failed {
+            Some(StorageError::Busy(_)) => WriteOutcome::Busy,
+            Some(e) if e.is_deadlock() => WriteOutcome::Conflict(r.out),
+            _ => WriteOutcome::Answered(r.out),
+        })
+        .collect()
+}
+
+/// How a slice of a walk ended.
+enum Walked {
+    Ended(ModifyAnswer),
+    Paused(WalkProgress),
 }
 
 async fn insert<C: StorageConn, A: Answer>(
@@ -169,37 +311,50 @@ pub(super) fn answer_insert<A: Answer>(row: &InsertRow<'_>, id: Option<u64>) -> 
 /// key moved ahead is met again; an IN value seeks among the rows as they
 /// are then). An error stops the loop and is the answer; rows changed
 /// before it stay changed.
-async fn walk<C: StorageConn, A: Answer>(
+async fn walk<C: StorageConn>(
     storage: &mut C,
     p: &ModifyPlan<'_>,
+    progress: Option<WalkProgress>,
     limits: &WriteLimits,
-) -> Result<A, WriteFailure> {
+) -> Result<Walked, WriteFailure> {
     // A table without transactions: no row lock holds the rows read until
     // they are changed, so another write loop must not read them meanwhile.
     let table = &p.index.table;
     if table.transactional {
-        return walk_rows(storage, p, limits).await;
+        return walk_rows(storage, p, progress, limits).await;
     }
     storage.serialize_modifies(table).await?;
-    let result = walk_rows(storage, p, limits).await;
+    let result = walk_rows(storage, p, progress, limits).await;
     storage.end_serialized();
     result
 }
 
-async fn walk_rows<C: StorageConn, A: Answer>(
+async fn walk_rows<C: StorageConn>(
     storage: &mut C,
     p: &ModifyPlan<'_>,
+    progress: Option<WalkProgress>,
     limits: &WriteLimits,
-) -> Result<A, WriteFailure> {
+) -> Result<Walked, WriteFailure> {
     let table = &p.index.table;
     let seeks = p.find.scan_count();
     let in_list = p.req.active_in().is_some();
-    let mut counter = RowCounter::new(p.req);
-    let mut answer = ModifyAnswer::new(p.index, p.spec, limits.max_answer);
-    let mut after: Option<Vec<Value>> = None;
-    let mut seek = 0;
-    let started = Instant::now();
-    let mut rows_read: u64 = 0;
+    let WalkProgress {
+        mut counter,
+        mut answer,
+        mut after,
+        mut seek,
+        started,
+        mut rows_read,
+    } = progress.unwrap_or_else(|| WalkProgress {
+        counter: RowCounter::new(p.req),
+        answer: ModifyAnswer::new(p.index, p.spec, limits.max_answer),
+        after: None,
+        seek: 0,
+        started: Instant::now(),
+        rows_read: 0,
+    });
+    let slice_started = Instant::now();
+    let read_before = rows_read;
     while !counter.done {
         if rows_read > 0 {
             // The walk as a whole is bounded (rows changed so far stay
@@ -209,6 +364,21 @@ async fn walk_rows<C: StorageConn, A: Answer>(
             let over_time = limits.walk_time.is_some_and(|t| started.elapsed() > t);
             if over_time || rows_read >= limits.walk_rows {
                 return Err(ErrorKind::Storage(ERR_STATEMENT_TIMEOUT).into());
+            }
+            // Its slice is used (and it went a row further in it): the
+            // group commits without it waiting for the rest.
+            let slice_used = limits
+                .walk_slice
+                .is_some_and(|s| slice_started.elapsed() > s);
+            if slice_used && rows_read > read_before {
+                return Ok(Walked::Paused(WalkProgress {
+                    counter,
+                    answer,
+                    after,
+                    seek,
+                    started,
+                    rows_read,
+                }));
             }
             tokio::task::consume_budget().await;
         }
@@ -264,7 +434,7 @@ async fn walk_rows<C: StorageConn, A: Answer>(
             break;
         }
     }
-    Ok(answer.finish())
+    Ok(Walked::Ended(answer))
 }
 
 impl InsertRow<'_> {

@@ -21,7 +21,10 @@
 use super::answer::{Answer, Done};
 use super::modify::{row_change, ModifyAnswer, ReadRow, RowChange};
 use super::plan::{ModifyPlan, WritePlan};
-use super::write::{answer_insert, run_one, settle, WriteFailure, WriteLimits, WriteOutcome};
+use super::write::{
+    answer_insert, run_finds, run_one, settle, take_progress, WalkProgress, WriteFailure,
+    WriteLimits, WriteOutcome,
+};
 use super::{RowCounter, RowDecision};
 use crate::backend::{
     FilterMode, RowInsert, RowTarget, RowView, RowWrite, Scan, ScanStep, StorageConn, StorageError,
@@ -35,10 +38,12 @@ use std::collections::HashSet;
 /// pair's rate).
 const BY_KEY_RUN_MAX: usize = 2;
 
-/// Runs `plans` in order; one outcome per plan.
+/// Runs `plans` in order; one outcome per plan (a walk of `resume` from
+/// where it paused).
 pub(super) async fn run_batched<C: StorageConn, A: Answer>(
     storage: &mut C,
     plans: &[WritePlan<'_>],
+    resume: &mut Vec<(usize, WalkProgress)>,
     limits: &WriteLimits,
 ) -> Vec<WriteOutcome<A>> {
     let mut outcomes = Vec::with_capacity(plans.len());
@@ -49,8 +54,15 @@ pub(super) async fn run_batched<C: StorageConn, A: Answer>(
             // group: one at a time, so that no statement's failure leaves
             // rows of others changed (a multi-row INSERT that fails keeps
             // its first rows on such a table) and each answer is exact.
-            outcomes.push(run_one(storage, &plans[i], limits).await);
+            let progress = take_progress(resume, i);
+            outcomes.push(run_one(storage, &plans[i], progress, limits).await);
             i += 1;
+            continue;
+        }
+        let end = run_of_finds(plans, i);
+        if end > i {
+            outcomes.extend(run_finds(storage, &plans[i..end], limits).await);
+            i = end;
             continue;
         }
         let end = run_of(plans, i, |m| m.by_key.is_some());
@@ -72,7 +84,8 @@ pub(super) async fn run_batched<C: StorageConn, A: Answer>(
             i += done;
             continue;
         }
-        outcomes.push(run_one(storage, &plans[i], limits).await);
+        let progress = take_progress(resume, i);
+        outcomes.push(run_one(storage, &plans[i], progress, limits).await);
         i += 1;
     }
     outcomes
@@ -85,6 +98,7 @@ fn transactional(plan: &WritePlan<'_>) -> bool {
         WritePlan::Refused(_) => true,
         WritePlan::Insert(row) => row.table.transactional,
         WritePlan::Modify(m) => m.index.table.transactional,
+        WritePlan::Find(task) => task.index.table.transactional,
     }
 }
 
@@ -94,6 +108,19 @@ fn run_of(plans: &[WritePlan<'_>], start: usize, fits: impl Fn(&ModifyPlan<'_>) 
     while end < plans.len()
         && transactional(&plans[end])
         && matches!(&plans[end], WritePlan::Modify(m) if fits(m))
+    {
+        end += 1;
+    }
+    end
+}
+
+/// The end of the run of finds from `start` (of tables with transactions:
+/// one of a table without runs alone, as its writes do).
+fn run_of_finds(plans: &[WritePlan<'_>], start: usize) -> usize {
+    let mut end = start;
+    while end < plans.len()
+        && transactional(&plans[end])
+        && matches!(plans[end], WritePlan::Find(_))
     {
         end += 1;
     }
@@ -220,7 +247,8 @@ async fn one_row_batch<C: StorageConn, A: Answer>(
     if read.is_err() {
         // Which read failed is unknown: run the first alone, which tells,
         // and leave the rest to the next batch.
-        return (1, vec![run_one(storage, &plans[0], limits).await]);
+        // (A modify that reads one row at most never pauses.)
+        return (1, vec![run_one(storage, &plans[0], None, limits).await]);
     }
 
     // Decide each change, in order, as `write::walk` would.
@@ -322,13 +350,16 @@ mod tests {
     use crate::backend::memory::MemoryStore;
     use crate::backend::{Backend, OpenedIndex, StorageConn, WriteBatching};
     use crate::exec::testing::{open, store, write_task};
-    use crate::exec::write::{run_writes, WriteLimits, WriteOutcome, WriteTask, MAX_WALK_ROWS};
+    use crate::exec::write::{
+        run_writes, run_writes_resuming, WriteLimits, WriteOutcome, WriteTask, MAX_WALK_ROWS,
+    };
     use hs_proto::ResponseWriter;
 
     const LIMITS: WriteLimits = WriteLimits {
         max_answer: 1 << 20,
         walk_time: None,
         walk_rows: MAX_WALK_ROWS,
+        walk_slice: None,
     };
     use proptest::prelude::*;
     use std::sync::Arc;
@@ -385,7 +416,15 @@ mod tests {
                     format!("{op}\t1\t{key}\t{limit}\t{offset}{filter}\t{mop}\t{}", vals.join("\t")),
                 )
             });
-        prop_oneof![1 => insert, 3 => modify]
+        let find = (
+            0usize..OPENINGS.len(),
+            prop_oneof![3 => Just("="), 1 => Just(">="), 1 => Just("<")],
+            value(),
+            1u32..4,
+            prop_oneof![4 => Just(String::new()), 1 => (0i64..3).prop_map(|n| format!("\tF\t>=\t0\t{n}"))],
+        )
+            .prop_map(|(o, op, key, limit, filter)| (o, format!("{op}\t1\t{key}\t{limit}\t0{filter}")));
+        prop_oneof![2 => insert, 6 => modify, 1 => find]
     }
 
     /// Runs the group on a fresh store: the answers and the rows left.
@@ -416,6 +455,48 @@ mod tests {
         (answers, rows(&store))
     }
 
+    /// Runs the group one write at a time, each walk pausing after every
+    /// row it reads and going on in the next transaction, as the group
+    /// committer runs a long walk: the answers and the rows left.
+    fn run_sliced(
+        batching: WriteBatching,
+        group: &[(usize, String)],
+    ) -> (Vec<String>, Vec<String>) {
+        let (store, table) = store(batching);
+        let indexes = openings(&table);
+        let tasks: Vec<WriteTask> = group
+            .iter()
+            .map(|(o, line)| write_task(&indexes[*o], &format!("{}\t{line}", o + 1)))
+            .collect();
+        let sliced = WriteLimits {
+            walk_slice: Some(std::time::Duration::ZERO),
+            ..LIMITS
+        };
+        let answers = block_on(async {
+            let mut c = store.connect().await.expect("connect");
+            let mut answers = Vec::new();
+            for task in &tasks {
+                let mut resume = Vec::new();
+                loop {
+                    c.begin().await.expect("begin");
+                    let mut outcomes: Vec<WriteOutcome<ResponseWriter>> =
+                        run_writes_resuming(&mut c, &[task], &mut resume, &sliced).await;
+                    assert!(c.commit().await.failure.is_none());
+                    match outcomes.pop() {
+                        Some(WriteOutcome::Paused(progress)) => resume = vec![(0, progress)],
+                        Some(WriteOutcome::Answered(w)) => {
+                            answers.push(String::from_utf8_lossy(w.as_bytes()).into_owned());
+                            break;
+                        }
+                        other => panic!("unexpected outcome {other:?}"),
+                    }
+                }
+            }
+            answers
+        });
+        (answers, rows(&store))
+    }
+
     fn rows(store: &MemoryStore) -> Vec<String> {
         store
             .rows("db", "t")
@@ -441,6 +522,17 @@ mod tests {
             let alone = run(WriteBatching::OneAtATime, &group);
             let batched = run(WriteBatching::Batched, &group);
             prop_assert_eq!(alone, batched, "group: {:?}", group);
+        }
+
+        #[test]
+        fn walks_run_in_slices_answer_and_change_rows_as_in_one(
+            group in proptest::collection::vec(request(), 1..12)
+        ) {
+            let whole = run(WriteBatching::OneAtATime, &group);
+            for batching in [WriteBatching::OneAtATime, WriteBatching::Batched] {
+                let sliced = run_sliced(batching, &group);
+                prop_assert_eq!(&whole, &sliced, "group: {:?}", group);
+            }
         }
     }
 

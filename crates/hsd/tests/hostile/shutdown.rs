@@ -129,6 +129,59 @@ fn a_modify_walk_is_bounded_and_the_loop_serves_others_meanwhile() {
     s.case_done("endless walk");
 }
 
+/// Issue 30 row 12: a walk that runs until the statement timeout does not
+/// hold the other writes of its write loop (one loop here). Before: an
+/// insert into another table waited for the whole walk (3.07 s at
+/// `--statement-timeout 3`).
+#[test]
+fn a_long_modify_walk_does_not_hold_the_other_writes_of_its_loop() {
+    let mut s = Hsd::start(&["--statement-timeout", "1", "--threads-wr", "1"]);
+    endless_walk_table(&s);
+    let write = s.write.clone();
+    let walker = std::thread::spawn(move || {
+        let mut c = Conn::open(&write);
+        assert_eq!(c.req("P|0|test|w|w_n|n"), "0|1");
+        assert_eq!(c.req("P|1|test|h|PRIMARY|id,name"), "0|1");
+        let started = Instant::now();
+        // The walk and an insert behind it in one pipeline: the insert
+        // waits for the walk's end (the client's order).
+        c.send(b"0\t>=\t1\t0\t4294967295\t0\t+\t1\n1\t+\t2\t100\tafter the walk\n");
+        let answers = [show(&c.line()), show(&c.line())];
+        (answers, started.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let mut other = Conn::open(&s.write);
+    assert_eq!(other.req("P|1|test|h|PRIMARY|id,name"), "0|1");
+    let mut slowest = Duration::ZERO;
+    for id in 1..=10 {
+        let started = Instant::now();
+        assert_eq!(other.req(&format!("1|+|2|{id}|other")), "0|1");
+        slowest = slowest.max(started.elapsed());
+    }
+    let (answers, took) = walker.join().expect("walker");
+    eprintln!(
+        "hostile: endless walk, --statement-timeout 1: {answers:?} after {took:?}; \
+         slowest insert into another table on its loop meanwhile {slowest:?}"
+    );
+    assert_eq!(answers, ["1|1|1969", "0|1"]);
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+    assert!(slowest < Duration::from_millis(300), "{slowest:?}");
+    // The walk went on between the inserts: it changed rows many times.
+    let mut c = Conn::open(&s.read);
+    assert_eq!(c.req("P|0|test|w|PRIMARY|n"), "0|1");
+    let n: u64 = c
+        .req("0|=|1|1")
+        .rsplit('|')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .expect("n of row 1");
+    assert!(n > 10, "row 1's n is {n}");
+    s.case_done("endless walk beside other writes");
+}
+
 #[test]
 fn sigterm_stops_a_walk_without_a_time_budget() {
     // No time budget at all: only shutdown ends the walk (its row budget

@@ -8,7 +8,7 @@
 //! Rows of one `scan_many` still reach the visitor in scan order.
 
 use super::keys::{cacheable_index, key_from_request, KeyBytes};
-use super::{CachedRow, Lease, RowCache, TableState};
+use super::{CachedRow, Lease, RowCache, RowValues, TableState};
 use crate::backend::{
     Committed, FilterMode, FilterVerdict, OpenedIndex, RowInsert, RowView, RowVisitor, RowWrite,
     Scan, ScanStep, StorageConn, StorageError, TableMeta, WriteBatching,
@@ -20,14 +20,39 @@ use std::sync::Arc;
 /// ids `P` gives (a backend groups lookups by id).
 const FILL_INDEX_IDS: u64 = 1 << 63;
 
+/// A storage connection in front of the cache: `serves` says whether its
+/// lookups are answered from the cache (the router sent them to the
+/// cache's place) or go to the server; either way its writes are counted
+/// (`RowCache::note_write`).
 pub(crate) struct CachedConn<S> {
     inner: S,
-    cache: Arc<RowCache>,
+    cache: Option<Arc<RowCache>>,
+    serves: bool,
 }
 
 impl<S> CachedConn<S> {
+    /// Lookups answered from `cache`.
     pub(crate) fn new(inner: S, cache: Arc<RowCache>) -> CachedConn<S> {
-        CachedConn { inner, cache }
+        CachedConn {
+            inner,
+            cache: Some(cache),
+            serves: true,
+        }
+    }
+
+    /// Lookups go to the server; writes are counted in `cache`'s.
+    pub(crate) fn counting(inner: S, cache: Option<Arc<RowCache>>) -> CachedConn<S> {
+        CachedConn {
+            inner,
+            cache,
+            serves: false,
+        }
+    }
+
+    fn wrote(&self) {
+        if let Some(c) = &self.cache {
+            c.note_write();
+        }
     }
 }
 
@@ -65,23 +90,24 @@ fn cache_key(scan: &Scan<'_>) -> Option<KeyBytes> {
 
 impl<S: StorageConn> CachedConn<S> {
     fn plan(&self, scans: &[Scan<'_>], fill_indexes: &mut Vec<OpenedIndex>) -> Vec<Plan> {
-        if !self.cache.serving() {
-            return scans.iter().map(|_| Plan::Pass).collect();
-        }
+        let cache = match &self.cache {
+            Some(c) if self.serves && c.serving() => c,
+            _ => return scans.iter().map(|_| Plan::Pass).collect(),
+        };
         scans
             .iter()
             .map(|scan| {
                 let Some(key) = cache_key(scan) else {
                     return Plan::Pass;
                 };
-                let Some(table) = self.cache.table(&scan.index.table) else {
+                let Some(table) = cache.table(&scan.index.table) else {
                     return Plan::Pass;
                 };
                 let index = scan.index.index;
-                if let Some(row) = self.cache.get(&table, index, &key) {
+                if let Some(row) = cache.get(&table, index, &key) {
                     return Plan::Hit(row);
                 }
-                let Some(lease) = self.cache.lease(&table, index, &key) else {
+                let Some(lease) = cache.lease(&table, index, &key) else {
                     return Plan::Pass;
                 };
                 let opened = fill_indexes
@@ -144,7 +170,7 @@ impl<S: StorageConn> StorageConn for CachedConn<S> {
             });
             origin.push((i, whole));
         }
-        let mut filled: Vec<Option<Vec<Option<Box<[u8]>>>>> = vec![None; scans.len()];
+        let mut filled: Vec<Option<RowValues>> = vec![None; scans.len()];
         // Hits are handed out in turn with the server's rows: every scan
         // before the one a server row belongs to first.
         let mut next_hit = 0;
@@ -189,6 +215,9 @@ impl<S: StorageConn> StorageConn for CachedConn<S> {
             self.inner.scan_many(&server_scans, &mut on_row).await?;
         }
         hits_before(scans.len(), visit);
+        let Some(cache) = &self.cache else {
+            return Ok(());
+        };
         for (plan, row) in plans.into_iter().zip(filled) {
             if let (
                 Plan::Fill {
@@ -202,7 +231,7 @@ impl<S: StorageConn> StorageConn for CachedConn<S> {
             ) = (plan, row)
             {
                 if !row.is_empty() {
-                    self.cache.fill(lease, &table, index, key, row);
+                    cache.fill(lease, &table, index, key, row);
                 }
             }
         }
@@ -217,11 +246,15 @@ impl<S: StorageConn> StorageConn for CachedConn<S> {
         &mut self,
         rows: &[RowInsert<'_>],
     ) -> Vec<Result<Option<u64>, StorageError>> {
-        self.inner.insert_rows(rows).await
+        let done = self.inner.insert_rows(rows).await;
+        self.wrote();
+        done
     }
 
     async fn write_rows(&mut self, writes: &[RowWrite<'_>]) -> Vec<Result<u64, StorageError>> {
-        self.inner.write_rows(writes).await
+        let done = self.inner.write_rows(writes).await;
+        self.wrote();
+        done
     }
 
     async fn serialize_modifies(&mut self, table: &TableMeta) -> Result<(), StorageError> {
@@ -237,11 +270,16 @@ impl<S: StorageConn> StorageConn for CachedConn<S> {
     }
 
     async fn commit(&mut self) -> Committed {
-        self.inner.commit().await
+        let done = self.inner.commit().await;
+        // Counted whatever the outcome: a commit in doubt may have
+        // committed.
+        self.wrote();
+        done
     }
 
     async fn rollback(&mut self) {
-        self.inner.rollback().await
+        self.inner.rollback().await;
+        self.wrote();
     }
 
     fn idle_deadline(&self) -> Option<std::time::Instant> {

@@ -27,7 +27,7 @@ pub(crate) use self::keys::ImageCell;
 use self::keys::{cacheable_index, key_from_image, KeyBytes};
 use super::TableMeta;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -48,6 +48,12 @@ const RING_SLOT: usize = 64;
 
 /// A cached row: every column of the table, as the server's text or NULL.
 pub(crate) type CachedRow = [Option<Box<[u8]>>];
+/// A row read to be cached.
+pub(crate) type RowValues = Vec<Option<Box<[u8]>>>;
+
+/// A cached entry as tests see it: table, index, key parts, row.
+#[cfg(test)]
+pub(crate) type EntryDump = (String, usize, Vec<Vec<u8>>, Vec<Option<Vec<u8>>>);
 
 /// A table the cache knows: its metadata as first opened, the generation
 /// its entries were filled in (bumped when the table changes), and whether
@@ -56,7 +62,25 @@ pub(crate) struct TableState {
     id: u32,
     meta: Arc<TableMeta>,
     epoch: AtomicU64,
+    /// Whether the vetter found nothing the feed cannot see change it
+    /// (nothing is cached before).
+    vetted: AtomicBool,
 }
+
+impl TableState {
+    pub(crate) fn db(&self) -> &str {
+        &self.meta.db
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.meta.name
+    }
+}
+
+/// Asked about each table before any of its rows is cached: whether
+/// something the change feed does not show can change its rows (a foreign
+/// key's cascade). It answers later with `RowCache::vetted`.
+pub(crate) type Vetter = Box<dyn Fn(Arc<TableState>) + Send + Sync>;
 
 /// Where a key lives: its table, index and key bytes.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -154,6 +178,11 @@ pub(crate) struct RowCache {
     fills_discarded: AtomicU64,
     evictions_by_feed: AtomicU64,
     evictions_by_capacity: AtomicU64,
+    vetter: Option<Vetter>,
+    /// Writes this process finished (commits, and statements outside
+    /// one): a read that arrives after a write was answered carries a
+    /// count at least its number.
+    writes: AtomicU64,
 }
 
 impl RowCache {
@@ -175,7 +204,36 @@ impl RowCache {
             fills_discarded: AtomicU64::new(0),
             evictions_by_feed: AtomicU64::new(0),
             evictions_by_capacity: AtomicU64::new(0),
+            vetter: None,
+            writes: AtomicU64::new(0),
         }
+    }
+
+    /// Tables are cached only once `vetter` has vetted them.
+    pub(crate) fn with_vetter(self, vetter: Vetter) -> RowCache {
+        RowCache {
+            vetter: Some(vetter),
+            ..self
+        }
+    }
+
+    /// The vetter's answer on `table`: `None` when nothing the feed cannot
+    /// see changes it, else why it is never cached.
+    pub(crate) fn vetted(&self, table: &TableState, refused: Option<&str>) {
+        match refused {
+            None => table.vetted.store(true, Ordering::Release),
+            Some(why) => self.refuse_table(table.db(), table.name(), why),
+        }
+    }
+
+    /// A write of this process finished (whatever its outcome).
+    pub(crate) fn note_write(&self) {
+        self.writes.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Writes of this process finished so far.
+    pub(crate) fn writes(&self) -> u64 {
+        self.writes.load(Ordering::Acquire)
     }
 
     /// Whether lookups may be answered from the cache: the feed streams.
@@ -216,8 +274,12 @@ impl RowCache {
         let found = read(&self.tables)
             .get(&(meta.db.clone(), meta.name.clone()))
             .cloned();
+        let usable = |state: &Arc<TableState>| {
+            state.vetted.load(Ordering::Acquire)
+                && (Arc::ptr_eq(&state.meta, meta) || *state.meta == **meta)
+        };
         if let Some(state) = found {
-            return (Arc::ptr_eq(&state.meta, meta) || *state.meta == **meta).then_some(state);
+            return usable(&state).then_some(state);
         }
         let key = (meta.db.clone(), meta.name.clone());
         if lock(&self.refused).contains_key(&key) {
@@ -227,16 +289,26 @@ impl RowCache {
             id: u32::try_from(self.next_table.fetch_add(1, Ordering::Relaxed)).ok()?,
             meta: meta.clone(),
             epoch: AtomicU64::new(0),
+            vetted: AtomicBool::new(self.vetter.is_none()),
         });
-        let mut tables = write(&self.tables);
-        let state = tables.entry(key).or_insert(state).clone();
-        (Arc::ptr_eq(&state.meta, meta) || *state.meta == **meta).then_some(state)
+        let (state, new) = {
+            let mut tables = write(&self.tables);
+            match tables.get(&key) {
+                Some(s) => (s.clone(), false),
+                None => {
+                    tables.insert(key, state.clone());
+                    (state, true)
+                }
+            }
+        };
+        if let (true, Some(vetter)) = (new, &self.vetter) {
+            vetter(state.clone());
+        }
+        usable(&state).then_some(state)
     }
 
     fn shard_of(&self, key: &Key) -> usize {
-        let mut h = self.hasher.build_hasher();
-        key.hash(&mut h);
-        (h.finish() as usize) % self.shards.len()
+        (self.hasher.hash_one(key) as usize) % self.shards.len()
     }
 
     /// The row cached under `key` of index `index`, if it is current.
@@ -430,7 +502,11 @@ impl RowCache {
     /// `db.table`'s definition or all its rows changed: its entries and
     /// metadata are forgotten.
     pub(crate) fn table_changed(&self, db: &str, table: &str) {
-        self.forget_table(&(db.to_string(), table.to_string()));
+        let key = (db.to_string(), table.to_string());
+        // Vetted again when next used: the change may have dropped what
+        // made it refused.
+        lock(&self.refused).remove(&key);
+        self.forget_table(&key);
     }
 
     fn forget_table(&self, key: &(String, String)) {
@@ -442,6 +518,7 @@ impl RowCache {
     /// Anything may have changed: every entry and table is forgotten.
     pub(crate) fn drop_all(&self) {
         self.global_epoch.fetch_add(1, Ordering::AcqRel);
+        lock(&self.refused).clear();
         for state in write(&self.tables).drain().map(|(_, s)| s) {
             state.epoch.fetch_add(1, Ordering::AcqRel);
         }
@@ -473,7 +550,7 @@ impl RowCache {
     /// Every current entry, for tests that compare them with the table:
     /// (table, index, key parts, row).
     #[cfg(test)]
-    pub(crate) fn entries(&self) -> Vec<(String, usize, Vec<Vec<u8>>, Vec<Option<Vec<u8>>>)> {
+    pub(crate) fn entries(&self) -> Vec<EntryDump> {
         let tables: Vec<Arc<TableState>> = read(&self.tables).values().cloned().collect();
         let mut out = Vec::new();
         for shard in self.shards.iter() {

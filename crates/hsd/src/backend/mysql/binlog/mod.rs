@@ -22,6 +22,8 @@ mod decode;
 mod statement;
 mod stream;
 
+pub(in crate::backend::mysql) use checks::query;
+pub(in crate::backend::mysql) use stream::current_position;
 pub use stream::{BinlogReader, BinlogSink, ReaderSettings};
 
 /// One column of a row image.

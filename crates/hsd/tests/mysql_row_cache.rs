@@ -197,7 +197,7 @@ fn stress(url: &str, db: &str, consistency: &str) {
                 let mut r = Hs::connect(&read);
                 assert_eq!(r.q(&format!("P|0|{db}|kv|PRIMARY|id,u,v")), "0|1");
                 assert_eq!(r.q(&format!("P|1|{db}|kv|u|id,u,v")), "0|1");
-                let mut rng = Random(0x2545_f491_4f6c_dd1d ^ (t + 1) * 0x9e37_79b9);
+                let mut rng = Random(0x2545_f491_4f6c_dd1d ^ ((t + 1) * 0x9e37_79b9));
                 let mut seen = Vec::new();
                 while !stop.load(Ordering::Acquire) {
                     let by_u = rng.below(3) == 0;

@@ -510,12 +510,17 @@ impl ServeOptions {
             row_cache_mib == 0 || matches!(backend, BackendChoice::Mysql(_)),
             "--row-cache-mib needs a mysql:// --backend (the embedded store reads at memory speed already)"
         );
+        let consistency = self
+            .read_consistency
+            .or(file.read_consistency)
+            .unwrap_or(ReadConsistency::Acknowledged);
+        anyhow::ensure!(
+            consistency == ReadConsistency::Acknowledged || replicas.is_empty(),
+            "--read-consistency strict is not implemented for --replica yet: reads on replicas see every write this hsd acknowledged (acknowledged)"
+        );
         let row_cache = (row_cache_mib > 0).then(|| CacheSettings {
             bytes: (row_cache_mib as usize) << 20,
-            consistency: self
-                .read_consistency
-                .or(file.read_consistency)
-                .unwrap_or(ReadConsistency::Acknowledged),
+            consistency,
         });
         let threads = in_range(
             "--threads",

@@ -23,7 +23,6 @@ mod statement;
 mod stream;
 
 pub(in crate::backend::mysql) use checks::query;
-pub(in crate::backend::mysql) use stream::current_position;
 pub use stream::{BinlogReader, BinlogSink, ReaderSettings};
 
 /// One column of a row image.

@@ -259,10 +259,7 @@ async fn follow(link: &mut Link, decoder: &mut Decoder, sink: &mut impl BinlogSi
 }
 
 /// The server's binlog position now (MariaDB: with its GTID state).
-/// The server's current binlog position (`SHOW MASTER STATUS`).
-pub(in crate::backend::mysql) async fn current_position(
-    link: &mut Link,
-) -> Result<Position, String> {
+async fn current_position(link: &mut Link) -> Result<Position, String> {
     let rows = query(link, "SHOW MASTER STATUS").await?;
     let row = rows
         .first()

@@ -5,7 +5,7 @@
 //! same connection vets tables (foreign keys whose cascades the binlog
 //! does not show).
 
-use super::super::binlog::{current_position, query, Position};
+use super::super::binlog::{query, Position};
 use super::super::link::{Link, LinkSettings};
 use super::MustSee;
 use crate::backend::row_cache::{RowCache, TableState};
@@ -130,13 +130,30 @@ async fn connected<'a>(
 /// The server's position; a failure drops the link.
 async fn position(settings: &LinkSettings, link: &mut Option<Link>) -> Result<Position, String> {
     let answer = match connected(settings, link).await {
-        Ok(l) => current_position(l).await,
+        Ok(l) => query(l, "SHOW MASTER STATUS").await,
         Err(e) => Err(e),
     };
     if answer.is_err() {
         *link = None;
     }
-    answer
+    // File and offset are what the reader's positions compare by; the
+    // GTID state is not needed (one statement, not two).
+    let row = answer?
+        .into_iter()
+        .next()
+        .ok_or("SHOW MASTER STATUS answered nothing")?;
+    let file = row.first().cloned().flatten().unwrap_or_default();
+    let offset = row
+        .get(1)
+        .cloned()
+        .flatten()
+        .and_then(|p| p.parse().ok())
+        .ok_or("SHOW MASTER STATUS answered no position")?;
+    Ok(Position {
+        file,
+        offset,
+        gtid: None,
+    })
 }
 
 /// Whether a foreign key's cascade (CASCADE, SET NULL, SET DEFAULT on

@@ -518,7 +518,7 @@ impl ServeOptions {
             consistency == ReadConsistency::Acknowledged || replicas.is_empty(),
             "--read-consistency strict is not implemented for --replica yet: reads on replicas see every write this hsd acknowledged (acknowledged)"
         );
-        let row_cache = (row_cache_mib > 0).then(|| CacheSettings {
+        let row_cache = (row_cache_mib > 0).then_some(CacheSettings {
             bytes: (row_cache_mib as usize) << 20,
             consistency,
         });

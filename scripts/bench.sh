@@ -57,6 +57,11 @@
 #                     at 1 x 1 and at 64 x 16 (hsd-mysql: hsd and mariadbd)
 #                     into DIR/perf-get.md
 #   --rows N  --duration S  --warmup S  --runs N
+#   --baseline BIN    an A/B of two builds: another hsd binary (say, built
+#                     from the commit before a change, in a worktree) runs
+#                     beside this tree's as hsd-embedded-base / hsd-mysql-base,
+#                     for each of hsd-embedded / hsd-mysql in --systems, with
+#                     its own data and the same points, taking turns with it
 #   --systems LIST    comma-separated subset (default: all five)
 #   --workloads LIST  comma-separated subset of get,multiget10,insert,update
 #   --conns LIST  --depths LIST   override the sweep
@@ -92,6 +97,7 @@ build=1
 nice_level=""
 hsd_args=""
 hsd_mysql_args=""
+baseline=""
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
@@ -115,6 +121,7 @@ while [[ $# -gt 0 ]]; do
         --nice) nice_level=${2:?}; shift ;;
         --hsd-args) hsd_args=${2?}; shift ;;
         --hsd-mysql-args) hsd_mysql_args=${2?}; shift ;;
+        --baseline) baseline=$(realpath "${2:?--baseline BIN}"); shift ;;
         -h|--help) usage ;;
         *) echo "bench.sh: unknown option $1" >&2; usage ;;
     esac
@@ -148,12 +155,19 @@ mkdir -p "$out_dir"
 OUT=$(realpath "$out_dir")
 [[ -n "$json_out" ]] && json_out=$(realpath -m "$json_out")
 [[ -n "$chart_copy" ]] && chart_copy=$(realpath -m "$chart_copy")
+if [[ -n "$baseline" ]]; then
+    [[ -x "$baseline" ]] || { echo "bench.sh: --baseline $baseline is not an executable" >&2; exit 2; }
+    for s in hsd-embedded hsd-mysql; do
+        [[ ",$systems," == *",$s,"* ]] && systems="$systems,$s-base"
+    done
+fi
 IFS=, read -r -a SYSTEMS <<<"$systems"
 IFS=, read -r -a WORKLOADS <<<"$workloads"
 IFS=, read -r -a CONNS <<<"$conns"
 IFS=, read -r -a DEPTHS <<<"$depths"
 for s in "${SYSTEMS[@]}"; do
     case "$s" in hs-original|hsd-embedded|hsd-mysql|memcached|redis|mysql-sql|hsd-repl-primary|hsd-repl-replicas) ;;
+        hsd-embedded-base|hsd-mysql-base) [[ -n "$baseline" ]] || { echo "bench.sh: $s needs --baseline BIN" >&2; exit 2; } ;;
         *) echo "bench.sh: unknown system $s" >&2; exit 2 ;; esac
 done
 for w in "${WORKLOADS[@]}"; do
@@ -248,7 +262,9 @@ start_hsd() {
     local log=$OUT/$name.log line deadline
     : >"$log"
     # shellcheck disable=SC2086  # word-split the extra flags on purpose
-    "${NICE[@]}" "$BIN/hsd" serve --address 127.0.0.1 --port 0 --port-wr 0 "$@" $hsd_args \
+    local exe=$BIN/hsd
+    [[ $name == *-base ]] && exe=$baseline
+    "${NICE[@]}" "$exe" serve --address 127.0.0.1 --port 0 --port-wr 0 "$@" $hsd_args \
         >"$log" 2>&1 </dev/null &
     HSD_PID=$!
     PIDS+=("$HSD_PID")
@@ -385,8 +401,9 @@ if want redis; then
     "$BIN/hsbench" load --system redis --port "$port" --rows "$rows" >&2
 fi
 
-if want hsd-embedded; then
-    data=$OUT/hsd-data
+for emb in hsd-embedded hsd-embedded-base; do
+    want "$emb" || continue
+    data=$OUT/$emb-data
     rm -rf "$data"
     "$BIN/hsd" sql --data-dir "$data" "$DB" \
         "CREATE TABLE $TABLE (id INTEGER PRIMARY KEY, name TEXT, email TEXT, created TEXT)"
@@ -394,24 +411,25 @@ if want hsd-embedded; then
     # Data far larger than memory: no memory-mapped reads (docs/benchmarks.md,
     # the I/O-bound point: mapped, they thrash).
     [[ $io_bound -eq 1 ]] && embedded_args=(--sqlite-mmap-mib 0)
-    start_hsd hsd-embedded --data-dir "$data" "${embedded_args[@]}"
-    SPID[hsd-embedded]=$HSD_PID RPORT[hsd-embedded]=$HSD_RPORT WPORT[hsd-embedded]=$HSD_WPORT
+    start_hsd "$emb" --data-dir "$data" "${embedded_args[@]}"
+    SPID[$emb]=$HSD_PID RPORT[$emb]=$HSD_RPORT WPORT[$emb]=$HSD_WPORT
     if [[ $io_bound -eq 1 ]]; then
         # As much memory for SQLite's file as InnoDB's buffer pool has, plus
         # hsd's own; the load below runs inside the bound too.
         limit_memory "$HSD_PID" $(( (256 + 64) << 20 ))
         say "hsd-embedded: in memory cgroup $CGROUP (320 MiB: 256 for the page cache of its file, 64 for hsd)"
     fi
-    say "loading $rows rows into hsd-embedded over HandlerSocket inserts"
+    say "loading $rows rows into $emb over HandlerSocket inserts"
     "$BIN/hsbench" load --system hs --port "$HSD_WPORT" --db "$DB" --table "$TABLE" --rows "$rows" >&2
-fi
+done
 
-if want hsd-mysql; then
+for hm in hsd-mysql hsd-mysql-base; do
+    want "$hm" || continue
     # Failing here fails the run: a missing hsd-mysql is never skipped quietly.
     # shellcheck disable=SC2086
-    start_hsd hsd-mysql --backend "$MYSQL_URL" --data-dir "$OUT/hsd-mysql-data" $hsd_mysql_args
-    SPID[hsd-mysql]=$HSD_PID,$MDB_PID RPORT[hsd-mysql]=$HSD_RPORT WPORT[hsd-mysql]=$HSD_WPORT
-fi
+    start_hsd "$hm" --backend "$MYSQL_URL" --data-dir "$OUT/$hm-data" $hsd_mysql_args
+    SPID[$hm]=$HSD_PID,$MDB_PID RPORT[$hm]=$HSD_RPORT WPORT[$hm]=$HSD_WPORT
+done
 
 # A GTID primary with two replicas, and hsd in front of it twice: reads on
 # the primary, reads on the replicas.
@@ -517,12 +535,12 @@ if [[ $io_bound -eq 1 ]]; then
         fincore "$MDB_DIR"/data/"$DB"/*.ibd 2>&1 || true
         if want hsd-embedded; then
             echo "hsd-embedded (memory cgroup $CGROUP):"
-            fincore "$OUT"/hsd-data/*.sqlite* 2>&1 || true
+            fincore "$OUT"/hsd-embedded-data/*.sqlite* 2>&1 || true
             for f in memory.current memory.max memory.usage_in_bytes memory.limit_in_bytes; do
                 [[ -f "$CGROUP/$f" ]] && echo "$f: $(cat "$CGROUP/$f")"
             done
         fi
-        du -sh "$MDB_DIR/data/$DB" "$OUT/hsd-data" 2>/dev/null || true
+        du -sh "$MDB_DIR/data/$DB" "$OUT/hsd-embedded-data" 2>/dev/null || true
     } >"$OUT/page-cache.txt"
     cat "$OUT/page-cache.txt" >&2
 fi

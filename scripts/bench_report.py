@@ -19,13 +19,15 @@ import subprocess
 import sys
 from collections import defaultdict
 
-SYSTEMS = ["hs-original", "hsd-embedded", "hsd-mysql", "memcached", "redis", "mysql-sql",
-           "hsd-repl-primary", "hsd-repl-replicas"]
+SYSTEMS = ["hs-original", "hsd-embedded", "hsd-embedded-base", "hsd-mysql", "hsd-mysql-base",
+           "memcached", "redis", "mysql-sql", "hsd-repl-primary", "hsd-repl-replicas"]
 WORKLOADS = ["get", "multiget10", "update", "insert"]
 COLORS = {
     "hs-original": "#9467bd",
     "hsd-embedded": "#d62728",
     "hsd-mysql": "#ff7f0e",
+    "hsd-embedded-base": "#ff9896",
+    "hsd-mysql-base": "#ffbb78",
     "memcached": "#1f77b4",
     "redis": "#2ca02c",
     "mysql-sql": "#7f7f7f",

@@ -646,6 +646,51 @@ fn a_replica_with_replication_filters_serves_nothing() {
     assert!(log.contains("replica-side filters"), "{log}");
 }
 
+/// A replica with a table locked (`LOCK TABLES ... WRITE` held there): a
+/// read sent to it fails for that server's sake, not the data's, and runs
+/// again elsewhere instead of answering the statement time's error.
+#[test]
+fn reads_a_locked_replica_cannot_serve_run_elsewhere() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_locked");
+    c.sql(0, "INSERT INTO hsdtest.rr_locked VALUES (1,1),(2,2),(3,3)");
+    c.settle_data();
+    let hsd = Hsd::start(
+        &c,
+        &[
+            "--read-from",
+            "replicas",
+            "--topology-interval",
+            "0.2",
+            "--mysql-timeout",
+            "1",
+        ],
+    );
+    let mut holder = c.root_conn(2);
+    use mysql::prelude::Queryable;
+    holder
+        .query_drop("LOCK TABLES hsdtest.rr_locked WRITE")
+        .expect("lock on s3");
+    block_on(async {
+        let mut reader = client(&hsd.read).await;
+        open(&mut reader, 1, "rr_locked").await;
+        let mut failed = Vec::new();
+        for i in 0..60i64 {
+            let k = 1 + i % 3;
+            let got = get(&mut reader, 1, k).await;
+            if got != format!("0|2|{k}|{k}") {
+                failed.push(got);
+            }
+        }
+        assert!(failed.is_empty(), "reads answered an error: {failed:?}");
+    });
+    holder.query_drop("UNLOCK TABLES").expect("unlock");
+}
+
 /// The primary configured a second time under another address
 /// (`--replica` naming it by `localhost`): one server is one server (its
 /// identity, not its address), so it is not two writable servers and

@@ -280,7 +280,7 @@ async fn open_index<B: Backend>(
 
 /// Runs the batch's finds (of the client batches `clients` numbers, see
 /// `exec::run_reads`) where the router says for `must_see`; with several
-/// places, runs those a place failed for being unreachable again
+/// places, runs those a place failed (`ReadRouter::place_failed`) again
 /// elsewhere.
 async fn run_finds<B: Backend, A: Answer>(
     shared: &Shared<B>,
@@ -300,7 +300,8 @@ async fn run_finds<B: Backend, A: Answer>(
         max,
     )
     .await;
-    if places <= 1 || !all.iter().any(is_unreachable) {
+    let place_failed = |t: &ReadTask<A>| t.failed.as_ref().is_some_and(|e| router.place_failed(e));
+    if places <= 1 || !all.iter().any(place_failed) {
         return all;
     }
     // Some failed for the place's sake: run them again elsewhere.
@@ -310,7 +311,7 @@ async fn run_finds<B: Backend, A: Answer>(
     let mut pending: Vec<(usize, ReadTask<A>)> = Vec::new();
     let mut error: Option<StorageError> = None;
     for (i, t) in all.into_iter().enumerate() {
-        if is_unreachable(&t) {
+        if place_failed(&t) {
             pending.push((i, take_failure(t, &mut error)));
             slots.push(None);
         } else {
@@ -333,7 +334,7 @@ async fn run_finds<B: Backend, A: Answer>(
         .await;
         pending = Vec::new();
         for (i, t) in ids.into_iter().zip(batch) {
-            if is_unreachable(&t) && attempt < places {
+            if place_failed(&t) && attempt < places {
                 pending.push((i, take_failure(t, &mut error)));
             } else {
                 slots[i] = Some(t);
@@ -346,13 +347,6 @@ async fn run_finds<B: Backend, A: Answer>(
     }
     // Every slot is filled: the last attempt keeps whatever it answered.
     slots.into_iter().flatten().collect()
-}
-
-/// Whether a find failed because its place could not be reached.
-fn is_unreachable<A: Answer>(task: &ReadTask<A>) -> bool {
-    task.failed
-        .as_ref()
-        .is_some_and(StorageError::is_unreachable)
 }
 
 /// Clears a failed find's answer to run it again; keeps the first failure

@@ -206,3 +206,71 @@ fn loops_without_a_connection_say_why_and_heal() {
         "{said} warnings in:\n{log}"
     );
 }
+
+/// The account's connections are all held, one of them by a loop that is
+/// idle now: a request on a loop without one waits (within
+/// --mysql-timeout) while the idle loop gives its connection back, and is
+/// served, instead of answering `1 1 2013` at once.
+#[test]
+fn a_request_waits_for_a_connection_an_idle_loop_gives_back() {
+    let Some(url) = mysql_url() else { return };
+    let db = "hsdt_limits_wait";
+    let user = "hsdt_limw";
+    let mut sql = fresh_db(&url, db);
+    exec(
+        &mut sql,
+        "CREATE TABLE kv (id INT PRIMARY KEY, n INT NOT NULL)",
+    );
+    exec(&mut sql, "INSERT INTO kv VALUES (1, 7)");
+    for host in ["127.0.0.1", "localhost"] {
+        exec(&mut sql, &format!("DROP USER IF EXISTS '{user}'@'{host}'"));
+        exec(
+            &mut sql,
+            &format!(
+                "CREATE USER '{user}'@'{host}' IDENTIFIED BY 'pw' WITH MAX_USER_CONNECTIONS 2"
+            ),
+        );
+        exec(
+            &mut sql,
+            &format!("GRANT ALL ON {db}.* TO '{user}'@'{host}'"),
+        );
+        exec(
+            &mut sql,
+            &format!("GRANT ALL ON hsd.* TO '{user}'@'{host}'"),
+        );
+    }
+    let (_, address) = url.rsplit_once('@').expect("url");
+    let limited = format!("mysql://{user}:pw@{address}");
+    let hsd = Logged::start(
+        &limited,
+        &[
+            "--threads",
+            "2",
+            "--mysql-pool",
+            "1",
+            "--mysql-timeout",
+            "3",
+        ],
+    );
+    // Loop one reads once and goes idle; another session of the account
+    // takes the second connection.
+    let mut first = Hs::connect(&hsd.read);
+    assert_eq!(first.q(&format!("P|1|{db}|kv|PRIMARY|id,n")), "0|1");
+    assert_eq!(first.q("1|=|1|1"), "0|2|1|7");
+    let other = sql_conn(&limited);
+    // Loop two (the loop with fewer connections) has none and may make none.
+    let mut second = Hs::connect(&hsd.read);
+    let t = Instant::now();
+    let p = second.q(&format!("P|1|{db}|kv|PRIMARY|id,n"));
+    let a = second.q("1|=|1|1");
+    let took = t.elapsed();
+    drop(other);
+    assert_eq!(
+        (p.as_str(), a.as_str()),
+        ("0|1", "0|2|1|7"),
+        "after {took:?}"
+    );
+    assert!(took < Duration::from_secs(6), "{took:?}");
+    eprintln!("served after waiting {took:?} for a connection");
+    drop(first);
+}

@@ -106,6 +106,25 @@ impl Cluster {
         mysql::Conn::new(opts).unwrap_or_else(|e| panic!("connect to {}: {e}", self.urls[i]))
     }
 
+    /// A root session on replicated server `i` (0-based), through its own
+    /// socket (root has no TCP account there): for what hsd's account may
+    /// not do on a read-only server, such as `LOCK TABLES ... WRITE`.
+    pub fn root_conn(&self, i: usize) -> mysql::Conn {
+        assert!(
+            matches!(self.kind, Kind::Replication),
+            "replication servers only"
+        );
+        let sock = format!("{}/s{}/mariadbd.sock", self.dir, i + 1);
+        assert!(
+            sock.len() <= 100,
+            "socket path too long for this helper: {sock}"
+        );
+        let opts = mysql::OptsBuilder::new()
+            .socket(Some(sock.clone()))
+            .user(Some("root"));
+        mysql::Conn::new(opts).unwrap_or_else(|e| panic!("root on {sock}: {e}"))
+    }
+
     /// Runs statements on server `i`; the rows of the last as text.
     pub fn sql(&self, i: usize, stmt: &str) -> Vec<Vec<Option<String>>> {
         let mut c = self.conn(i);

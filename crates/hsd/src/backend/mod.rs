@@ -705,6 +705,15 @@ pub(crate) trait ReadRouter: Send + Sync + 'static {
     /// Reads at `place` failed because it could not be reached: `route`
     /// sends none there until it is known to be back.
     fn unreachable(&self, place: usize, error: &StorageError);
+
+    /// Whether a read that failed with `error` failed for its place's sake
+    /// (unreachable, or an error the backend knows says nothing about the
+    /// data: a lock held there past the statement time, its connection
+    /// limit), so that it may run again elsewhere and the place is left
+    /// out as `unreachable` says.
+    fn place_failed(&self, error: &StorageError) -> bool {
+        error.is_unreachable()
+    }
 }
 
 /// Where `ReadRouter::route` sends a batch; `_lease` is held while it runs.

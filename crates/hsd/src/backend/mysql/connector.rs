@@ -247,7 +247,23 @@ impl Connector {
         }
     }
 
+    /// A new connection. While the server refuses connections for its
+    /// limits, waits for one (retrying every `LIMIT_PAUSE`, while idle
+    /// connections of other loops are given back) up to `--mysql-timeout`,
+    /// rather than failing the request at once.
     pub(super) async fn open_link(&self) -> Result<Link, Failure> {
+        let deadline = Instant::now() + self.settings.timeout;
+        loop {
+            let result = self.open_link_once().await;
+            let limited = result.is_err() && self.limit_paused.load(Ordering::Relaxed);
+            if !limited || Instant::now() + LIMIT_PAUSE >= deadline {
+                return result;
+            }
+            tokio::time::sleep(LIMIT_PAUSE).await;
+        }
+    }
+
+    async fn open_link_once(&self) -> Result<Link, Failure> {
         let now = Instant::now();
         {
             let mut paused = self.paused_until.lock().unwrap_or_else(|p| p.into_inner());

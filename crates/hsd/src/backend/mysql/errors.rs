@@ -66,6 +66,23 @@ pub(super) fn limits_connections(code: u16) -> bool {
     matches!(code, 1040 | 1203 | 1226)
 }
 
+/// A read's error that tells about the server, not the data: a lock held
+/// there past the statement time (MariaDB's max_statement_time 1969, MySQL's
+/// max_execution_time 3024, a lock wait 1205, a statement an administrator
+/// ended 1317), or its connection limits. Another server may well answer.
+pub(super) fn says_nothing_about_the_data(e: &StorageError) -> bool {
+    const PLACE_CODES: [u32; 7] = [
+        crate::backend::ERR_STATEMENT_TIMEOUT,
+        3024,
+        handler_errors::LOCK_WAIT_TIMEOUT,
+        1317,
+        1040,
+        1203,
+        1226,
+    ];
+    matches!(e, StorageError::Refused { code, .. } if PLACE_CODES.contains(code))
+}
+
 /// The server rolled back the whole transaction, not just the statement:
 /// a deadlock always; a lock wait that timed out when the server runs with
 /// `innodb_rollback_on_timeout` (`rollback_on_timeout`); a lost link.
@@ -108,6 +125,24 @@ mod tests {
             sql_state: "HY000".into(),
             message: "x".into(),
         })
+    }
+
+    #[test]
+    fn errors_of_a_server_not_of_the_data_send_a_read_elsewhere() {
+        for code in [
+            1969,
+            3024,
+            codes::ER_LOCK_WAIT_TIMEOUT,
+            1317,
+            1040,
+            1203,
+            1226,
+        ] {
+            assert!(says_nothing_about_the_data(&refused(code)), "{code}");
+        }
+        for code in [codes::ER_DUP_ENTRY, 1054, 1146, 1267] {
+            assert!(!says_nothing_about_the_data(&refused(code)), "{code}");
+        }
     }
 
     #[test]

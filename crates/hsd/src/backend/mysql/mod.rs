@@ -389,6 +389,10 @@ impl ReadRouter for MysqlReads {
             t.note_unreachable(place, error);
         }
     }
+
+    fn place_failed(&self, error: &StorageError) -> bool {
+        error.is_unreachable() || errors::says_nothing_about_the_data(error)
+    }
 }
 
 #[cfg(test)]

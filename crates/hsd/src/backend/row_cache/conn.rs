@@ -63,7 +63,6 @@ enum Plan {
     /// call's fill indexes), then stored.
     Fill {
         table: Arc<TableState>,
-        index: usize,
         key: KeyBytes,
         lease: Lease,
         opened: usize,
@@ -97,17 +96,20 @@ impl<S: StorageConn> CachedConn<S> {
         scans
             .iter()
             .map(|scan| {
-                let Some(key) = cache_key(scan) else {
+                let Some(mut key) = cache_key(scan) else {
                     return Plan::Pass;
                 };
                 let Some(table) = cache.table(&scan.index.table) else {
                     return Plan::Pass;
                 };
                 let index = scan.index.index;
-                if let Some(row) = cache.get(&table, index, &key) {
+                if !cache.own(&table, index, &mut key) {
+                    return Plan::Pass;
+                }
+                if let Some(row) = cache.get(&table, &key) {
                     return Plan::Hit(row);
                 }
-                let Some(lease) = cache.lease(&table, index, &key) else {
+                let Some(lease) = cache.lease(&table, &key) else {
                     return Plan::Pass;
                 };
                 let opened = fill_indexes
@@ -126,7 +128,6 @@ impl<S: StorageConn> CachedConn<S> {
                     });
                 Plan::Fill {
                     table,
-                    index,
                     key,
                     lease,
                     opened,
@@ -221,17 +222,13 @@ impl<S: StorageConn> StorageConn for CachedConn<S> {
         for (plan, row) in plans.into_iter().zip(filled) {
             if let (
                 Plan::Fill {
-                    table,
-                    index,
-                    key,
-                    lease,
-                    ..
+                    table, key, lease, ..
                 },
                 Some(row),
             ) = (plan, row)
             {
                 if !row.is_empty() {
-                    cache.fill(lease, &table, index, key, row);
+                    cache.fill(lease, &table, key, row);
                 }
             }
         }

@@ -11,8 +11,32 @@
 
 use super::super::{ColumnKind, IndexMeta, TableMeta};
 
-/// A key's parts, each as its length (4 bytes, little-endian) and bytes.
+/// A key: its owner (the table's number in the cache, 4 bytes, and the
+/// index's, 2 bytes, little-endian, set by `set_owner`), then its parts,
+/// each as its length (4 bytes, little-endian) and bytes. One allocation,
+/// looked up as a byte slice.
 pub(crate) type KeyBytes = Box<[u8]>;
+
+/// Bytes of a key's owner.
+const OWNER_BYTES: usize = 6;
+
+/// Names the table and index a key belongs to.
+pub(crate) fn set_owner(key: &mut [u8], table: u32, index: u16) {
+    if key.len() >= OWNER_BYTES {
+        key[..4].copy_from_slice(&table.to_le_bytes());
+        key[4..OWNER_BYTES].copy_from_slice(&index.to_le_bytes());
+    }
+}
+
+/// The table and index a key belongs to.
+#[cfg(test)]
+pub(crate) fn owner(key: &[u8]) -> (u32, u16) {
+    let b = |i: usize| key.get(i).copied().unwrap_or(0);
+    (
+        u32::from_le_bytes([b(0), b(1), b(2), b(3)]),
+        u16::from_le_bytes([b(4), b(5)]),
+    )
+}
 
 /// One column of a row image, as a change feed tells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +78,7 @@ pub(crate) fn key_from_request(
     if keys.len() != index.key_columns.len() {
         return None;
     }
-    let mut out = Vec::new();
+    let mut out = vec![0; OWNER_BYTES];
     for (part, column) in keys.iter().zip(&index.key_columns) {
         let value = (*part)?;
         let col = meta.columns.get((*column)?)?;
@@ -74,7 +98,7 @@ pub(crate) fn key_from_image(
     index: &IndexMeta,
     image: &[ImageCell<'_>],
 ) -> Result<Option<KeyBytes>, ()> {
-    let mut out = Vec::new();
+    let mut out = vec![0; OWNER_BYTES];
     let mut null = false;
     for column in &index.key_columns {
         match column.and_then(|c| image.get(c)) {
@@ -96,7 +120,7 @@ fn push_part(out: &mut Vec<u8>, value: &[u8]) {
 #[cfg(test)]
 pub(crate) fn decode(bytes: &[u8]) -> Vec<Vec<u8>> {
     let mut parts = Vec::new();
-    let mut rest = bytes;
+    let mut rest = bytes.get(OWNER_BYTES..).unwrap_or_default();
     while rest.len() >= 4 {
         let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
         let end = (4 + len).min(rest.len());

@@ -24,10 +24,10 @@ mod tests;
 
 pub(crate) use self::conn::CachedConn;
 pub(crate) use self::keys::ImageCell;
-use self::keys::{cacheable_index, key_from_image, KeyBytes};
+use self::keys::{cacheable_index, key_from_image, set_owner, KeyBytes};
 use super::TableMeta;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasher, Hash};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -82,14 +82,6 @@ impl TableState {
 /// key's cascade). It answers later with `RowCache::vetted`.
 pub(crate) type Vetter = Box<dyn Fn(Arc<TableState>) + Send + Sync>;
 
-/// Where a key lives: its table, index and key bytes.
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct Key {
-    table: u32,
-    index: u16,
-    bytes: KeyBytes,
-}
-
 struct Entry {
     row: Arc<CachedRow>,
     table_epoch: u64,
@@ -108,14 +100,14 @@ struct Entry {
 /// A place in the eviction ring: the key, the fill it was made for, and
 /// what it costs while it outlives its entry.
 struct RingSlot {
-    key: Key,
+    key: KeyBytes,
     stamp: u64,
     charge: usize,
 }
 
 #[derive(Default)]
 struct ShardMap {
-    map: HashMap<Key, Entry>,
+    map: HashMap<KeyBytes, Entry>,
     /// Keys in fill order, for the CLOCK hand; a place whose entry was
     /// evicted by the feed or filled again stays (charged) until the hand
     /// passes it.
@@ -164,7 +156,8 @@ pub(crate) struct RowCache {
     /// Bytes each shard may hold.
     shard_budget: usize,
     hasher: std::collections::hash_map::RandomState,
-    tables: RwLock<HashMap<(String, String), Arc<TableState>>>,
+    /// By db, then by name.
+    tables: RwLock<HashMap<String, HashMap<String, Arc<TableState>>>>,
     /// Tables never cached, with why (said once in the log).
     refused: Mutex<HashMap<(String, String), String>>,
     next_table: AtomicU64,
@@ -257,14 +250,13 @@ impl RowCache {
     /// Never caches `db.table` (a foreign key's cascade can change it
     /// where the feed does not see), saying so once in the log.
     pub(crate) fn refuse_table(&self, db: &str, table: &str, why: &str) {
-        let key = (db.to_string(), table.to_string());
         let first = lock(&self.refused)
-            .insert(key.clone(), why.to_string())
+            .insert((db.to_string(), table.to_string()), why.to_string())
             .is_none();
         if first {
             tracing::info!("row cache: {db}.{table} is not cached: {why}");
         }
-        self.forget_table(&key);
+        self.forget_table(db, table);
     }
 
     /// The state of the table `meta` describes, registered on first use;
@@ -272,7 +264,8 @@ impl RowCache {
     /// another definition (it changed and the feed has not said so yet).
     fn table(&self, meta: &Arc<TableMeta>) -> Option<Arc<TableState>> {
         let found = read(&self.tables)
-            .get(&(meta.db.clone(), meta.name.clone()))
+            .get(&meta.db)
+            .and_then(|t| t.get(&meta.name))
             .cloned();
         let usable = |state: &Arc<TableState>| {
             state.vetted.load(Ordering::Acquire)
@@ -293,10 +286,11 @@ impl RowCache {
         });
         let (state, new) = {
             let mut tables = write(&self.tables);
-            match tables.get(&key) {
+            let db = tables.entry(key.0).or_default();
+            match db.get(&key.1) {
                 Some(s) => (s.clone(), false),
                 None => {
-                    tables.insert(key, state.clone());
+                    db.insert(key.1, state.clone());
                     (state, true)
                 }
             }
@@ -307,21 +301,26 @@ impl RowCache {
         usable(&state).then_some(state)
     }
 
-    fn shard_of(&self, key: &Key) -> usize {
+    fn shard_of(&self, key: &[u8]) -> usize {
         (self.hasher.hash_one(key) as usize) % self.shards.len()
     }
 
-    /// The row cached under `key` of index `index`, if it is current.
-    fn get(&self, table: &TableState, index: usize, key: &KeyBytes) -> Option<Arc<CachedRow>> {
-        let key = Key {
-            table: table.id,
-            index: u16::try_from(index).ok()?,
-            bytes: key.clone(),
+    /// Names `key` as one of `table`'s index `index` (`false`: an index
+    /// number the cache cannot hold).
+    fn own(&self, table: &TableState, index: usize, key: &mut KeyBytes) -> bool {
+        let Ok(index) = u16::try_from(index) else {
+            return false;
         };
-        let shard = &self.shards[self.shard_of(&key)];
+        set_owner(key, table.id, index);
+        true
+    }
+
+    /// The row cached under `key` (owned by `table`), if it is current.
+    fn get(&self, table: &TableState, key: &[u8]) -> Option<Arc<CachedRow>> {
+        let shard = &self.shards[self.shard_of(key)];
         let found = {
             let map = read(&shard.inner);
-            map.map.get(&key).and_then(|e| {
+            map.map.get(key).and_then(|e| {
                 let current = e.table_epoch == table.epoch.load(Ordering::Acquire)
                     && e.global_epoch == self.global_epoch.load(Ordering::Acquire);
                 current.then(|| {
@@ -340,13 +339,8 @@ impl RowCache {
     }
 
     /// A lease for filling `key`, taken before the server is read.
-    fn lease(&self, table: &TableState, index: usize, key: &KeyBytes) -> Option<Lease> {
-        let key = Key {
-            table: table.id,
-            index: u16::try_from(index).ok()?,
-            bytes: key.clone(),
-        };
-        let shard = self.shard_of(&key);
+    fn lease(&self, table: &TableState, key: &[u8]) -> Option<Lease> {
+        let shard = self.shard_of(key);
         // The order matters against `stream_lost`: the epoch is read
         // first, so a loss after it is seen by `fill`.
         let stream_epoch = self.stream_epoch.load(Ordering::Acquire);
@@ -364,26 +358,11 @@ impl RowCache {
 
     /// Stores the row a fill read under `lease`, unless something was
     /// evicted since the lease was taken (then it is counted discarded).
-    fn fill(
-        &self,
-        lease: Lease,
-        table: &TableState,
-        index: usize,
-        key: KeyBytes,
-        row: Vec<Option<Box<[u8]>>>,
-    ) {
-        let Ok(index) = u16::try_from(index) else {
-            return;
-        };
-        let key = Key {
-            table: table.id,
-            index,
-            bytes: key,
-        };
-        let ring_charge = RING_SLOT + key.bytes.len();
+    fn fill(&self, lease: Lease, table: &TableState, key: KeyBytes, row: RowValues) {
+        let ring_charge = RING_SLOT + key.len();
         let charge = ENTRY_OVERHEAD
             + ring_charge
-            + key.bytes.len()
+            + key.len()
             + row
                 .iter()
                 .map(|v| VALUE_OVERHEAD + v.as_ref().map_or(0, |b| b.len()))
@@ -450,14 +429,9 @@ impl RowCache {
         }
     }
 
-    /// Forgets `key` of `table` (a row with it changed): fills under way
-    /// in its shard are discarded.
-    fn evict(&self, table: u32, index: u16, bytes: KeyBytes) {
-        let key = Key {
-            table,
-            index,
-            bytes,
-        };
+    /// Forgets `key` (a row with it changed): fills under way in its
+    /// shard are discarded.
+    fn evict(&self, key: KeyBytes) {
         let shard = &self.shards[self.shard_of(&key)];
         let mut map = write(&shard.inner);
         shard.generation.fetch_add(1, Ordering::AcqRel);
@@ -473,13 +447,16 @@ impl RowCache {
     /// unique key it has is evicted; a key the image does not tell drops
     /// the whole table.
     pub(crate) fn row_changed(&self, db: &str, table: &str, image: &[ImageCell<'_>]) {
-        let key = (db.to_string(), table.to_string());
-        let Some(state) = read(&self.tables).get(&key).cloned() else {
+        let Some(state) = read(&self.tables)
+            .get(db)
+            .and_then(|t| t.get(table))
+            .cloned()
+        else {
             return;
         };
         let meta = &state.meta;
         if image.len() != meta.columns.len() {
-            self.forget_table(&key);
+            self.forget_table(db, table);
             return;
         }
         for (i, index) in meta.indexes.iter().enumerate() {
@@ -488,11 +465,14 @@ impl RowCache {
             }
             let Ok(i) = u16::try_from(i) else { continue };
             match key_from_image(index, image) {
-                Ok(Some(bytes)) => self.evict(state.id, i, bytes),
+                Ok(Some(mut key)) => {
+                    set_owner(&mut key, state.id, i);
+                    self.evict(key)
+                }
                 // A NULL in the key: such a key is never cached.
                 Ok(None) => {}
                 Err(()) => {
-                    self.forget_table(&key);
+                    self.forget_table(db, table);
                     return;
                 }
             }
@@ -502,15 +482,17 @@ impl RowCache {
     /// `db.table`'s definition or all its rows changed: its entries and
     /// metadata are forgotten.
     pub(crate) fn table_changed(&self, db: &str, table: &str) {
-        let key = (db.to_string(), table.to_string());
         // Vetted again when next used: the change may have dropped what
         // made it refused.
-        lock(&self.refused).remove(&key);
-        self.forget_table(&key);
+        lock(&self.refused).remove(&(db.to_string(), table.to_string()));
+        self.forget_table(db, table);
     }
 
-    fn forget_table(&self, key: &(String, String)) {
-        if let Some(state) = write(&self.tables).remove(key) {
+    fn forget_table(&self, db: &str, table: &str) {
+        let removed = write(&self.tables)
+            .get_mut(db)
+            .and_then(|t| t.remove(table));
+        if let Some(state) = removed {
             state.epoch.fetch_add(1, Ordering::AcqRel);
         }
     }
@@ -519,7 +501,10 @@ impl RowCache {
     pub(crate) fn drop_all(&self) {
         self.global_epoch.fetch_add(1, Ordering::AcqRel);
         lock(&self.refused).clear();
-        for state in write(&self.tables).drain().map(|(_, s)| s) {
+        for state in write(&self.tables)
+            .drain()
+            .flat_map(|(_, t)| t.into_values())
+        {
             state.epoch.fetch_add(1, Ordering::AcqRel);
         }
         for shard in self.shards.iter() {
@@ -551,11 +536,15 @@ impl RowCache {
     /// (table, index, key parts, row).
     #[cfg(test)]
     pub(crate) fn entries(&self) -> Vec<EntryDump> {
-        let tables: Vec<Arc<TableState>> = read(&self.tables).values().cloned().collect();
+        let tables: Vec<Arc<TableState>> = read(&self.tables)
+            .values()
+            .flat_map(|t| t.values().cloned())
+            .collect();
         let mut out = Vec::new();
         for shard in self.shards.iter() {
             for (k, e) in &read(&shard.inner).map {
-                let Some(t) = tables.iter().find(|t| t.id == k.table) else {
+                let (table, index) = keys::owner(k);
+                let Some(t) = tables.iter().find(|t| t.id == table) else {
                     continue;
                 };
                 if e.table_epoch != t.epoch.load(Ordering::Acquire)
@@ -565,8 +554,8 @@ impl RowCache {
                 }
                 out.push((
                     t.meta.name.clone(),
-                    usize::from(k.index),
-                    keys::decode(&k.bytes),
+                    usize::from(index),
+                    keys::decode(k),
                     e.row
                         .iter()
                         .map(|v| v.as_ref().map(|b| b.to_vec()))

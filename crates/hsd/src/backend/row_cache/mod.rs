@@ -41,8 +41,10 @@ const MIN_SHARD_BYTES: usize = 256 * 1024;
 /// (with the map's spare capacity), the row's allocation headers, its
 /// place in the eviction ring. Counted generously so that the bound holds.
 const ENTRY_OVERHEAD: usize = 192;
-/// Bytes each value of a row costs beyond its bytes (its `Option<Box>`).
-const VALUE_OVERHEAD: usize = 24;
+/// Bytes each value of a row costs beyond its bytes: its `Option<Box>`
+/// (16) and its allocation's header and rounding (a small allocation takes
+/// 32 bytes of heap at least).
+const VALUE_OVERHEAD: usize = 48;
 /// Bytes a place in the eviction ring costs beyond its key's bytes.
 const RING_SLOT: usize = 64;
 

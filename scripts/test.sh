@@ -10,7 +10,8 @@
 #   - MariaDB and the rest (foreground): `cargo test --workspace`, the compat
 #     steps, the Python client's tests (clients/python, in a venv under
 #     target/), the Go client's tests (clients/go, go vet and go test
-#     -race), and the bench smoke steps;
+#     -race), the memcached clients (compat/memcached: pymemcache and
+#     gomemcache, on all three backends), and the bench smoke steps;
 #   - MySQL 8 (background, output in target/test-mysql8.log, printed when it
 #     ends): the MySQL backend's suites (the mysql_* tests and the
 #     both-backend protocol, operations and crash tests) run again with
@@ -208,7 +209,8 @@ fi
 PYVENV=$ROOT/target/pyclient-venv
 [[ -x "$PYVENV/bin/python" ]] || python3 -m venv "$PYVENV" \
     || { echo "python3 -m venv failed (Debian: apt-get install python3-venv)" >&2; exit 1; }
-"$PYVENV/bin/python" -m pip install -q --disable-pip-version-check "$ROOT/clients/python[test]" mypy==2.4.1
+"$PYVENV/bin/python" -m pip install -q --disable-pip-version-check "$ROOT/clients/python[test]" mypy==2.4.1 \
+    pymemcache==4.0.0
 
 # no_skips LOG WHAT: fails when pytest's log shows a skipped or xpassed test.
 no_skips() {
@@ -417,6 +419,20 @@ if grep -q -- '--- SKIP' "$golog"; then
     echo "go client: a test was skipped (see above)" >&2
     exit 1
 fi
+
+section "memcached clients: pymemcache and gomemcache against hsd's memcached port (embedded store, MariaDB, MySQL 8)"
+# compat/memcached: each test starts its own hsd with --memcached-address over
+# a fresh table on every backend (the variables exported above; under CI a
+# missing one is an error). Nothing may be skipped.
+mclog=$ROOT/target/memcached-clients.log
+(cd "$ROOT/compat/memcached" && HSD_BIN="$ROOT/target/debug/hsd" \
+    "$PYVENV/bin/python" -m pytest -p no:cacheprovider -q -rsxX .) 2>&1 | tee "$mclog"
+no_skips "$mclog" "pymemcache" || exit 1
+unformatted=$(cd "$ROOT/compat/memcached/go" && "$("$GO" env GOROOT)/bin/gofmt" -l .)
+[[ -z "$unformatted" ]] || { echo "gomemcache test: gofmt would change: $unformatted" >&2; exit 1; }
+(cd "$ROOT/compat/memcached/go" && "$GO" vet ./... \
+    && HSD_BIN="$ROOT/target/debug/hsd" "$GO" test -count=1 -v ./...) 2>&1 | tee -a "$mclog"
+grep -q -- '--- SKIP' "$mclog" && { echo "gomemcache: a test was skipped" >&2; exit 1; }
 
 section "bench smoke: scripts/bench.sh --quick (every system and workload; checks it runs, not how fast)"
 bash "$ROOT/scripts/bench.sh" --quick --profile debug --json "$ROOT/target/bench-quick.json"

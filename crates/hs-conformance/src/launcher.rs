@@ -21,6 +21,8 @@ pub struct ReadyLine {
     pub read: String,
     pub write: String,
     pub admin: Option<String>,
+    /// The memcached port, when `--memcached-address` is given.
+    pub memcached: Option<String>,
     /// The backend as hsd shows it (a URL without its password, or the
     /// embedded store's directory).
     pub backend: String,
@@ -47,6 +49,7 @@ impl ReadyLine {
             read: field("read")?,
             write: field("write")?,
             admin: field("admin"),
+            memcached: field("memcached"),
             backend,
         })
     }

@@ -167,7 +167,7 @@ impl Admission {
     fn seat(&self, kind: PortKind) -> Option<OwnedSemaphorePermit> {
         let shared = || self.seats.clone().try_acquire_owned().ok();
         match kind {
-            PortKind::Read => shared(),
+            PortKind::Read | PortKind::Memcached => shared(),
             PortKind::Write => self
                 .write_reserve
                 .clone()

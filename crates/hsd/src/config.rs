@@ -283,13 +283,29 @@ pub struct ServeOptions {
     /// lookups by a whole unique key from memory and is kept exact by the
     /// server's binary log (docs/mysql.md); 0 turns it off [default: 0].
     #[arg(long, env = "HSD_ROW_CACHE_MIB")]
+    #[serde(alias = "row_cache_mib")]
     pub(crate) row_cache_mib: Option<u64>,
     /// What a read answered elsewhere than the writer (the row cache) must
     /// see: `acknowledged` (every write this hsd acknowledged before it
     /// arrived) or `strict` (every write committed before it arrived, from
     /// anyone; one position query per batch) [default: acknowledged].
     #[arg(long, env = "HSD_READ_CONSISTENCY", value_enum)]
+    #[serde(alias = "read_consistency")]
     pub(crate) read_consistency: Option<ReadConsistency>,
+    /// Serve the memcached text protocol on ADDR:PORT, over the tables of
+    /// the containers (docs/memcached.md). It has no authentication: bind
+    /// it to loopback or a private network [default: off].
+    #[arg(long, env = "HSD_MEMCACHED_ADDRESS")]
+    #[serde(alias = "memcached_address")]
+    pub(crate) memcached_address: Option<String>,
+    /// Largest value one memcached store may carry, in bytes [default: 1 MiB].
+    #[arg(long, env = "HSD_MEMCACHED_MAX_ITEM_SIZE")]
+    #[serde(alias = "memcached_max_item_size")]
+    pub(crate) memcached_max_item_size: Option<usize>,
+    /// The config file's `[memcached]` table: containers and options.
+    #[arg(skip)]
+    #[serde(default)]
+    pub(crate) memcached: Option<crate::memcached::FileSettings>,
 }
 
 /// The URLs of `--replica` values: one value may hold several, separated
@@ -399,6 +415,8 @@ pub struct Config {
     pub(crate) row_cache: Option<CacheSettings>,
     /// Certificate, key and the acceptor built from them when TLS is on.
     pub(crate) tls: Option<Tls>,
+    /// `--memcached-address` and what goes with it (None: off).
+    pub(crate) memcached: Option<crate::memcached::MemcachedConfig>,
     /// The warning to log at start when the embedded store's data dir is on
     /// a full disk (see `check_data_dir`).
     data_disk_full: Option<String>,
@@ -581,7 +599,14 @@ impl ServeOptions {
             (None, None) => None,
             _ => anyhow::bail!("TLS needs both tls-cert and tls-key"),
         };
+        let memcached = crate::memcached::MemcachedConfig::resolve(
+            self.memcached_address.or(file.memcached_address),
+            self.memcached_max_item_size
+                .or(file.memcached_max_item_size),
+            file.memcached,
+        )?;
         let mut config = Config {
+            memcached,
             tls,
             address: self
                 .address

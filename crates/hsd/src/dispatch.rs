@@ -85,7 +85,7 @@ impl<B: Backend, A: Answer> Dispatcher<B, A> {
         // The backend routes the read port's finds as it was told to
         // (`--read-from`); the write port's run where its writes go.
         let side = match kind {
-            PortKind::Read => ReadSide::Reads,
+            PortKind::Read | PortKind::Memcached => ReadSide::Reads,
             PortKind::Write => ReadSide::Writes,
         };
         let router = shared.backend.read_router(side);
@@ -99,7 +99,7 @@ impl<B: Backend, A: Answer> Dispatcher<B, A> {
                 LongReadPath::Links(batcher(links, BatchOf::One))
             }
         };
-        let writes = (kind == PortKind::Write).then(|| GroupCommitter::start(shared.clone()));
+        let writes = (kind != PortKind::Read).then(|| GroupCommitter::start(shared.clone()));
         Dispatcher {
             shared,
             short_reads,

@@ -11,6 +11,7 @@ use crate::admission::Place;
 use crate::backend::Backend;
 use crate::connection::{self, Close};
 use crate::dispatch::Dispatcher;
+use crate::exec::Answer;
 use crate::port::Port;
 use crate::session::Session;
 use crate::shared::Shared;
@@ -22,6 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -39,6 +41,44 @@ pub(crate) struct Incoming {
     pub(crate) place: Place,
 }
 
+/// A protocol front: what a loop's connections speak, served over a
+/// stream (plain TCP or TLS) until it closes. HandlerSocket's is
+/// `HandlerSocket`; memcached's is `memcached::Memcached`.
+#[allow(async_fn_in_trait)]
+pub(crate) trait Front<B: Backend>: Send + 'static {
+    /// The answers its requests get from the executor.
+    type Answer: Answer;
+
+    /// Serves one connection to its end.
+    async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+        &self,
+        stream: S,
+        port: &Rc<Port>,
+        dispatcher: Rc<Dispatcher<B, Self::Answer>>,
+        place: Place,
+        shutdown: Shutdown,
+    ) -> Close;
+}
+
+/// HandlerSocket's front: lines framed by `connection`, run by `Session`.
+pub(crate) struct HandlerSocket;
+
+impl<B: Backend> Front<B> for HandlerSocket {
+    type Answer = ResponseWriter;
+
+    async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+        &self,
+        stream: S,
+        port: &Rc<Port>,
+        dispatcher: Rc<Dispatcher<B, ResponseWriter>>,
+        place: Place,
+        shutdown: Shutdown,
+    ) -> Close {
+        let session = Session::new(port.clone(), dispatcher);
+        connection::serve(stream, session, port.limits.clone(), place, shutdown).await
+    }
+}
+
 /// The main thread's handle on a loop.
 pub(crate) struct EventLoop {
     tx: mpsc::UnboundedSender<Incoming>,
@@ -47,8 +87,9 @@ pub(crate) struct EventLoop {
 }
 
 impl EventLoop {
-    pub(crate) fn spawn<B: Backend>(
+    pub(crate) fn spawn<B: Backend, F: Front<B>>(
         name: String,
+        front: F,
         port: Port,
         shared: Shared<B>,
         shutdown: Shutdown,
@@ -68,7 +109,7 @@ impl EventLoop {
                 }
             };
             let local = tokio::task::LocalSet::new();
-            local.block_on(&runtime, run_loop(port, shared, rx, count, shutdown));
+            local.block_on(&runtime, run_loop(front, port, shared, rx, count, shutdown));
         })?;
         Ok(EventLoop {
             tx,
@@ -99,7 +140,8 @@ impl EventLoop {
     }
 }
 
-async fn run_loop<B: Backend>(
+async fn run_loop<B: Backend, F: Front<B>>(
+    front: F,
     port: Port,
     shared: Shared<B>,
     mut rx: mpsc::UnboundedReceiver<Incoming>,
@@ -107,6 +149,7 @@ async fn run_loop<B: Backend>(
     mut shutdown: Shutdown,
 ) {
     let dispatcher = Rc::new(Dispatcher::new(port.kind, shared.clone()));
+    let front = Rc::new(front);
     // The loop's own copy of the shutdown signal: its connections check it
     // on every request, and a channel of their own keeps those checks off
     // the cache lines every other loop's connections use.
@@ -125,6 +168,7 @@ async fn run_loop<B: Backend>(
             incoming = rx.recv() => match incoming {
                 Some(incoming) => {
                     clients.spawn_local(serve_client(
+                        front.clone(),
                         incoming,
                         port.clone(),
                         dispatcher.clone(),
@@ -166,10 +210,11 @@ async fn run_loop<B: Backend>(
     }
 }
 
-async fn serve_client<B: Backend>(
+async fn serve_client<B: Backend, F: Front<B>>(
+    front: Rc<F>,
     incoming: Incoming,
     port: Rc<Port>,
-    dispatcher: Rc<Dispatcher<B, ResponseWriter>>,
+    dispatcher: Rc<Dispatcher<B, F::Answer>>,
     metrics: Arc<crate::metrics::Metrics>,
     shutdown: Shutdown,
     count: Arc<AtomicUsize>,
@@ -187,10 +232,12 @@ async fn serve_client<B: Backend>(
     {
         Ok(stream) => {
             let _ = stream.set_nodelay(true);
-            let session = Session::new(port.clone(), dispatcher);
-            let limits = port.limits.clone();
             match port.tls.clone() {
-                None => connection::serve(stream, session, limits, place, shutdown).await,
+                None => {
+                    front
+                        .serve(stream, &port, dispatcher, place, shutdown)
+                        .await
+                }
                 Some(acceptor) => {
                     // A newcomer still: it can be pushed out mid-handshake.
                     let handshake = tokio::select! {
@@ -198,9 +245,7 @@ async fn serve_client<B: Backend>(
                         _ = place.pushed_out() => None,
                     };
                     match handshake {
-                        Some(Ok(tls)) => {
-                            connection::serve(tls, session, limits, place, shutdown).await
-                        }
+                        Some(Ok(tls)) => front.serve(tls, &port, dispatcher, place, shutdown).await,
                         _ => {
                             tracing::debug!(%peer, "TLS handshake failed or pushed out");
                             Close::Io

@@ -30,6 +30,7 @@ pub mod harness;
 mod hs_answer;
 mod job_queue;
 mod limits;
+mod memcached;
 mod metrics;
 mod port;
 pub mod preflight;

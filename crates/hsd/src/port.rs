@@ -13,6 +13,9 @@ pub(crate) enum PortKind {
     /// Finds only; writes answer `readonly`.
     Read,
     Write,
+    /// The memcached port: reads and writes on one connection, reads
+    /// routed as the read port's.
+    Memcached,
 }
 
 #[derive(Clone)]

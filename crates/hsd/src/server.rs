@@ -9,7 +9,7 @@ use crate::backend::mysql::{MysqlBackend, MysqlSettings};
 use crate::backend::sqlite::SqliteBackend;
 use crate::backend::{Backend, LongReads};
 use crate::config::{BackendChoice, Config};
-use crate::event_loop::{EventLoop, Incoming};
+use crate::event_loop::{EventLoop, HandlerSocket, Incoming};
 use crate::exec::Catalog;
 use crate::limits::{ConnectionLimits, MemoryBudget};
 use crate::metrics::{self, Metrics};
@@ -159,6 +159,7 @@ async fn serve<B: Backend>(
             event_loops.push(
                 EventLoop::spawn(
                     format!("{name}-{i}"),
+                    HandlerSocket,
                     port.clone(),
                     shared.clone(),
                     shutdown.clone(),
@@ -169,15 +170,30 @@ async fn serve<B: Backend>(
         ports.push((listener, event_loops));
     }
 
+    let memcached = match &config.memcached {
+        Some(mc) => {
+            Some(crate::memcached::listen(mc, &shared, &limits, &config, shutdown.clone()).await?)
+        }
+        None => None,
+    };
+
     let read_local = ports[0].0.local_addr()?;
     let write_local = ports[1].0.local_addr()?;
     // One machine-readable line on stdout: tests and scripts wait for it.
     println!(
-        "hsd: listening read={read_local} write={write_local}{} backend={target}",
+        "hsd: listening read={read_local} write={write_local}{}{} backend={target}",
         admin
             .as_ref()
             .and_then(|a| a.local_addr().ok())
             .map(|a| format!(" admin={a}"))
+            .unwrap_or_default(),
+        memcached
+            .as_ref()
+            .map(|(l, _)| format!(
+                " memcached={}",
+                l.local_addr()
+                    .map_or_else(|_| "?".into(), |a| a.to_string())
+            ))
             .unwrap_or_default(),
     );
     if config.demo {
@@ -196,6 +212,18 @@ async fn serve<B: Backend>(
         accepting.push(tokio::spawn(accept_loop(
             listener,
             kind,
+            event_loops,
+            admission.clone(),
+            metrics.clone(),
+            shutdown.clone(),
+        )));
+    }
+    if let Some((listener, event_loops)) = memcached {
+        let event_loops = Arc::new(event_loops);
+        all_loops.push(event_loops.clone());
+        accepting.push(tokio::spawn(accept_loop(
+            listener,
+            PortKind::Memcached,
             event_loops,
             admission.clone(),
             metrics.clone(),
@@ -243,7 +271,7 @@ async fn serve<B: Backend>(
 
 /// Accepts connections of one port and hands each to the event loop with
 /// the fewest connections.
-async fn accept_loop(
+pub(crate) async fn accept_loop(
     listener: TcpListener,
     kind: PortKind,
     event_loops: Arc<Vec<EventLoop>>,
@@ -260,7 +288,16 @@ async fn accept_loop(
         let (stream, peer) = match accepted {
             Ok(a) => a,
             Err(e) => {
-                backoff.failed(&e, "HandlerSocket").await;
+                backoff
+                    .failed(
+                        &e,
+                        if kind == PortKind::Memcached {
+                            "memcached"
+                        } else {
+                            "HandlerSocket"
+                        },
+                    )
+                    .await;
                 continue;
             }
         };

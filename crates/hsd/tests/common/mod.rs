@@ -224,6 +224,8 @@ pub struct TestServer {
     pub read_addr: String,
     pub write_addr: String,
     pub admin_addr: Option<String>,
+    /// With `--memcached-address`: where the memcached port listens.
+    pub memcached_addr: Option<String>,
     child: Option<RunningHsd>,
     data_dir: PathBuf,
     _tmp: tempfile::TempDir,
@@ -257,6 +259,7 @@ impl TestServer {
             read_addr: String::new(),
             write_addr: String::new(),
             admin_addr: None,
+            memcached_addr: None,
             child: None,
             data_dir: tmp.path().join("data"),
             _tmp: tmp,
@@ -293,6 +296,7 @@ impl TestServer {
         self.read_addr = running.read.clone();
         self.write_addr = running.write.clone();
         self.admin_addr = running.admin.clone();
+        self.memcached_addr = running.ready.memcached.clone();
         self.child = Some(running);
     }
 

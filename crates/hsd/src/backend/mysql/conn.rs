@@ -3,6 +3,7 @@
 //! fault rules (`after_failure`). Its writes are sent by `conn_writes`.
 
 use super::connector::{Connector, PRESSURE_IDLE};
+
 use super::errors::{doomed, dooms_transaction, refused_error};
 use super::handler::Handles;
 use super::in_doubt::{resolve, Fate, Session};
@@ -14,7 +15,11 @@ use crate::backend::{
     TableMeta, WriteBatching, ERR_COMMIT_IN_DOUBT, ERR_LOCK_WAIT_TIMEOUT, ERR_STATEMENT_TIMEOUT,
 };
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How often an idle connection looks whether to be given back (see
+/// `MysqlConn::idle_deadline`).
+const IDLE_LOOK: Duration = Duration::from_secs(1);
 
 /// Where the write group's transaction is.
 #[derive(Debug)]
@@ -501,24 +506,39 @@ impl StorageConn for MysqlConn {
         }
     }
 
-    /// HANDLER handles are given back once their lease ends; once the
-    /// server has refused connections for its limits, the connection itself
-    /// looks now and then whether to go (`release_idle`).
+    /// HANDLER handles are given back once their lease ends; a connection
+    /// looks now and then whether the server began refusing connections
+    /// for its limits (every `IDLE_LOOK`, every `PRESSURE_IDLE` once it
+    /// has), so that an idle one is given back soon after another loop was
+    /// refused (`release_idle`), however long ago this loop last ran.
     fn idle_deadline(&self) -> Option<Instant> {
         let handles = self.handles.next_expiry();
-        if self.link.is_some() && self.connector.ever_limited() {
-            let look = Instant::now() + PRESSURE_IDLE;
+        if self.link.is_some() {
+            let every = if self.connector.ever_limited() {
+                PRESSURE_IDLE
+            } else {
+                IDLE_LOOK
+            };
+            let look = Instant::now() + every;
             return Some(handles.map_or(look, |h| h.min(look)));
         }
         handles
     }
 
-    /// Closes the HANDLER handles; while the server refuses connections
-    /// for its limits, gives the connection back too, so that a loop
-    /// without one can have it (this one connects again on its next use).
+    /// Closes the HANDLER handles once their lease ended; while the server
+    /// refuses connections for its limits, gives the connection back too,
+    /// so that a loop without one can have it (this one connects again on
+    /// its next use).
     async fn release_idle(&mut self) {
-        self.release_handles().await;
-        if self.connector.under_pressure() && matches!(self.txn, Txn::Off) {
+        let under_pressure = self.connector.under_pressure();
+        let lease_over = self
+            .handles
+            .next_expiry()
+            .is_some_and(|t| t <= Instant::now());
+        if lease_over || under_pressure {
+            self.release_handles().await;
+        }
+        if under_pressure && matches!(self.txn, Txn::Off) {
             if let Some(link) = self.link.take() {
                 tracing::debug!("giving an idle connection back to the server");
                 self.handles.clear();

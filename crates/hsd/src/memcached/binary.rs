@@ -1,0 +1,172 @@
+//! The binary protocol's commands, run by the same session methods as the
+//! text commands (`session`) and answered with mc-proto's binary encoders.
+//! Quiet opcodes leave out what memcached leaves out (`suppressed`). What
+//! differs from memcached: a storage failure answers status 0x82 (out of
+//! memory: memcached's answer when it cannot do a command), `Flush` and the
+//! SASL opcodes answer "Unknown command" (no flush of tables; no SASL yet),
+//! and a store's answer carries cas 0 (the next get shows the new cas).
+
+use super::item::now;
+use super::session::{Counted, Flow, McSession, Outcome};
+use crate::backend::Backend;
+use mc_proto::binary::{
+    suppressed, write_counter, write_error, write_get_hit, write_response, write_stat, BinaryStore,
+    ResponseHeader, Status,
+};
+use mc_proto::{BinaryCommand, BinaryRequest, StoreMode};
+
+/// Appends `status` for `req` unless its quiet form leaves it out; an error
+/// status carries memcached's message.
+fn reply(out: &mut Vec<u8>, req: &BinaryRequest<'_>, status: Status, value: &[u8]) {
+    if suppressed(&req.command, status) {
+        return;
+    }
+    if status == Status::NoError {
+        let header = ResponseHeader {
+            opcode: req.header.opcode,
+            status,
+            opaque: req.header.opaque,
+            cas: 0,
+        };
+        write_response(out, header, &[], &[], value);
+    } else {
+        write_error(out, req.header.opcode, req.header.opaque, status);
+    }
+}
+
+impl<B: Backend> McSession<B> {
+    /// Handles one binary request; its answer goes to `out`.
+    pub(super) async fn handle_binary(
+        &mut self,
+        req: BinaryRequest<'_>,
+        out: &mut Vec<u8>,
+    ) -> Flow {
+        let containers = self.containers.clone();
+        let sep = containers.separator.as_slice();
+        let failed = |out: &mut Vec<u8>| reply(out, &req, Status::OutOfMemory, b"");
+        match &req.command {
+            BinaryCommand::Get {
+                key, return_key, ..
+            }
+            | BinaryCommand::GetAndTouch {
+                key, return_key, ..
+            } => {
+                let found = match req.command {
+                    BinaryCommand::GetAndTouch { exptime, .. } => {
+                        self.touch(key, exptime as i32, sep).await
+                    }
+                    _ => self.fetch_one(key, sep).await,
+                };
+                match found {
+                    Ok(Some(item)) => {
+                        let shown: &[u8] = if *return_key { key } else { b"" };
+                        write_get_hit(out, &req.header, item.cas, item.flags, shown, &item.value);
+                    }
+                    Ok(None) => reply(out, &req, Status::KeyNotFound, b""),
+                    Err(_) => failed(out),
+                }
+            }
+            BinaryCommand::Touch { key, exptime } => {
+                match self.touch(key, *exptime as i32, sep).await {
+                    // As memcached: the flags as extras, no value.
+                    Ok(Some(item)) => {
+                        write_get_hit(out, &req.header, item.cas, item.flags, b"", b"")
+                    }
+                    Ok(None) => reply(out, &req, Status::KeyNotFound, b""),
+                    Err(_) => failed(out),
+                }
+            }
+            BinaryCommand::Store {
+                mode,
+                key,
+                client_flags,
+                exptime,
+                value,
+                ..
+            } => {
+                let cas = req.header.cas;
+                let text_mode = match mode {
+                    BinaryStore::Set | BinaryStore::Replace if cas != 0 => StoreMode::Cas(cas),
+                    BinaryStore::Set => StoreMode::Set,
+                    BinaryStore::Add => StoreMode::Add,
+                    BinaryStore::Replace => StoreMode::Replace,
+                    BinaryStore::Append => StoreMode::Append,
+                    BinaryStore::Prepend => StoreMode::Prepend,
+                };
+                let stored = self
+                    .store(key, text_mode, *client_flags, *exptime as i32, value, sep)
+                    .await;
+                let status = match stored {
+                    Ok(Outcome::Stored) => Status::NoError,
+                    Ok(Outcome::Exists) => Status::KeyExists,
+                    Ok(Outcome::NotFound) => Status::KeyNotFound,
+                    // memcached's words for each mode's refusal.
+                    Ok(Outcome::NotStored) => match mode {
+                        BinaryStore::Add => Status::KeyExists,
+                        BinaryStore::Replace => Status::KeyNotFound,
+                        _ => Status::NotStored,
+                    },
+                    Err(_) => Status::OutOfMemory,
+                };
+                reply(out, &req, status, b"");
+            }
+            BinaryCommand::Delete { key, .. } => {
+                let cas = (req.header.cas != 0).then_some(req.header.cas);
+                let status = match self.delete(key, cas, sep).await {
+                    Ok(Outcome::Stored) => Status::NoError,
+                    Ok(Outcome::Exists) => Status::KeyExists,
+                    Ok(_) => Status::KeyNotFound,
+                    Err(_) => Status::OutOfMemory,
+                };
+                reply(out, &req, status, b"");
+            }
+            BinaryCommand::Arithmetic {
+                key,
+                increment,
+                delta,
+                initial,
+                exptime,
+                ..
+            } => {
+                // An expiry of all ones: do not create on a miss.
+                let create = (*exptime != u32::MAX).then_some((*initial, *exptime as i32));
+                match self.count(key, *delta, *increment, create, sep).await {
+                    Ok(Counted::Value(n, _)) => {
+                        if !suppressed(&req.command, Status::NoError) {
+                            write_counter(out, &req.header, 0, n);
+                        }
+                    }
+                    Ok(Counted::NotFound) => reply(out, &req, Status::KeyNotFound, b""),
+                    Ok(Counted::NonNumeric) => reply(out, &req, Status::NonNumeric, b""),
+                    Err(_) => failed(out),
+                }
+            }
+            BinaryCommand::Quit { .. } => {
+                reply(out, &req, Status::NoError, b"");
+                return Flow::Close;
+            }
+            BinaryCommand::Noop => reply(out, &req, Status::NoError, b""),
+            BinaryCommand::Version => reply(
+                out,
+                &req,
+                Status::NoError,
+                env!("CARGO_PKG_VERSION").as_bytes(),
+            ),
+            BinaryCommand::Stat { group: [] } => {
+                let now = now();
+                write_stat(out, &req.header, "pid", std::process::id());
+                write_stat(out, &req.header, "uptime", now.saturating_sub(self.started));
+                write_stat(out, &req.header, "time", now);
+                write_stat(out, &req.header, "version", env!("CARGO_PKG_VERSION"));
+                write_stat(out, &req.header, "containers", containers.list.len());
+                write_stat(out, &req.header, "", "");
+            }
+            BinaryCommand::Stat { .. } => reply(out, &req, Status::KeyNotFound, b""),
+            BinaryCommand::Flush { .. }
+            | BinaryCommand::SaslListMechs
+            | BinaryCommand::SaslAuth { .. }
+            | BinaryCommand::SaslStep { .. } => reply(out, &req, Status::UnknownCommand, b""),
+        }
+        Flow::Continue
+    }
+}

@@ -1,0 +1,501 @@
+//! What the memcached front serves: `--memcached-address`, the config
+//! file's `[memcached]` table, and the containers (the plugin's mappings of
+//! keys to a table's columns), from the config file or, as the InnoDB
+//! memcached plugin kept them, from `innodb_memcache.containers` and
+//! `innodb_memcache.config_options`, read once at start.
+
+use super::answer::McAnswer;
+use crate::backend::{Backend, OpenedIndex, StorageConn, TableMeta};
+use crate::exec::{open_index, run_reads, Catalog, ReadTask};
+use anyhow::Context;
+use hs_proto::{FindOp, FindRequest, OpenIndexRequest};
+use mc_proto::keys::{DEFAULT_CONTAINER_DELIMITER, DEFAULT_VALUE_SEPARATOR};
+use serde::Deserialize;
+use std::sync::Arc;
+
+/// `--memcached-max-item-size` unless set (memcached's default item size).
+pub(crate) const DEFAULT_MAX_ITEM_SIZE: usize = 1 << 20;
+/// Containers read from `innodb_memcache.containers` at most.
+const MAX_CONTAINERS: u32 = 1000;
+
+/// One container as the plugin's `containers` table (and the config file's
+/// `[[memcached.containers]]`) names it.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ContainerSpec {
+    pub(crate) name: String,
+    pub(crate) db_schema: String,
+    pub(crate) db_table: String,
+    pub(crate) key_columns: String,
+    pub(crate) value_columns: String,
+    #[serde(default)]
+    pub(crate) flags: Option<String>,
+    #[serde(default)]
+    pub(crate) cas_column: Option<String>,
+    #[serde(default)]
+    pub(crate) expire_time_column: Option<String>,
+    #[serde(default)]
+    pub(crate) unique_idx_name_on_key: Option<String>,
+}
+
+/// The config file's `[memcached]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileSettings {
+    #[serde(default)]
+    pub(crate) containers: Vec<ContainerSpec>,
+    /// Joins value columns (the plugin's `separator`, default `|`).
+    #[serde(default)]
+    pub(crate) separator: Option<String>,
+    /// Between a container's name and a key (`table_map_delimiter`, default `.`).
+    #[serde(default)]
+    pub(crate) table_map_delimiter: Option<String>,
+}
+
+/// `--memcached-address` and its settings, checked.
+#[derive(Debug, Clone)]
+pub(crate) struct MemcachedConfig {
+    pub(crate) address: String,
+    pub(crate) max_item_size: usize,
+    pub(crate) file: FileSettings,
+}
+
+impl MemcachedConfig {
+    pub(crate) fn resolve(
+        address: Option<String>,
+        max_item_size: Option<usize>,
+        file: Option<FileSettings>,
+    ) -> anyhow::Result<Option<MemcachedConfig>> {
+        let Some(address) = address.filter(|a| !a.is_empty()) else {
+            return Ok(None);
+        };
+        let max_item_size = max_item_size.unwrap_or(DEFAULT_MAX_ITEM_SIZE);
+        anyhow::ensure!(
+            (1..=64 << 20).contains(&max_item_size),
+            "--memcached-max-item-size must be 1 to 67108864 bytes, not {max_item_size}"
+        );
+        let file = file.unwrap_or_default();
+        for spec in &file.containers {
+            Container::from_spec(spec.clone())?;
+        }
+        Ok(Some(MemcachedConfig {
+            address,
+            max_item_size,
+            file,
+        }))
+    }
+}
+
+/// A container, resolved: the columns its index opens are `columns()`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Container {
+    pub(crate) name: Vec<u8>,
+    db: String,
+    table: String,
+    index: String,
+    key: String,
+    pub(crate) values: Vec<String>,
+    pub(crate) flags: Option<String>,
+    pub(crate) cas: Option<String>,
+    pub(crate) expire: Option<String>,
+}
+
+/// A column name the plugin's tables leave empty (or NULL) means none.
+fn named(column: Option<String>) -> Option<String> {
+    column
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty())
+}
+
+impl Container {
+    pub(crate) fn from_spec(spec: ContainerSpec) -> anyhow::Result<Container> {
+        let what = format!("memcached container {:?}", spec.name);
+        anyhow::ensure!(!spec.name.is_empty(), "a memcached container has no name");
+        let key = spec.key_columns.trim().to_string();
+        anyhow::ensure!(
+            !key.is_empty() && !key.contains([',', ';', '|', ' ']),
+            "{what}: key_columns must name one column, not {key:?}"
+        );
+        // The plugin took `,`, `;`, `|` and spaces between value columns.
+        let values: Vec<String> = spec
+            .value_columns
+            .split([',', ';', '|', ' ', '\t'])
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+            .collect();
+        anyhow::ensure!(!values.is_empty(), "{what}: value_columns names no column");
+        anyhow::ensure!(
+            !spec.db_schema.is_empty() && !spec.db_table.is_empty(),
+            "{what}: db_schema and db_table are needed"
+        );
+        Ok(Container {
+            name: spec.name.into_bytes(),
+            db: spec.db_schema,
+            table: spec.db_table,
+            index: named(spec.unique_idx_name_on_key).unwrap_or_else(|| "PRIMARY".into()),
+            key,
+            values,
+            flags: named(spec.flags),
+            cas: named(spec.cas_column),
+            expire: named(spec.expire_time_column),
+        })
+    }
+
+    /// Takes the table's own spelling of the column and index names (MySQL
+    /// matches them without regard to case, as the plugin did; an opening
+    /// compares them exactly). A name the table lacks is an error.
+    fn adopt_names(&mut self, meta: &TableMeta) -> anyhow::Result<()> {
+        let container = String::from_utf8_lossy(&self.name).into_owned();
+        let table = format!("{}.{}", self.db, self.table);
+        let adopt = |name: &mut String, known: Vec<&String>| match known
+            .into_iter()
+            .find(|k| k.eq_ignore_ascii_case(name))
+        {
+            Some(k) => {
+                *name = k.clone();
+                Ok(())
+            }
+            None => Err(anyhow::anyhow!(
+                "memcached container {container:?}: {table} has no column or index {name:?}"
+            )),
+        };
+        let columns = || meta.columns.iter().map(|c| &c.name).collect::<Vec<_>>();
+        adopt(&mut self.key, columns())?;
+        for value in &mut self.values {
+            adopt(value, columns())?;
+        }
+        for column in [&mut self.flags, &mut self.cas, &mut self.expire]
+            .into_iter()
+            .flatten()
+        {
+            adopt(column, columns())?;
+        }
+        adopt(
+            &mut self.index,
+            meta.indexes.iter().map(|i| &i.name).collect(),
+        )
+    }
+
+    /// The opened columns: the key, the values, then flags, cas and expiry
+    /// where the container names them; the filter columns are the same
+    /// without the key (writes that must not overwrite a change made
+    /// meanwhile compare them).
+    pub(crate) fn open_request(&self) -> OpenIndexRequest {
+        let mut columns = vec![self.key.clone()];
+        columns.extend(self.values.iter().cloned());
+        columns.extend(self.flags.iter().cloned());
+        columns.extend(self.cas.iter().cloned());
+        columns.extend(self.expire.iter().cloned());
+        let columns: Vec<Vec<u8>> = columns.into_iter().map(String::into_bytes).collect();
+        OpenIndexRequest {
+            index_id: 0,
+            db: self.db.clone().into_bytes(),
+            table: self.table.clone().into_bytes(),
+            index: self.index.clone().into_bytes(),
+            filter_columns: columns[1..].to_vec(),
+            columns,
+        }
+    }
+}
+
+/// Every container, the default one, and the key and value syntax.
+#[derive(Debug, Clone)]
+pub(crate) struct Containers {
+    pub(crate) list: Vec<Container>,
+    /// Serves plain keys: the one named `default`, else the first.
+    pub(crate) default: usize,
+    pub(crate) separator: Vec<u8>,
+    pub(crate) delimiter: Vec<u8>,
+}
+
+impl Containers {
+    pub(crate) fn new(
+        list: Vec<Container>,
+        separator: Option<String>,
+        delimiter: Option<String>,
+    ) -> anyhow::Result<Containers> {
+        anyhow::ensure!(
+            !list.is_empty(),
+            "--memcached-address needs containers: [[memcached.containers]] in the config file, \
+             or an innodb_memcache.containers table on the backend"
+        );
+        let default = list.iter().position(|c| c.name == b"default").unwrap_or(0);
+        let pick = |given: Option<String>, fallback: &[u8]| {
+            given
+                .filter(|s| !s.is_empty())
+                .map_or_else(|| fallback.to_vec(), String::into_bytes)
+        };
+        Ok(Containers {
+            list,
+            default,
+            separator: pick(separator, DEFAULT_VALUE_SEPARATOR),
+            delimiter: pick(delimiter, DEFAULT_CONTAINER_DELIMITER),
+        })
+    }
+
+    pub(crate) fn find(&self, name: &[u8]) -> Option<usize> {
+        self.list.iter().position(|c| c.name == name)
+    }
+}
+
+/// The containers to serve: the config file's when it lists any, else the
+/// backend's `innodb_memcache` tables (read once, now).
+pub(crate) async fn load_containers<B: Backend>(
+    backend: &B,
+    catalog: &Catalog,
+    settings: &FileSettings,
+) -> anyhow::Result<Containers> {
+    let mut conn = backend
+        .connect()
+        .await
+        .context("connecting to look at the memcached containers' tables")?;
+    if !settings.containers.is_empty() {
+        let mut list = settings
+            .containers
+            .iter()
+            .map(|s| Container::from_spec(s.clone()))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        adopt_names(&mut conn, &mut list).await?;
+        return Containers::new(
+            list,
+            settings.separator.clone(),
+            settings.table_map_delimiter.clone(),
+        );
+    }
+    let specs = read_plugin_containers(&mut conn, catalog).await?;
+    let options = read_plugin_options(&mut conn, catalog).await;
+    let mut list = specs
+        .into_iter()
+        .map(Container::from_spec)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    adopt_names(&mut conn, &mut list).await?;
+    let option = |name: &str| {
+        options
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    Containers::new(
+        list,
+        settings.separator.clone().or(option("separator")),
+        settings
+            .table_map_delimiter
+            .clone()
+            .or(option("table_map_delimiter")),
+    )
+}
+
+/// Each container whose table exists now takes its spelling of the names;
+/// a table that does not exist yet is looked at when first used.
+async fn adopt_names<C: StorageConn>(conn: &mut C, list: &mut [Container]) -> anyhow::Result<()> {
+    for container in list {
+        match conn.describe(&container.db, &container.table).await {
+            Ok(meta) => container.adopt_names(&meta)?,
+            Err(e) => tracing::warn!(
+                db = %container.db,
+                table = %container.table,
+                error = %e,
+                "a memcached container's table cannot be read yet"
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// Every row of `innodb_memcache.<table>` in primary key order, the given
+/// columns of each (NULL as None).
+async fn read_table<C: StorageConn>(
+    conn: &mut C,
+    catalog: &Catalog,
+    table: &str,
+    columns: &[&str],
+) -> Result<Vec<Vec<Option<String>>>, String> {
+    let req = OpenIndexRequest {
+        index_id: 0,
+        db: b"innodb_memcache".to_vec(),
+        table: table.as_bytes().to_vec(),
+        index: b"PRIMARY".to_vec(),
+        columns: columns.iter().map(|c| c.as_bytes().to_vec()).collect(),
+        filter_columns: Vec::new(),
+    };
+    let index: Arc<OpenedIndex> = open_index(conn, catalog, &req)
+        .await
+        .map_err(|e| format!("cannot open innodb_memcache.{table} ({})", e.reason()))?;
+    let find = FindRequest {
+        op: FindOp::Ge,
+        keys: vec![Some(Vec::new())],
+        limit: MAX_CONTAINERS,
+        offset: 0,
+        in_clause: None,
+        filters: Vec::new(),
+        modify: None,
+    };
+    let mut tasks = vec![ReadTask::<McAnswer>::new(index, find)];
+    run_reads(conn, &mut tasks, &[0], 16 << 20).await;
+    let answer = &tasks[0].out;
+    if let Some(kind) = answer.failure() {
+        return Err(format!(
+            "reading innodb_memcache.{table} failed ({})",
+            kind.reason()
+        ));
+    }
+    Ok(answer
+        .rows()
+        .map(|row| {
+            row.iter()
+                .map(|v| v.map(|b| String::from_utf8_lossy(b).into_owned()))
+                .collect()
+        })
+        .collect())
+}
+
+async fn read_plugin_containers<C: StorageConn>(
+    conn: &mut C,
+    catalog: &Catalog,
+) -> anyhow::Result<Vec<ContainerSpec>> {
+    let rows = read_table(
+        conn,
+        catalog,
+        "containers",
+        &[
+            "name",
+            "db_schema",
+            "db_table",
+            "key_columns",
+            "value_columns",
+            "flags",
+            "cas_column",
+            "expire_time_column",
+            "unique_idx_name_on_key",
+        ],
+    )
+    .await
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "--memcached-address: no containers in the config file and {e}: add \
+             [[memcached.containers]] to the config file or create innodb_memcache"
+        )
+    })?;
+    Ok(rows
+        .into_iter()
+        .map(|mut row| {
+            row.resize(9, None);
+            let mut take = |i: usize| row[i].take();
+            ContainerSpec {
+                name: take(0).unwrap_or_default(),
+                db_schema: take(1).unwrap_or_default(),
+                db_table: take(2).unwrap_or_default(),
+                key_columns: take(3).unwrap_or_default(),
+                value_columns: take(4).unwrap_or_default(),
+                flags: take(5),
+                cas_column: take(6),
+                expire_time_column: take(7),
+                unique_idx_name_on_key: take(8),
+            }
+        })
+        .collect())
+}
+
+/// `innodb_memcache.config_options` (name, value); none when it is missing.
+async fn read_plugin_options<C: StorageConn>(
+    conn: &mut C,
+    catalog: &Catalog,
+) -> Vec<(String, String)> {
+    match read_table(conn, catalog, "config_options", &["name", "value"]).await {
+        Ok(rows) => rows
+            .into_iter()
+            .filter_map(|row| match (row.first(), row.get(1)) {
+                (Some(Some(n)), Some(Some(v))) => Some((n.clone(), v.clone())),
+                _ => None,
+            })
+            .collect(),
+        Err(e) => {
+            tracing::info!("{e}; memcached uses the default separator and delimiter");
+            Vec::new()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str) -> ContainerSpec {
+        ContainerSpec {
+            name: name.into(),
+            db_schema: "test".into(),
+            db_table: "demo_test".into(),
+            key_columns: "c1".into(),
+            value_columns: "c2,c21|c22".into(),
+            flags: Some("c3".into()),
+            cas_column: Some("c4".into()),
+            expire_time_column: Some(" ".into()),
+            unique_idx_name_on_key: None,
+        }
+    }
+
+    #[test]
+    fn the_config_file_names_the_port_and_the_containers() {
+        let text = r#"
+memcached_address = "127.0.0.1:11211"
+[memcached]
+separator = ";"
+[[memcached.containers]]
+name = "kv"
+db_schema = "shop"
+db_table = "kv"
+key_columns = "k"
+value_columns = "v"
+"#;
+        let options: crate::config::ServeOptions = toml::from_str(text).expect("parses");
+        let config = MemcachedConfig::resolve(
+            options.memcached_address,
+            options.memcached_max_item_size,
+            options.memcached,
+        )
+        .expect("valid")
+        .expect("on");
+        assert_eq!(config.address, "127.0.0.1:11211");
+        assert_eq!(config.max_item_size, DEFAULT_MAX_ITEM_SIZE);
+        assert_eq!(config.file.separator.as_deref(), Some(";"));
+        assert_eq!(config.file.containers[0].name, "kv");
+        let unknown: Result<crate::config::ServeOptions, _> =
+            toml::from_str("[memcached]\nseperator = \";\"\n");
+        assert!(unknown.is_err(), "a misspelt key is an error");
+        assert!(MemcachedConfig::resolve(None, None, None)
+            .expect("off")
+            .is_none());
+        assert!(MemcachedConfig::resolve(Some("x:1".into()), Some(0), None).is_err());
+    }
+
+    #[test]
+    fn containers_resolve_as_the_plugin_did() {
+        let c = Container::from_spec(spec("aaa")).expect("valid");
+        assert_eq!(c.values, ["c2", "c21", "c22"]);
+        assert_eq!(c.expire, None);
+        let req = c.open_request();
+        assert_eq!(req.index, b"PRIMARY");
+        let cols: Vec<&[u8]> = req.columns.iter().map(Vec::as_slice).collect();
+        assert_eq!(cols, [&b"c1"[..], b"c2", b"c21", b"c22", b"c3", b"c4"]);
+        assert_eq!(req.filter_columns.len(), 5);
+        let set = Containers::new(
+            vec![
+                c.clone(),
+                Container::from_spec(spec("default")).expect("valid"),
+            ],
+            None,
+            Some(String::new()),
+        )
+        .expect("containers");
+        assert_eq!(set.default, 1);
+        assert_eq!(set.delimiter, b".");
+        assert_eq!(set.separator, b"|");
+        let first = Containers::new(vec![c], Some("::".into()), None).expect("containers");
+        assert_eq!(first.default, 0);
+        assert_eq!(first.separator, b"::");
+        let mut bad = spec("x");
+        bad.key_columns = "a,b".into();
+        assert!(Container::from_spec(bad).is_err());
+        assert!(Containers::new(Vec::new(), None, None).is_err());
+    }
+}

@@ -1,0 +1,215 @@
+//! A memcached connection's framing: bytes in, commands (mc-proto's
+//! `TextDecoder`: lines and data blocks) to the session, answers out in one
+//! write per read, as `crate::connection` does for HandlerSocket lines and
+//! with the same bounds: the input beyond a small allowance is charged to
+//! the shared input budget, answers a client does not read to the output
+//! budget, an unfinished request must be completed within the line timeout,
+//! an idle connection is closed after the idle timeout, and a newcomer
+//! takes a seat with its first command (`admission`). The first byte picks
+//! the protocol (0x80: binary, as in memcached). One request is at
+//! most a multi-get line or a storage line with its data block
+//! (`--memcached-max-item-size`).
+
+use super::session::{Flow, McSession};
+use crate::admission::Place;
+use crate::backend::Backend;
+use crate::connection::{Close, INPUT_ALLOWANCE};
+use crate::limits::ConnectionLimits;
+use crate::shutdown::Shutdown;
+use mc_proto::{BinaryDecoded, BinaryDecoder, Decoded, Protocol, TextDecoder, TextLimits};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
+
+const READ_CHUNK: usize = 16 * 1024;
+/// Answers buffered beyond this are written before more commands run.
+const OUT_HIGH_WATER: usize = 256 * 1024;
+
+pub(crate) async fn serve<S, B>(
+    mut stream: S,
+    mut session: McSession<B>,
+    limits: ConnectionLimits,
+    max_item_size: usize,
+    mut place: Place,
+    shutdown: Shutdown,
+) -> Close
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    B: Backend,
+{
+    let mut decoder = TextDecoder::new(TextLimits {
+        max_item_size,
+        ..TextLimits::default()
+    });
+    let max_request = decoder.limits().max_request_len() + READ_CHUNK;
+    let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut charged = 0usize;
+    let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut partial_since: Option<Instant> = None;
+    let mut watcher = shutdown.clone();
+    // The first byte decides the protocol, as in memcached.
+    let mut binary: Option<BinaryDecoder> = None;
+    let mut first_read = true;
+    let why = 'conn: loop {
+        if shutdown.is_triggered() {
+            break Close::Shutdown;
+        }
+        // Room for the next read, charged beyond the allowance.
+        if buf.capacity() - buf.len() < READ_CHUNK / 4 {
+            let wanted = (buf.len() + READ_CHUNK).next_power_of_two();
+            if wanted > max_request {
+                break Close::LineTooLong;
+            }
+            let charge = wanted.saturating_sub(INPUT_ALLOWANCE);
+            if charge > charged {
+                if !limits.input_budget.take(charge - charged) {
+                    break Close::OverBudget;
+                }
+                charged = charge;
+            }
+            buf.reserve_exact(wanted - buf.len());
+        }
+        let deadline = match (limits.line_timeout, partial_since, limits.idle_timeout) {
+            (Some(t), Some(since), _) => Some((since + t, Close::LineTimeout)),
+            (_, _, Some(t)) => Some((Instant::now() + t, Close::Idle)),
+            _ => None,
+        };
+        let sleep = async {
+            match &deadline {
+                Some((at, _)) => tokio::time::sleep_until(*at).await,
+                None => std::future::pending().await,
+            }
+        };
+        let read = tokio::select! {
+            biased;
+            r = stream.read_buf(&mut buf) => r,
+            _ = watcher.recv() => break Close::Shutdown,
+            _ = sleep => break deadline.map_or(Close::Idle, |(_, why)| why),
+            _ = place.pushed_out(), if !place.is_seated() => break Close::PushedOut,
+        };
+        match read {
+            Ok(0) => break Close::PeerClosed,
+            Ok(_) => {}
+            Err(_) => break Close::Io,
+        }
+        if std::mem::take(&mut first_read)
+            && buf.first().map(|&b| Protocol::detect(b)) == Some(Protocol::Binary)
+        {
+            binary = Some(BinaryDecoder::new(max_item_size));
+        }
+        let mut start = 0;
+        while let Some(decoder) = binary.as_mut() {
+            match decoder.decode(&buf[start..]) {
+                BinaryDecoded::Incomplete => break,
+                BinaryDecoded::Skipped(n) => start += n,
+                BinaryDecoded::Error { error, consumed } => {
+                    error.encode(&mut out);
+                    start += consumed;
+                    if error.close {
+                        let _ = write(&mut stream, &mut out, &limits).await;
+                        break 'conn Close::LineTooLong;
+                    }
+                }
+                BinaryDecoded::Request { request, consumed } => {
+                    if !place.is_seated() && !place.take_seat() {
+                        break 'conn Close::NoSeat;
+                    }
+                    let flow = session.handle_binary(request, &mut out).await;
+                    start += consumed;
+                    if flow == Flow::Close {
+                        let _ = write(&mut stream, &mut out, &limits).await;
+                        break 'conn Close::PeerClosed;
+                    }
+                }
+            }
+            if out.len() >= OUT_HIGH_WATER {
+                if let Err(why) = write(&mut stream, &mut out, &limits).await {
+                    break 'conn why;
+                }
+            }
+        }
+        while binary.is_none() {
+            let decoded = decoder.decode(&buf[start..]);
+            match decoded {
+                Decoded::Incomplete => break,
+                Decoded::Skipped(n) => start += n,
+                Decoded::Error { error, consumed } => {
+                    error.encode(&mut out);
+                    start += consumed;
+                    if error.close {
+                        let _ = write(&mut stream, &mut out, &limits).await;
+                        break 'conn Close::LineTooLong;
+                    }
+                }
+                Decoded::Command { command, consumed } => {
+                    if !place.is_seated() && !place.take_seat() {
+                        break 'conn Close::NoSeat;
+                    }
+                    let flow = session.handle(command, &mut out).await;
+                    start += consumed;
+                    if flow == Flow::Close {
+                        let _ = write(&mut stream, &mut out, &limits).await;
+                        break 'conn Close::PeerClosed;
+                    }
+                }
+            }
+            if out.len() >= OUT_HIGH_WATER {
+                if let Err(why) = write(&mut stream, &mut out, &limits).await {
+                    break 'conn why;
+                }
+            }
+        }
+        buf.drain(..start);
+        partial_since = match (buf.is_empty(), start > 0) {
+            (true, _) => None,
+            (false, true) => Some(Instant::now()),
+            (false, false) => partial_since.or(Some(Instant::now())),
+        };
+        if buf.capacity() > INPUT_ALLOWANCE && buf.len() < READ_CHUNK {
+            buf.shrink_to(READ_CHUNK.max(buf.len()));
+            let charge = buf.capacity().saturating_sub(INPUT_ALLOWANCE);
+            if charge < charged {
+                limits.input_budget.give_back(charged - charge);
+                charged = charge;
+            }
+        }
+        if let Err(why) = write(&mut stream, &mut out, &limits).await {
+            break why;
+        }
+    };
+    limits.input_budget.give_back(charged);
+    why
+}
+
+/// Writes what `out` holds and empties it; what the client does not take
+/// at once is charged to the output budget while it waits, within the
+/// idle timeout.
+async fn write<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    out: &mut Vec<u8>,
+    limits: &ConnectionLimits,
+) -> Result<(), Close> {
+    if out.is_empty() {
+        return Ok(());
+    }
+    let waiting = out.len();
+    if !limits.output_budget.take(waiting) {
+        return Err(Close::OverBudget);
+    }
+    let io = async {
+        stream.write_all(out).await?;
+        stream.flush().await
+    };
+    let result = match limits.idle_timeout {
+        Some(t) => match tokio::time::timeout(t, io).await {
+            Ok(r) => r.map_err(|_| Close::Io),
+            Err(_) => Err(Close::Idle),
+        },
+        None => io.await.map_err(|_| Close::Io),
+    };
+    limits.output_budget.give_back(waiting);
+    out.clear();
+    if out.capacity() > 4 * READ_CHUNK {
+        *out = Vec::with_capacity(READ_CHUNK);
+    }
+    result
+}

@@ -1,0 +1,152 @@
+//! The memcached front: the memcached text protocol over the same tables,
+//! executor and loops as HandlerSocket, configured as MySQL's InnoDB
+//! memcached plugin was (docs/memcached.md).
+//!
+//! - `config`: `--memcached-address`, the `[memcached]` table of the config
+//!   file, and the containers read from `innodb_memcache` at start;
+//! - `connection`: framing (mc-proto's `TextDecoder`), with the port's
+//!   budgets and timeouts;
+//! - `binary`: the binary protocol's commands, run by the same session;
+//! - `session`: one command at a time, turned into the executor's finds
+//!   and writes (`ops`) and answered in memcached's words;
+//! - `ops`: what get, store, delete, arithmetic and touch do to a row;
+//! - `item`: a row read back as a memcached item (value, flags, cas, expiry);
+//! - `answer`: the `exec::Answer` the executor fills for this front.
+
+mod answer;
+mod binary;
+mod config;
+mod connection;
+mod item;
+mod ops;
+mod session;
+
+pub(crate) use answer::McAnswer;
+pub(crate) use config::{load_containers, Containers, FileSettings, MemcachedConfig};
+
+use crate::admission::Place;
+use crate::backend::Backend;
+use crate::connection::Close;
+use crate::dispatch::Dispatcher;
+use crate::event_loop::Front;
+use crate::port::Port;
+use crate::shutdown::Shutdown;
+use std::rc::Rc;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// The memcached front of one event loop.
+pub(crate) struct Memcached {
+    pub(crate) containers: Arc<Containers>,
+    pub(crate) max_item_size: usize,
+    /// `--max-response-bytes`: what one get's answer may hold.
+    pub(crate) max_answer: usize,
+    /// Source of the values written to cas columns (see `item::CasClock`).
+    pub(crate) clock: Arc<item::CasClock>,
+    /// Turns for read-modify-writes of one key, shared by every loop.
+    pub(crate) locks: Arc<ops::KeyLocks>,
+    /// Seconds since the epoch when the server started (`stats uptime`).
+    pub(crate) started: Arc<AtomicU64>,
+}
+
+impl Memcached {
+    pub(crate) fn new(
+        containers: Arc<Containers>,
+        max_item_size: usize,
+        max_answer: usize,
+    ) -> Memcached {
+        Memcached {
+            containers,
+            max_item_size,
+            max_answer,
+            clock: Arc::new(item::CasClock::new()),
+            locks: Arc::new(ops::KeyLocks::new()),
+            started: Arc::new(AtomicU64::new(item::now())),
+        }
+    }
+
+    /// Another loop's copy: the same containers and cas clock.
+    pub(crate) fn share(&self) -> Memcached {
+        Memcached {
+            containers: self.containers.clone(),
+            max_item_size: self.max_item_size,
+            max_answer: self.max_answer,
+            clock: self.clock.clone(),
+            locks: self.locks.clone(),
+            started: self.started.clone(),
+        }
+    }
+}
+
+impl<B: Backend> Front<B> for Memcached {
+    type Answer = McAnswer;
+
+    async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+        &self,
+        stream: S,
+        port: &Rc<Port>,
+        dispatcher: Rc<Dispatcher<B, McAnswer>>,
+        place: Place,
+        shutdown: Shutdown,
+    ) -> Close {
+        let session = session::McSession::new(self, dispatcher);
+        connection::serve(
+            stream,
+            session,
+            port.limits.clone(),
+            self.max_item_size,
+            place,
+            shutdown,
+        )
+        .await
+    }
+}
+
+/// Reads the containers, listens on `--memcached-address` and starts the
+/// memcached event loops (`hsd-mc-N`, as many as `--threads`); the caller
+/// accepts on the listener (`server::accept_loop`).
+pub(crate) async fn listen<B: Backend>(
+    settings: &MemcachedConfig,
+    shared: &crate::shared::Shared<B>,
+    limits: &crate::limits::ConnectionLimits,
+    config: &crate::config::Config,
+    shutdown: Shutdown,
+) -> anyhow::Result<(tokio::net::TcpListener, Vec<crate::event_loop::EventLoop>)> {
+    use anyhow::Context;
+    let containers = load_containers(&*shared.backend, &shared.catalog, &settings.file).await?;
+    tracing::info!(
+        containers = containers.list.len(),
+        default = %String::from_utf8_lossy(&containers.list[containers.default].name),
+        "memcached containers"
+    );
+    let listener = tokio::net::TcpListener::bind(&settings.address)
+        .await
+        .with_context(|| format!("listening on {} (--memcached-address)", settings.address))?;
+    let front = Memcached::new(
+        Arc::new(containers),
+        settings.max_item_size,
+        shared.max_response_bytes,
+    );
+    let port = Port::new(
+        crate::port::PortKind::Memcached,
+        None,
+        limits.clone(),
+        config.tls.as_ref().map(|t| t.acceptor.clone()),
+        config.drain_timeout,
+    );
+    let mut loops = Vec::new();
+    for i in 0..config.threads.max(1) {
+        loops.push(
+            crate::event_loop::EventLoop::spawn(
+                format!("hsd-mc-{i}"),
+                front.share(),
+                port.clone(),
+                shared.clone(),
+                shutdown.clone(),
+            )
+            .context("starting a memcached event loop thread")?,
+        );
+    }
+    Ok((listener, loops))
+}

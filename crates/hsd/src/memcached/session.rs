@@ -1,0 +1,734 @@
+//! One memcached connection: its default container and the indexes it
+//! opened, and each command turned into the executor's finds and writes
+//! (`ops`) and answered in memcached's words (mc-proto's encoders).
+//!
+//! Commands run one at a time, in order; a multi-get is one batch. Keys
+//! follow the plugin's syntax (`@@container.key`, `@@container` to switch
+//! the connection's default), resolved here.
+
+use super::answer::McAnswer;
+use super::config::Containers;
+use super::item::{expiry_of, now, CasClock, Item, Layout};
+use super::ops::{self, Decision, Failure, NewRow, Target};
+use super::Memcached;
+use crate::backend::{Backend, OpenedIndex};
+use crate::dispatch::Dispatcher;
+use crate::exec::find::ERR_ANSWER_TOO_LARGE;
+use hs_proto::{ErrorKind, Value};
+use mc_proto::response::{
+    write_error, write_meta, write_meta_noop, write_number, write_stat, write_status, write_value,
+    write_version,
+};
+use mc_proto::{
+    Command, ErrorReply, KeyTarget, MetaCode, MetaCommand, MetaFacts, Status, StoreMode,
+};
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Whether the connection goes on after a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    Continue,
+    Close,
+}
+
+/// Keys of a multi-get read as one batch (as HandlerSocket's pending
+/// batches are bounded).
+const GET_BATCH: usize = 128;
+
+/// Expired rows one batch of gets deletes at most (each is a write).
+const MAX_LAZY_DELETES: usize = 16;
+
+/// memcached's answer to a get it cannot hold (the executor's answers to
+/// one batch, or the whole answer, past --max-response-bytes).
+const TOO_LARGE_ANSWER: ErrorReply = ErrorReply::ServerError("out of memory writing get response");
+
+/// MySQL's ER_DATA_TOO_LONG: a value longer than its column.
+const ERR_DATA_TOO_LONG: u32 = 1406;
+
+pub(crate) struct McSession<B: Backend> {
+    dispatcher: Rc<Dispatcher<B, McAnswer>>,
+    pub(super) containers: Arc<Containers>,
+    layouts: Vec<Layout>,
+    opened: Vec<Option<Arc<OpenedIndex>>>,
+    /// The container plain keys go to (`@@name` changes it).
+    default: usize,
+    clock: Arc<CasClock>,
+    locks: Arc<ops::KeyLocks>,
+    pub(super) started: u64,
+    /// `--max-response-bytes`: what one get's answer may hold.
+    max_answer: usize,
+}
+
+/// What a key names, resolved against the containers.
+enum Resolved<'a> {
+    Key(usize, &'a [u8]),
+    /// `@@name`: the default was switched (or the name is unknown).
+    Switched,
+    /// `@@name.key` of a container that does not exist.
+    Unknown,
+}
+
+/// How a store came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Outcome {
+    Stored,
+    NotStored,
+    Exists,
+    NotFound,
+}
+
+/// How an incr/decr came out.
+pub(super) enum Counted {
+    Value(u64, Vec<u8>),
+    NotFound,
+    NonNumeric,
+}
+
+pub(super) fn failure_reply(f: Failure) -> ErrorReply {
+    match f {
+        Failure::Storage(ErrorKind::Storage(ERR_DATA_TOO_LONG)) => {
+            ErrorReply::ServerError("object too large for cache")
+        }
+        Failure::Storage(ErrorKind::OpenTable) => {
+            ErrorReply::ServerError("cannot open the container's table")
+        }
+        Failure::Storage(ErrorKind::Fld | ErrorKind::IdxNum) => {
+            ErrorReply::ServerError("the container names a column or index its table lacks")
+        }
+        Failure::Storage(_) => ErrorReply::ServerError("storage error"),
+        Failure::Contended => ErrorReply::ServerError("the row kept changing; try again"),
+    }
+}
+
+impl<B: Backend> McSession<B> {
+    pub(crate) fn new(front: &Memcached, dispatcher: Rc<Dispatcher<B, McAnswer>>) -> Self {
+        let containers = front.containers.clone();
+        McSession {
+            dispatcher,
+            layouts: containers.list.iter().map(Layout::of).collect(),
+            opened: vec![None; containers.list.len()],
+            default: containers.default,
+            containers,
+            clock: front.clock.clone(),
+            locks: front.locks.clone(),
+            max_answer: front.max_answer,
+            started: front.started.load(Ordering::Relaxed),
+        }
+    }
+
+    fn resolve<'k>(&mut self, key: &'k [u8]) -> Resolved<'k> {
+        match mc_proto::parse_key(key, &self.containers.delimiter) {
+            KeyTarget::Default(k) => Resolved::Key(self.default, k),
+            KeyTarget::InContainer { container, key } => match self.containers.find(container) {
+                Some(c) if !key.is_empty() => Resolved::Key(c, key),
+                _ => Resolved::Unknown,
+            },
+            KeyTarget::SwitchDefault { container } => {
+                if let Some(c) = self.containers.find(container) {
+                    self.default = c;
+                }
+                Resolved::Switched
+            }
+        }
+    }
+
+    async fn index(&mut self, container: usize) -> Result<Arc<OpenedIndex>, Failure> {
+        if let Some(Some(index)) = self.opened.get(container) {
+            return Ok(index.clone());
+        }
+        let req = self.containers.list[container].open_request();
+        let index = self.dispatcher.open(req).await.map_err(Failure::Storage)?;
+        self.opened[container] = Some(index.clone());
+        Ok(index)
+    }
+
+    async fn target<'k>(&mut self, container: usize, key: &'k [u8]) -> Result<Target<'k>, Failure>
+    where
+        'k: 'k,
+    {
+        let index = self.index(container).await?;
+        Ok(Target {
+            index,
+            layout: self.layouts[container],
+            separator: &[],
+            key,
+        })
+    }
+
+    /// Handles one command; its answer goes to `out`.
+    pub(crate) async fn handle(&mut self, command: Command<'_>, out: &mut Vec<u8>) -> Flow {
+        let containers = self.containers.clone();
+        let sep = containers.separator.as_slice();
+        match command {
+            Command::Get {
+                keys,
+                return_cas,
+                touch,
+            } => self.get(&keys, return_cas, touch, sep, out).await,
+            Command::Store {
+                mode,
+                key,
+                client_flags,
+                exptime,
+                data,
+                noreply,
+            } => {
+                let mut answer = Vec::new();
+                match self
+                    .store(key, mode, client_flags, exptime, data, sep)
+                    .await
+                {
+                    Ok(stored) => write_status(
+                        &mut answer,
+                        match stored {
+                            Outcome::Stored => Status::Stored,
+                            Outcome::NotStored => Status::NotStored,
+                            Outcome::Exists => Status::Exists,
+                            Outcome::NotFound => Status::NotFound,
+                        },
+                    ),
+                    Err(f) => write_error(&mut answer, failure_reply(f)),
+                }
+                if !noreply {
+                    out.extend_from_slice(&answer);
+                }
+            }
+            Command::Delete { key, noreply } => {
+                let mut answer = Vec::new();
+                match self.delete(key, None, sep).await {
+                    Ok(Outcome::Stored) => write_status(&mut answer, Status::Deleted),
+                    Ok(Outcome::Exists) => write_status(&mut answer, Status::Exists),
+                    Ok(_) => write_status(&mut answer, Status::NotFound),
+                    Err(f) => write_error(&mut answer, failure_reply(f)),
+                }
+                if !noreply {
+                    out.extend_from_slice(&answer);
+                }
+            }
+            Command::Arithmetic {
+                key,
+                delta,
+                increment,
+                noreply,
+            } => {
+                let mut answer = Vec::new();
+                match self.count(key, delta, increment, None, sep).await {
+                    Ok(Counted::Value(n, _)) => write_number(&mut answer, n),
+                    Ok(Counted::NotFound) => write_status(&mut answer, Status::NotFound),
+                    Ok(Counted::NonNumeric) => write_error(
+                        &mut answer,
+                        ErrorReply::ClientError("cannot increment or decrement non-numeric value"),
+                    ),
+                    Err(f) => write_error(&mut answer, failure_reply(f)),
+                }
+                if !noreply {
+                    out.extend_from_slice(&answer);
+                }
+            }
+            Command::Touch {
+                key,
+                exptime,
+                noreply,
+            } => {
+                let mut answer = Vec::new();
+                match self.touch(key, exptime, sep).await {
+                    Ok(Some(_)) => write_status(&mut answer, Status::Touched),
+                    Ok(None) => write_status(&mut answer, Status::NotFound),
+                    Err(f) => write_error(&mut answer, failure_reply(f)),
+                }
+                if !noreply {
+                    out.extend_from_slice(&answer);
+                }
+            }
+            Command::FlushAll { noreply, .. } => {
+                // The plugin emptied every mapped table; a table is not a
+                // cache here (docs/memcached.md).
+                if !noreply {
+                    write_error(
+                        out,
+                        ErrorReply::ServerError(
+                            "flush_all is not supported: it would empty tables",
+                        ),
+                    );
+                }
+            }
+            Command::Version => write_version(out, env!("CARGO_PKG_VERSION")),
+            Command::Verbosity { noreply, .. } => {
+                if !noreply {
+                    write_status(out, Status::Ok);
+                }
+            }
+            Command::Stats { args } => self.stats(&args, out),
+            Command::Quit => return Flow::Close,
+            Command::MetaNoop => write_meta_noop(out),
+            Command::MetaDebug { .. } => write_error(out, ErrorReply::Error),
+            Command::MetaGet { key, flags } => {
+                let facts_of = |item: &Item, now: u64| MetaFacts {
+                    cas: Some(item.cas),
+                    client_flags: Some(item.flags),
+                    ttl: Some(item.ttl(now)),
+                    size: Some(item.value.len()),
+                    ..MetaFacts::default()
+                };
+                let now = now();
+                let result = match flags.ttl {
+                    Some(ttl) => self.touch(&key.bytes, ttl, sep).await,
+                    None => self.fetch_one(&key.bytes, sep).await,
+                };
+                match result {
+                    Ok(Some(item)) => {
+                        let code = if flags.return_value {
+                            MetaCode::Va(item.value.len())
+                        } else {
+                            MetaCode::Hd
+                        };
+                        let facts = facts_of(&item, now);
+                        write_meta(
+                            out,
+                            MetaCommand::Get,
+                            code,
+                            &key,
+                            &flags,
+                            &facts,
+                            &item.value,
+                        );
+                    }
+                    Ok(None) => write_meta(
+                        out,
+                        MetaCommand::Get,
+                        MetaCode::En,
+                        &key,
+                        &flags,
+                        &MetaFacts::default(),
+                        b"",
+                    ),
+                    Err(f) => write_error(out, failure_reply(f)),
+                }
+            }
+            Command::MetaSet {
+                key,
+                flags,
+                mode,
+                data,
+            } => {
+                let mode = match (flags.compare_cas, mode) {
+                    (Some(cas), StoreMode::Set | StoreMode::Replace) => StoreMode::Cas(cas),
+                    _ => mode,
+                };
+                let result = self
+                    .store(
+                        &key.bytes,
+                        mode,
+                        flags.client_flags.unwrap_or(0),
+                        flags.ttl.unwrap_or(0),
+                        data,
+                        sep,
+                    )
+                    .await;
+                let code = match result {
+                    Ok(Outcome::Stored) => MetaCode::Hd,
+                    Ok(Outcome::NotStored) => MetaCode::Ns,
+                    Ok(Outcome::Exists) => MetaCode::Ex,
+                    Ok(Outcome::NotFound) => MetaCode::Nf,
+                    Err(f) => return self.error(out, f),
+                };
+                write_meta(
+                    out,
+                    MetaCommand::Set,
+                    code,
+                    &key,
+                    &flags,
+                    &MetaFacts::default(),
+                    b"",
+                );
+            }
+            Command::MetaDelete { key, flags } => {
+                let code = match self.delete(&key.bytes, flags.compare_cas, sep).await {
+                    Ok(Outcome::Stored) => MetaCode::Hd,
+                    Ok(Outcome::Exists) => MetaCode::Ex,
+                    Ok(_) => MetaCode::Nf,
+                    Err(f) => return self.error(out, f),
+                };
+                write_meta(
+                    out,
+                    MetaCommand::Delete,
+                    code,
+                    &key,
+                    &flags,
+                    &MetaFacts::default(),
+                    b"",
+                );
+            }
+            Command::MetaArithmetic {
+                key,
+                flags,
+                increment,
+            } => {
+                let delta = flags.delta.unwrap_or(1);
+                let create = flags
+                    .vivify_ttl
+                    .map(|ttl| (flags.initial.unwrap_or(0), ttl));
+                match self.count(&key.bytes, delta, increment, create, sep).await {
+                    Ok(Counted::Value(_, digits)) => {
+                        let code = if flags.return_value {
+                            MetaCode::Va(digits.len())
+                        } else {
+                            MetaCode::Hd
+                        };
+                        write_meta(
+                            out,
+                            MetaCommand::Arithmetic,
+                            code,
+                            &key,
+                            &flags,
+                            &MetaFacts::default(),
+                            &digits,
+                        );
+                    }
+                    Ok(Counted::NotFound) => write_meta(
+                        out,
+                        MetaCommand::Arithmetic,
+                        MetaCode::Nf,
+                        &key,
+                        &flags,
+                        &MetaFacts::default(),
+                        b"",
+                    ),
+                    Ok(Counted::NonNumeric) => write_error(
+                        out,
+                        ErrorReply::ClientError("cannot increment or decrement non-numeric value"),
+                    ),
+                    Err(f) => write_error(out, failure_reply(f)),
+                }
+            }
+        }
+        Flow::Continue
+    }
+
+    fn error(&self, out: &mut Vec<u8>, f: Failure) -> Flow {
+        write_error(out, failure_reply(f));
+        Flow::Continue
+    }
+
+    fn stats(&self, args: &[&[u8]], out: &mut Vec<u8>) {
+        if !args.is_empty() {
+            // Groups (items, slabs, settings, ...) describe a cache's memory.
+            write_error(out, ErrorReply::Error);
+            return;
+        }
+        let now = now();
+        write_stat(out, "pid", std::process::id());
+        write_stat(out, "uptime", now.saturating_sub(self.started));
+        write_stat(out, "time", now);
+        write_stat(out, "version", env!("CARGO_PKG_VERSION"));
+        write_stat(out, "pointer_size", usize::BITS);
+        write_stat(out, "containers", self.containers.list.len());
+        write_status(out, Status::End);
+    }
+
+    /// get, gets, gat, gats: the keys in batches of `GET_BATCH`, the answer
+    /// bounded by `--max-response-bytes` (beyond it the whole answer is
+    /// memcached's `SERVER_ERROR out of memory writing get response`).
+    async fn get(
+        &mut self,
+        keys: &[&[u8]],
+        return_cas: bool,
+        touch: Option<i32>,
+        sep: &[u8],
+        out: &mut Vec<u8>,
+    ) {
+        let mut answer = Vec::new();
+        for chunk in keys.chunks(GET_BATCH) {
+            let mut asked = Vec::with_capacity(chunk.len());
+            for &key in chunk {
+                if let Resolved::Key(container, inner) = self.resolve(key) {
+                    asked.push((key, container, inner));
+                }
+            }
+            let found = match touch {
+                Some(ttl) => self.touch_all(&asked, ttl, sep).await,
+                None => self.fetch_all(&asked, sep).await,
+            };
+            let items = match found {
+                Ok(items) => items,
+                Err(Failure::Storage(ErrorKind::Storage(ERR_ANSWER_TOO_LARGE))) => {
+                    return write_error(out, TOO_LARGE_ANSWER)
+                }
+                Err(f) => return write_error(out, failure_reply(f)),
+            };
+            for ((key, _, _), item) in asked.iter().zip(items) {
+                if let Some(item) = item {
+                    let cas = return_cas.then_some(item.cas);
+                    write_value(&mut answer, key, item.flags, &item.value, cas);
+                }
+            }
+            if answer.len() > self.max_answer {
+                return write_error(out, TOO_LARGE_ANSWER);
+            }
+        }
+        out.extend_from_slice(&answer);
+        write_status(out, Status::End);
+    }
+
+    /// The items of keys resolved to containers, read as one batch.
+    async fn fetch_all(
+        &mut self,
+        asked: &[(&[u8], usize, &[u8])],
+        sep: &[u8],
+    ) -> Result<Vec<Option<Item>>, Failure> {
+        let mut targets = Vec::with_capacity(asked.len());
+        for &(_, container, inner) in asked {
+            let mut t = self.target(container, inner).await?;
+            t.separator = sep;
+            targets.push(t);
+        }
+        let fetched = ops::fetch_many(&self.dispatcher, &targets, now()).await;
+        // Expired rows the read came upon are deleted now, a few per batch:
+        // lazily, as memcached drops an expired item it finds.
+        let expired = targets.iter().zip(&fetched).filter_map(|(t, f)| match f {
+            Ok(ops::Fetched {
+                raw: Some(raw),
+                item: None,
+            }) => Some((t, raw)),
+            _ => None,
+        });
+        for (t, raw) in expired.take(MAX_LAZY_DELETES) {
+            if let Err(e) = ops::delete_unchanged(&self.dispatcher, t, raw).await {
+                tracing::debug!(
+                    ?e,
+                    "deleting an expired row failed; it stays until the next try"
+                );
+            }
+        }
+        fetched.into_iter().map(|r| r.map(|f| f.item)).collect()
+    }
+
+    /// The same, each touched (gat, gats).
+    async fn touch_all(
+        &mut self,
+        asked: &[(&[u8], usize, &[u8])],
+        ttl: i32,
+        sep: &[u8],
+    ) -> Result<Vec<Option<Item>>, Failure> {
+        let mut items = Vec::with_capacity(asked.len());
+        for &(_, container, inner) in asked {
+            items.push(self.touch_in(container, inner, ttl, sep).await?);
+        }
+        Ok(items)
+    }
+
+    pub(super) async fn fetch_one(
+        &mut self,
+        key: &[u8],
+        sep: &[u8],
+    ) -> Result<Option<Item>, Failure> {
+        let Resolved::Key(container, inner) = self.resolve(key) else {
+            return Ok(None);
+        };
+        let mut t = self.target(container, inner).await?;
+        t.separator = sep;
+        let fetched = ops::fetch_many(&self.dispatcher, std::slice::from_ref(&t), now()).await;
+        match fetched.into_iter().next() {
+            Some(Ok(f)) => Ok(f.item),
+            Some(Err(f)) => Err(f),
+            None => Ok(None),
+        }
+    }
+
+    pub(super) async fn store(
+        &mut self,
+        key: &[u8],
+        mode: StoreMode,
+        flags: u32,
+        exptime: i32,
+        data: &[u8],
+        sep: &[u8],
+    ) -> Result<Outcome, Failure> {
+        let container = match self.resolve(key) {
+            Resolved::Key(c, k) => (c, k),
+            Resolved::Switched | Resolved::Unknown => return Ok(Outcome::NotStored),
+        };
+        let mut t = self.target(container.0, container.1).await?;
+        t.separator = sep;
+        let now = now();
+        let new = NewRow {
+            value: data,
+            flags,
+            expires: expiry_of(exptime, now),
+        };
+        let clock = self.clock.clone();
+        if mode == StoreMode::Set {
+            ops::set(&self.dispatcher, &t, new.build(&t, &clock)).await?;
+            return Ok(Outcome::Stored);
+        }
+        let t_ref = &t;
+        ops::read_modify_write(&self.dispatcher, &self.locks, t_ref, now, |item| {
+            let write = |row: Vec<Value>| Decision::Write(row, Outcome::Stored);
+            match (mode, item) {
+                (StoreMode::Add, None) => write(new.build(t_ref, &clock)),
+                (StoreMode::Add, Some(_)) => Decision::Answer(Outcome::NotStored),
+                (StoreMode::Cas(_), None) => Decision::Answer(Outcome::NotFound),
+                (StoreMode::Cas(cas), Some(item)) if item.cas != cas => {
+                    Decision::Answer(Outcome::Exists)
+                }
+                (_, None) => Decision::Answer(Outcome::NotStored),
+                (StoreMode::Append | StoreMode::Prepend, Some(item)) => {
+                    let mut value = Vec::with_capacity(item.value.len() + data.len());
+                    if mode == StoreMode::Append {
+                        value.extend_from_slice(&item.value);
+                        value.extend_from_slice(data);
+                    } else {
+                        value.extend_from_slice(data);
+                        value.extend_from_slice(&item.value);
+                    }
+                    // append and prepend keep the flags and the expiry.
+                    let kept = NewRow {
+                        value: &value,
+                        flags: item.flags,
+                        expires: item.expires,
+                    };
+                    write(kept.build(t_ref, &clock))
+                }
+                (_, Some(_)) => write(new.build(t_ref, &clock)),
+            }
+        })
+        .await
+    }
+
+    /// `delete` (and `md`): `Stored` when deleted, `Exists` on a cas
+    /// mismatch, `NotFound`.
+    pub(super) async fn delete(
+        &mut self,
+        key: &[u8],
+        compare_cas: Option<u64>,
+        sep: &[u8],
+    ) -> Result<Outcome, Failure> {
+        let Resolved::Key(container, inner) = self.resolve(key) else {
+            return Ok(Outcome::NotFound);
+        };
+        let mut t = self.target(container, inner).await?;
+        t.separator = sep;
+        ops::read_modify_write(
+            &self.dispatcher,
+            &self.locks,
+            &t,
+            now(),
+            |item| match item {
+                // An expired row is deleted too, and answers as missing.
+                None => Decision::Delete(Outcome::NotFound),
+                Some(item) if compare_cas.is_some_and(|c| c != item.cas) => {
+                    Decision::Answer(Outcome::Exists)
+                }
+                Some(_) => Decision::Delete(Outcome::Stored),
+            },
+        )
+        .await
+    }
+
+    /// incr/decr; `create` (an initial value and exptime) stores the
+    /// initial value on a miss, as the binary protocol and `ma N` ask.
+    pub(super) async fn count(
+        &mut self,
+        key: &[u8],
+        delta: u64,
+        increment: bool,
+        create: Option<(u64, i32)>,
+        sep: &[u8],
+    ) -> Result<Counted, Failure> {
+        let Resolved::Key(container, inner) = self.resolve(key) else {
+            return Ok(Counted::NotFound);
+        };
+        let mut t = self.target(container, inner).await?;
+        t.separator = sep;
+        let clock = self.clock.clone();
+        let t_ref = &t;
+        ops::read_modify_write(&self.dispatcher, &self.locks, t_ref, now(), |item| {
+            let Some(item) = item else {
+                let Some((initial, exptime)) = create else {
+                    return Decision::Answer(Counted::NotFound);
+                };
+                let digits = initial.to_string().into_bytes();
+                let row = NewRow {
+                    value: &digits,
+                    flags: 0,
+                    expires: expiry_of(exptime, now()),
+                }
+                .build(t_ref, &clock);
+                return Decision::Write(row, Counted::Value(initial, digits));
+            };
+            let number = std::str::from_utf8(&item.value)
+                .ok()
+                .filter(|s| !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|s| s.parse::<u64>().ok());
+            let Some(number) = number else {
+                return Decision::Answer(Counted::NonNumeric);
+            };
+            let next = if increment {
+                number.wrapping_add(delta)
+            } else {
+                number.saturating_sub(delta)
+            };
+            let digits = next.to_string().into_bytes();
+            let row = NewRow {
+                value: &digits,
+                flags: item.flags,
+                expires: item.expires,
+            }
+            .build(t_ref, &clock);
+            Decision::Write(row, Counted::Value(next, digits))
+        })
+        .await
+    }
+
+    pub(super) async fn touch(
+        &mut self,
+        key: &[u8],
+        exptime: i32,
+        sep: &[u8],
+    ) -> Result<Option<Item>, Failure> {
+        let Resolved::Key(container, inner) = self.resolve(key) else {
+            return Ok(None);
+        };
+        self.touch_in(container, inner, exptime, sep).await
+    }
+
+    /// Sets a live item's expiry (nothing else: the cas stays); the item.
+    async fn touch_in(
+        &mut self,
+        container: usize,
+        key: &[u8],
+        exptime: i32,
+        sep: &[u8],
+    ) -> Result<Option<Item>, Failure> {
+        let mut t = self.target(container, key).await?;
+        t.separator = sep;
+        let now = now();
+        let expires = expiry_of(exptime, now);
+        let Some(column) = t.layout.expire else {
+            // Without an expiry column nothing expires: touching is looking.
+            return match ops::fetch_many(&self.dispatcher, std::slice::from_ref(&t), now)
+                .await
+                .pop()
+            {
+                Some(Ok(f)) => Ok(f.item),
+                Some(Err(f)) => Err(f),
+                None => Ok(None),
+            };
+        };
+        ops::read_modify_write(&self.dispatcher, &self.locks, &t, now, |item| match item {
+            None => Decision::Answer(None),
+            Some(item) => {
+                let mut row = item.row.clone();
+                if let Some(cell) = row.get_mut(column) {
+                    *cell = Some(expires.to_string().into_bytes());
+                }
+                let mut touched = item.clone();
+                touched.expires = expires;
+                Decision::Write(row, Some(touched))
+            }
+        })
+        .await
+    }
+}

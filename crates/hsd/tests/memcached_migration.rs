@@ -1,0 +1,114 @@
+//! Moving from the InnoDB memcached plugin: the `innodb_memcache` schema
+//! as the plugin's `innodb_memcached_config.sql` created it (its tables,
+//! its example container `aaa` over `test.demo_test`, its `separator`
+//! option, its example row), served unchanged by hsd started with only
+//! `--memcached-address`. On MariaDB and MySQL 8.
+
+mod common;
+mod memcached;
+
+use common::{Backend, TestServer};
+use memcached::Conn;
+use mysql::prelude::Queryable;
+
+/// The plugin's configuration schema and its example, written from what
+/// the plugin's script creates.
+const PLUGIN_SETUP: &[&str] = &[
+    "DROP DATABASE IF EXISTS innodb_memcache",
+    "CREATE DATABASE innodb_memcache",
+    "CREATE TABLE innodb_memcache.cache_policies (
+        policy_name VARCHAR(40) PRIMARY KEY,
+        get_policy ENUM('innodb_only', 'cache_only', 'caching', 'disabled') NOT NULL,
+        set_policy ENUM('innodb_only', 'cache_only', 'caching', 'disabled') NOT NULL,
+        delete_policy ENUM('innodb_only', 'cache_only', 'caching', 'disabled') NOT NULL,
+        flush_policy ENUM('innodb_only', 'cache_only', 'caching', 'disabled') NOT NULL
+     ) ENGINE = InnoDB",
+    "CREATE TABLE innodb_memcache.containers (
+        name VARCHAR(50) NOT NULL PRIMARY KEY,
+        db_schema VARCHAR(250) NOT NULL,
+        db_table VARCHAR(250) NOT NULL,
+        key_columns VARCHAR(250) NOT NULL,
+        value_columns VARCHAR(250),
+        flags VARCHAR(250) NOT NULL DEFAULT '0',
+        cas_column VARCHAR(250),
+        expire_time_column VARCHAR(250),
+        unique_idx_name_on_key VARCHAR(250) NOT NULL
+     ) ENGINE = InnoDB",
+    "CREATE TABLE innodb_memcache.config_options (
+        name VARCHAR(50) NOT NULL PRIMARY KEY,
+        value VARCHAR(50)
+     ) ENGINE = InnoDB",
+    "INSERT INTO innodb_memcache.containers
+        VALUES ('aaa', 'test', 'demo_test', 'c1', 'c2', 'c3', 'c4', 'c5', 'PRIMARY')",
+    "INSERT INTO innodb_memcache.cache_policies
+        VALUES ('cache_policy', 'innodb_only', 'innodb_only', 'innodb_only', 'innodb_only')",
+    "INSERT INTO innodb_memcache.config_options VALUES ('separator', '|')",
+    "INSERT INTO innodb_memcache.config_options VALUES ('table_map_delimiter', '.')",
+    "CREATE DATABASE IF NOT EXISTS test",
+    "DROP TABLE IF EXISTS test.demo_test",
+    "CREATE TABLE test.demo_test (c1 VARCHAR(32), c2 VARCHAR(1024), c3 INT,
+        c4 BIGINT UNSIGNED, C5 INT, PRIMARY KEY (c1)) ENGINE = InnoDB",
+    "INSERT INTO test.demo_test VALUES ('AA', 'HELLO, HELLO', 8, 0, 0)",
+];
+
+fn admin(url: &str) -> mysql::Conn {
+    mysql::Conn::new(mysql::Opts::from_url(url).expect("mysql url")).expect("connect")
+}
+
+#[test]
+fn the_plugins_configuration_is_served_unchanged_mariadb() {
+    if let Some(url) = common::mysql_url() {
+        served_unchanged(&url);
+    }
+}
+
+#[test]
+fn the_plugins_configuration_is_served_unchanged_mysql8() {
+    if let Some(url) = common::mysql8_url() {
+        served_unchanged(&url);
+    }
+}
+
+fn served_unchanged(url: &str) {
+    let mut sql = admin(url);
+    for stmt in PLUGIN_SETUP {
+        sql.query_drop(stmt)
+            .unwrap_or_else(|e| panic!("{stmt}: {e}"));
+    }
+    let server = TestServer::start_at(
+        Backend::Mysql,
+        Some(url.to_string()),
+        "hst_mc_migration",
+        &["--memcached-address", "127.0.0.1:0"],
+    );
+    let mut c = Conn::open(server.memcached_addr.as_deref().expect("memcached port"));
+    // The example row, by plain key (`aaa` is the only, so the default,
+    // container) and by `@@aaa.`.
+    assert_eq!(
+        c.ask("get AA @@aaa.AA\r\n"),
+        "VALUE AA 8 12\r\nHELLO, HELLO\r\nVALUE @@aaa.AA 8 12\r\nHELLO, HELLO\r\nEND\r\n"
+    );
+    assert_eq!(c.ask("set BB 3 0 5\r\nworld\r\n"), "STORED\r\n");
+    let row: Option<(String, String, u32, u64, i64)> = sql
+        .query_first("SELECT c1, c2, c3, c4, C5 FROM test.demo_test WHERE c1 = 'BB'")
+        .expect("select");
+    let (key, value, flags, cas, expires) = row.expect("the row memcached stored");
+    assert_eq!(
+        (key.as_str(), value.as_str(), flags, expires),
+        ("BB", "world", 3, 0)
+    );
+    assert_ne!(cas, 0, "the cas column holds a memcached write's number");
+    assert_eq!(
+        c.ask("incr AA 1\r\n"),
+        "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"
+    );
+    assert_eq!(c.ask("delete AA\r\n"), "DELETED\r\n");
+    let left: Vec<String> = sql
+        .query("SELECT c1 FROM test.demo_test ORDER BY c1")
+        .expect("select");
+    assert_eq!(left, ["BB"]);
+    drop(server);
+    sql.query_drop("DROP DATABASE innodb_memcache")
+        .expect("drop");
+    sql.query_drop("DROP TABLE test.demo_test").expect("drop");
+}

@@ -3,7 +3,7 @@
 //! on the answers of one client batch.
 
 use crate::backend::Backend;
-use crate::exec::{Catalog, WriteLimits, MAX_WALK_ROWS, WALK_SLICE};
+use crate::exec::{Catalog, WriteLimits, MAX_WALK_ROWS, WALK_SLICE, WALK_WHOLE_ROWS};
 use crate::metrics::Metrics;
 use crate::read_threads::ReadThreads;
 use std::sync::Arc;
@@ -31,6 +31,7 @@ impl<B: Backend> Shared<B> {
             walk_time: self.walk_time,
             walk_rows: MAX_WALK_ROWS,
             walk_slice: Some(WALK_SLICE),
+            walk_whole_rows: WALK_WHOLE_ROWS,
         }
     }
 }

@@ -179,6 +179,7 @@ mod tests {
                 walk_time: None,
                 walk_rows: crate::exec::MAX_WALK_ROWS,
                 walk_slice: None,
+                walk_whole_rows: 0,
             };
             let outcomes: Vec<WriteOutcome<Recorded>> = run_writes(&mut c, &refs, &limits).await;
             assert!(c.commit().await.failure.is_none());

@@ -27,7 +27,7 @@ pub(crate) use open::{open_index, Catalog};
 pub(crate) use write::run_writes;
 pub(crate) use write::{
     may_pause, run_writes_resuming, WalkProgress, WriteLimits, WriteOp, WriteOutcome, WriteTask,
-    MAX_WALK_ROWS, WALK_SLICE,
+    MAX_WALK_ROWS, WALK_SLICE, WALK_WHOLE_ROWS,
 };
 
 use crate::backend::{FilterMode, FilterVerdict, OpenedIndex, ResolvedFilter, Scan, StorageError};

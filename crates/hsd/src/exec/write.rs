@@ -6,7 +6,8 @@
 //! inside the transaction the group committer opened; an answer is only
 //! sent once that transaction has committed.
 //!
-//! A modify walk (one that may read many rows) runs in slices: past
+//! A long modify walk (one that read `WriteLimits::walk_whole_rows` rows
+//! and may read more) runs in slices: past
 //! `WriteLimits::walk_slice` it stops after a row, hands back where it
 //! stands (`WalkProgress`), and goes on in the committer's next group, so
 //! that the other writes of its loop commit and are answered meanwhile
@@ -118,12 +119,20 @@ pub(crate) struct WriteLimits {
     /// How long a modify walk runs in one group before it pauses (see the
     /// module comment); `None`: it runs to its end in one group.
     pub(crate) walk_slice: Option<Duration>,
+    /// A walk that read fewer rows than this never pauses: its changes
+    /// commit together, as any request's (a crash never leaves it half
+    /// done). Only a long walk is cut in slices.
+    pub(crate) walk_whole_rows: u64,
 }
 
 /// A modify walk's slice in a group: long enough that the commit between
 /// slices costs little of the walk's time, short enough that the other
 /// writes of the loop are not held noticeably.
 pub(crate) const WALK_SLICE: Duration = Duration::from_millis(20);
+
+/// Rows a walk reads before it may pause (`WriteLimits::walk_whole_rows`):
+/// a request that changes fewer rows applies whole.
+pub(crate) const WALK_WHOLE_ROWS: u64 = 100;
 
 /// Whether `task` may be a modify walk that pauses (it may read more than
 /// one row: not `=` on the whole of a unique key without NULLs or an IN
@@ -370,7 +379,7 @@ async fn walk_rows<C: StorageConn>(
             let slice_used = limits
                 .walk_slice
                 .is_some_and(|s| slice_started.elapsed() > s);
-            if slice_used && rows_read > read_before {
+            if slice_used && rows_read > read_before && rows_read >= limits.walk_whole_rows {
                 return Ok(Walked::Paused(WalkProgress {
                     counter,
                     answer,

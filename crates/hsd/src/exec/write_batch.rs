@@ -360,6 +360,7 @@ mod tests {
         walk_time: None,
         walk_rows: MAX_WALK_ROWS,
         walk_slice: None,
+        walk_whole_rows: 0,
     };
     use proptest::prelude::*;
     use std::sync::Arc;
@@ -470,6 +471,7 @@ mod tests {
             .collect();
         let sliced = WriteLimits {
             walk_slice: Some(std::time::Duration::ZERO),
+            walk_whole_rows: 0,
             ..LIMITS
         };
         let answers = block_on(async {

@@ -154,10 +154,7 @@ fn global_privileges(line: &str) -> Vec<String> {
 }
 
 /// Runs one statement; its rows as text (None for NULL).
-pub(in crate::backend::mysql) async fn query(
-    link: &mut Link,
-    sql: &str,
-) -> Result<Vec<Vec<Option<String>>>, String> {
+pub(super) async fn query(link: &mut Link, sql: &str) -> Result<Vec<Vec<Option<String>>>, String> {
     link.queue(|out| out.extend_from_slice(sql.as_bytes()));
     let mut rows = Rows::default();
     match link.answer(&mut rows).await {

@@ -71,6 +71,17 @@ fn setup(url: &str, db: &str) -> mysql::Conn {
 /// The group every case sends: an increment and an insert.
 const GROUP: [&str; 2] = ["1|=|1|1|1|0|+|1", "2|+|1|7"];
 
+/// The group's requests as one pipelined write.
+fn group_bytes() -> Vec<u8> {
+    let mut all = Vec::new();
+    for l in GROUP {
+        all.extend(Hs::line(
+            &l.split('|').map(|t| Some(t.as_bytes())).collect::<Vec<_>>(),
+        ));
+    }
+    all
+}
+
 /// Opens the indexes and sends one group whose statements run; returns
 /// once the group's COMMIT waits at the server (held by `blocker`).
 fn send_group(hsd: &Hsd, db: &str, blocker: &mut mysql::Conn) -> Hs {
@@ -79,12 +90,7 @@ fn send_group(hsd: &Hsd, db: &str, blocker: &mut mysql::Conn) -> Hs {
     assert_eq!(w.q(&format!("P|2|{db}|log|PRIMARY|id")), "0|1");
     exec(blocker, "BACKUP STAGE START");
     exec(blocker, "BACKUP STAGE BLOCK_COMMIT");
-    let mut all = Vec::new();
-    for l in GROUP {
-        all.extend(Hs::line(
-            &l.split('|').map(|t| Some(t.as_bytes())).collect::<Vec<_>>(),
-        ));
-    }
+    let all = group_bytes();
     w.send_raw(&all);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -544,12 +550,7 @@ fn after_a_restart_the_resolver_ends_no_session() {
     drop(sql);
     proxy.refuse_new_connections(true);
     proxy.hold_next_commit_answer();
-    let mut all = Vec::new();
-    for l in GROUP {
-        all.extend(Hs::line(
-            &l.split('|').map(|t| Some(t.as_bytes())).collect::<Vec<_>>(),
-        ));
-    }
+    let all = group_bytes();
     w.send_raw(&all);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !proxy.held() {

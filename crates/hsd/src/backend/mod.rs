@@ -9,6 +9,7 @@ pub(crate) mod floats;
 #[cfg(test)]
 pub(crate) mod memory;
 pub(crate) mod mysql;
+pub(crate) mod row_cache;
 pub(crate) mod scan_sql;
 pub(crate) mod sqlite;
 pub(crate) mod values;

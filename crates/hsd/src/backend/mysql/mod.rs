@@ -2,9 +2,9 @@
 //! (`--backend mysql://user:password@host:port`).
 //!
 //! Each event loop owns its `MysqlConn`s, each one server connection
-//! (`link::Link`) driven by the loop itself. There is no row or metadata
-//! cache: every find reads the server's current rows, every `P` re-reads the
-//! table's metadata.
+//! (`link::Link`) driven by the loop itself. Every `P` re-reads the table's
+//! metadata; finds read the server's current rows, unless the row cache
+//! (`--row-cache-mib`, `cache`) may answer them.
 //!
 //! - `connector`: makes server connections; fails fast while the server is down.
 //! - `link`: one server connection: pipelined statements, answers read in
@@ -21,7 +21,8 @@
 //! - `in_doubt`: a COMMIT whose answer never came, resolved from another
 //!   connection before its writes are answered.
 //! - `binlog`: the binary log reader (a replica's stream of row changes),
-//!   the row cache's source of evictions.
+//!   the row cache's source of evictions; `cache`: the row cache on this
+//!   backend (its feed, when reads may use it, its metrics).
 //! - `preflight`: what `hsd check` looks at on the servers, and the words
 //!   for the problems a start meets.
 //! - `topology`: with `--replica`, which server takes writes and where the
@@ -45,6 +46,7 @@
 
 mod batch_sql;
 pub(crate) mod binlog;
+pub(crate) mod cache;
 mod conn;
 mod conn_writes;
 mod connector;
@@ -62,12 +64,14 @@ mod rows;
 mod scan;
 pub(crate) mod topology;
 
+use self::cache::{CacheSettings, MustSee, RowCacheService};
 pub(crate) use self::conn::MysqlConn;
 use self::conn::Placement;
 use self::connector::Connector;
 use self::link::Replicated;
 pub(crate) use self::topology::ReadFrom;
 use self::topology::{ServerSpec, Topology, TopologySettings};
+use super::row_cache::CachedConn;
 use super::{Backend, LongReads, ReadPlacement, ReadRouter, ReadSide, Route, StorageError};
 use crate::finding::Severity;
 use mysql_wire::MysqlUrl;
@@ -93,6 +97,8 @@ pub(crate) struct MysqlSettings {
     pub(crate) topology_interval: Duration,
     /// `--replica-wait`.
     pub(crate) replica_wait: Duration,
+    /// `--row-cache-mib` (more than 0) and `--read-consistency`.
+    pub(crate) row_cache: Option<CacheSettings>,
 }
 
 pub(crate) struct MysqlBackend {
@@ -100,6 +106,7 @@ pub(crate) struct MysqlBackend {
     connector: Arc<Connector>,
     links_per_loop: usize,
     servers: Option<Servers>,
+    cache: Option<Arc<RowCacheService>>,
 }
 
 /// Several servers: the topology and a connector per server.
@@ -141,12 +148,23 @@ impl MysqlBackend {
             bases.push(base);
         }
         if settings.replicas.is_empty() {
+            let cache = match settings.row_cache {
+                Some(c) => Some(
+                    RowCacheService::start(c, &settings.url, settings.timeout, registry).await?,
+                ),
+                None => None,
+            };
             return Ok(MysqlBackend {
                 connector: Arc::new(Connector::new(bases.remove(0), settings.target)),
                 links_per_loop,
                 servers: None,
+                cache,
             });
         }
+        anyhow::ensure!(
+            settings.row_cache.is_none(),
+            "--row-cache-mib works with one server for now, not with --replica (its binary log reader follows the --backend server only)"
+        );
         let connectors = |replicated: Replicated| -> Vec<Arc<Connector>> {
             bases
                 .iter()
@@ -193,6 +211,7 @@ impl MysqlBackend {
                 plain: plain.into(),
                 causal,
             }),
+            cache: None,
         })
     }
 }
@@ -206,13 +225,16 @@ impl Drop for MysqlBackend {
 }
 
 impl Backend for MysqlBackend {
-    type Storage = MysqlConn;
+    type Storage = CachedConn<MysqlConn>;
     type Router = MysqlReads;
 
     /// With replicas, a connection that follows the server taking writes.
-    async fn connect(&self) -> Result<MysqlConn, StorageError> {
+    /// With the row cache, its writes are counted (reads that must see
+    /// them wait for the cache to have seen them too).
+    async fn connect(&self) -> Result<CachedConn<MysqlConn>, StorageError> {
+        let cache = self.cache.as_ref().map(|c| c.cache.clone());
         // The server connection itself is made on first use.
-        Ok(match &self.servers {
+        let conn = match &self.servers {
             None => MysqlConn::new(self.connector.clone(), Placement::Single),
             Some(s) => {
                 let at = s.topology.read_primary();
@@ -225,13 +247,17 @@ impl Backend for MysqlBackend {
                     },
                 )
             }
-        })
+        };
+        Ok(CachedConn::counting(conn, cache))
     }
 
     /// The read port's finds go where the topology says with `--read-from
     /// replicas`; every other find runs on the connection that follows
     /// the writer.
     fn read_router(&self, side: ReadSide) -> Arc<MysqlReads> {
+        if let Some(cache) = &self.cache {
+            return Arc::new(MysqlReads::Cached(cache.clone()));
+        }
         Arc::new(match &self.servers {
             Some(s) if side == ReadSide::Reads && s.topology.read_from() == ReadFrom::Replicas => {
                 MysqlReads::Routed(s.topology.clone())
@@ -242,12 +268,17 @@ impl Backend for MysqlBackend {
 
     /// Routed: a connection to server `place`; to a Galera node, one that
     /// reads causally (it serves reads the routing sent to a peer of the
-    /// writer).
+    /// writer). The row cache's place: a connection that answers from it
+    /// and fills it from the server.
     async fn connect_at(
         &self,
         router: &MysqlReads,
         place: usize,
-    ) -> Result<MysqlConn, StorageError> {
+    ) -> Result<CachedConn<MysqlConn>, StorageError> {
+        if let (MysqlReads::Cached(c), CACHE_PLACE) = (router, place) {
+            let conn = MysqlConn::new(self.connector.clone(), Placement::Single);
+            return Ok(CachedConn::new(conn, c.cache.clone()));
+        }
         let (MysqlReads::Routed(_), Some(s)) = (router, &self.servers) else {
             return self.connect().await;
         };
@@ -256,9 +287,9 @@ impl Backend for MysqlBackend {
         };
         let causal = s.topology.is_galera(place);
         let connector = if causal { &s.causal[place] } else { plain };
-        Ok(MysqlConn::new(
-            connector.clone(),
-            Placement::Fixed { causal },
+        Ok(CachedConn::counting(
+            MysqlConn::new(connector.clone(), Placement::Fixed { causal }),
+            None,
         ))
     }
 
@@ -277,28 +308,42 @@ impl Backend for MysqlBackend {
 }
 
 /// Where a batcher's finds run: on the connection that follows the
-/// writer, or on the servers of the topology (numbered as configured),
-/// as it routes them.
+/// writer, on the servers of the topology (numbered as configured), as it
+/// routes them, or from the row cache (place `CACHE_PLACE`) when it has
+/// seen what they must see, else on the server (place 0).
 pub(crate) enum MysqlReads {
     Writer,
     Routed(Arc<Topology>),
+    Cached(Arc<RowCacheService>),
+}
+
+/// The row cache's place in `MysqlReads::Cached`.
+const CACHE_PLACE: usize = 1;
+
+/// What a read must have seen: the frontier of the writes hsd
+/// acknowledged (replicas), or what the row cache must have applied.
+pub(crate) enum ReadPosition {
+    Frontier(Arc<topology::gtid::Position>),
+    Cache(MustSee),
 }
 
 impl ReadRouter for MysqlReads {
-    type Position = topology::gtid::Position;
+    type Position = ReadPosition;
     type Lease = Option<topology::ReadRoute>;
 
     fn places(&self) -> usize {
         match self {
             MysqlReads::Writer => 1,
             MysqlReads::Routed(t) => t.server_count(),
+            MysqlReads::Cached(_) => 2,
         }
     }
 
     fn must_see(&self) -> Option<Arc<Self::Position>> {
         match self {
             MysqlReads::Writer => None,
-            MysqlReads::Routed(t) => Some(t.frontier()),
+            MysqlReads::Routed(t) => Some(Arc::new(ReadPosition::Frontier(t.frontier()))),
+            MysqlReads::Cached(c) => Some(Arc::new(ReadPosition::Cache(c.must_see()))),
         }
     }
 
@@ -307,25 +352,34 @@ impl ReadRouter for MysqlReads {
         must_see: Option<&Self::Position>,
         reads: usize,
     ) -> Route<Option<topology::ReadRoute>> {
-        match self {
-            MysqlReads::Writer => Route {
-                place: 0,
-                _lease: None,
-            },
-            MysqlReads::Routed(t) => {
+        let place = |place| Route {
+            place,
+            _lease: None,
+        };
+        match (self, must_see) {
+            (MysqlReads::Writer, _) => place(0),
+            (MysqlReads::Routed(t), must_see) => {
                 let none = topology::gtid::Position::default();
-                let route = t.route_read(must_see.unwrap_or(&none), reads).await;
+                let frontier = match must_see {
+                    Some(ReadPosition::Frontier(f)) => f,
+                    _ => &none,
+                };
+                let route = t.route_read(frontier, reads).await;
                 Route {
                     place: route.server,
                     _lease: Some(route),
                 }
             }
+            (MysqlReads::Cached(c), Some(ReadPosition::Cache(m))) if c.may_serve(m).await => {
+                place(CACHE_PLACE)
+            }
+            (MysqlReads::Cached(_), _) => place(0),
         }
     }
 
     fn fallback(&self) -> usize {
         match self {
-            MysqlReads::Writer => 0,
+            MysqlReads::Writer | MysqlReads::Cached(_) => 0,
             MysqlReads::Routed(t) => t.read_primary(),
         }
     }

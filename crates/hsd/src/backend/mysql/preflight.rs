@@ -116,7 +116,31 @@ pub(crate) async fn check(settings: &MysqlSettings) -> Vec<Finding> {
     if !single {
         findings.extend(roles(settings).await);
     }
+    if settings.row_cache.is_some() {
+        findings.extend(row_cache(settings).await);
+    }
     findings
+}
+
+/// With `--row-cache-mib`: what the binary log reader would refuse.
+async fn row_cache(settings: &MysqlSettings) -> Vec<Finding> {
+    let reader = super::binlog::ReaderSettings {
+        url: settings.url.clone(),
+        timeout: settings.timeout,
+        server_id: 0,
+    };
+    match super::binlog::BinlogReader::check(reader).await {
+        Ok(refused) if refused.is_empty() => vec![Finding::ok(
+            "--row-cache-mib: the binary log can be read as a replica reads it",
+        )],
+        Ok(refused) => refused
+            .into_iter()
+            .map(|r| Finding::error(format!("--row-cache-mib: {r}")))
+            .collect(),
+        Err(e) => vec![Finding::warning(format!(
+            "--row-cache-mib: the binary log settings could not be read ({e})"
+        ))],
+    }
 }
 
 /// What the account may do on one server: on a writable one, write and

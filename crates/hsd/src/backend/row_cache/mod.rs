@@ -13,7 +13,14 @@
 //! server, and stores its row only if no eviction touched that shard,
 //! table or cache meanwhile. An eviction bumps the generation under the
 //! shard's lock, so a fill that read a row before a write whose eviction
-//! came first is discarded, whatever the interleaving. Reads take a
+//! came first is discarded, whatever the interleaving. The feed's event
+//! can also come before its commit is visible: the server sends a
+//! transaction's binlog events before its storage engine commits it, so a
+//! fill that reads the row in between reads the row before the change,
+//! under a lease taken after the eviction. So an evicted key (a forgotten
+//! table, everything after a drop) is not filled again until `SETTLE`
+//! after its eviction, a bound on the time from a transaction's binlog
+//! write to its commit. Reads take a
 //! shard's read lock: the loops never wait for each other but on a fill or
 //! an eviction of the same shard.
 
@@ -30,6 +37,14 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
+
+/// How long after an eviction its key is not filled again: the server
+/// sends a transaction's binlog events before its engine commit makes the
+/// change visible, so a read in that window still finds the old row. The
+/// window is a write to the binlog, its sync, and an in-memory commit:
+/// well under this, even on a busy host.
+const SETTLE: Duration = Duration::from_secs(2);
 
 /// Shards of the map at most: enough that the loops rarely meet on one.
 const MAX_SHARDS: usize = 64;
@@ -64,6 +79,9 @@ pub(crate) struct TableState {
     id: u32,
     meta: Arc<TableMeta>,
     epoch: AtomicU64,
+    /// Nothing of it is filled before this: it was forgotten (its rows
+    /// may have changed) less than `SETTLE` before it was registered again.
+    unsettled_until: Option<Instant>,
     /// Whether the vetter found nothing the feed cannot see change it
     /// (nothing is cached before).
     vetted: AtomicBool,
@@ -99,6 +117,12 @@ struct Entry {
     stamp: u64,
 }
 
+/// A key evicted recently: not filled again before `until`.
+struct Unsettled {
+    key: KeyBytes,
+    until: Instant,
+}
+
 /// A place in the eviction ring: the key, the fill it was made for, and
 /// what it costs while it outlives its entry.
 struct RingSlot {
@@ -116,6 +140,40 @@ struct ShardMap {
     ring: VecDeque<RingSlot>,
     bytes: usize,
     next_stamp: u64,
+    /// Keys evicted less than `SETTLE` ago, with when each settles (the
+    /// latest eviction's), and the same in eviction order for pruning.
+    unsettled: HashMap<KeyBytes, Instant>,
+    unsettled_order: VecDeque<Unsettled>,
+    /// Nothing in the shard is filled before this (everything dropped).
+    all_unsettled_until: Option<Instant>,
+}
+
+impl ShardMap {
+    /// Whether `key` may be filled at `now`: no eviction of it (or of
+    /// everything) less than `SETTLE` ago.
+    fn settled(&mut self, key: &[u8], now: Instant) -> bool {
+        self.prune_unsettled(now);
+        self.all_unsettled_until.map_or(true, |t| t <= now)
+            && self.unsettled.get(key).map_or(true, |t| *t <= now)
+    }
+
+    fn prune_unsettled(&mut self, now: Instant) {
+        while let Some(front) = self.unsettled_order.front() {
+            if front.until > now {
+                break;
+            }
+            if let Some(front) = self.unsettled_order.pop_front() {
+                self.bytes = self.bytes.saturating_sub(RING_SLOT + front.key.len());
+                // A later eviction of the same key keeps it unsettled.
+                if self.unsettled.get(&front.key) == Some(&front.until) {
+                    self.unsettled.remove(&front.key);
+                }
+            }
+        }
+        if self.all_unsettled_until.is_some_and(|t| t <= now) {
+            self.all_unsettled_until = None;
+        }
+    }
 }
 
 /// One shard, on its own cache lines.
@@ -162,6 +220,10 @@ pub(crate) struct RowCache {
     tables: RwLock<HashMap<String, HashMap<String, Arc<TableState>>>>,
     /// Tables never cached, with why (said once in the log).
     refused: Mutex<HashMap<(String, String), String>>,
+    /// Tables forgotten recently, with when they settle.
+    forgotten: Mutex<HashMap<(String, String), Instant>>,
+    /// How long an evicted key is not filled again (`SETTLE`).
+    settle: Duration,
     next_table: AtomicU64,
     /// Bumped when everything is dropped.
     global_epoch: AtomicU64,
@@ -191,6 +253,8 @@ impl RowCache {
             hasher: Default::default(),
             tables: RwLock::default(),
             refused: Mutex::default(),
+            forgotten: Mutex::default(),
+            settle: SETTLE,
             next_table: AtomicU64::new(1),
             global_epoch: AtomicU64::new(0),
             serving: AtomicBool::new(false),
@@ -202,6 +266,12 @@ impl RowCache {
             vetter: None,
             writes: AtomicU64::new(0),
         }
+    }
+
+    /// Evicted keys are not filled again for `settle` (tests).
+    #[cfg(test)]
+    pub(crate) fn with_settle(self, settle: Duration) -> RowCache {
+        RowCache { settle, ..self }
     }
 
     /// Tables are cached only once `vetter` has vetted them.
@@ -280,10 +350,17 @@ impl RowCache {
         if lock(&self.refused).contains_key(&key) {
             return None;
         }
+        let unsettled_until = {
+            let now = Instant::now();
+            let mut forgotten = lock(&self.forgotten);
+            forgotten.retain(|_, until| *until > now);
+            forgotten.get(&key).copied()
+        };
         let state = Arc::new(TableState {
             id: u32::try_from(self.next_table.fetch_add(1, Ordering::Relaxed)).ok()?,
             meta: meta.clone(),
             epoch: AtomicU64::new(0),
+            unsettled_until,
             vetted: AtomicBool::new(self.vetter.is_none()),
         });
         let (state, new) = {
@@ -374,10 +451,13 @@ impl RowCache {
             return;
         }
         let mut map = write(&shard.inner);
+        let now = Instant::now();
         let valid = shard.generation.load(Ordering::Acquire) == lease.generation
             && table.epoch.load(Ordering::Acquire) == lease.table_epoch
             && self.global_epoch.load(Ordering::Acquire) == lease.global_epoch
-            && self.stream_epoch.load(Ordering::Acquire) == lease.stream_epoch;
+            && self.stream_epoch.load(Ordering::Acquire) == lease.stream_epoch
+            && table.unsettled_until.map_or(true, |t| t <= now)
+            && map.settled(&key, now);
         if !valid {
             self.fills_discarded.fetch_add(1, Ordering::Relaxed);
             return;
@@ -442,6 +522,15 @@ impl RowCache {
             map.bytes = map.bytes.saturating_sub(e.charge - e.ring_charge);
             self.evictions_by_feed.fetch_add(1, Ordering::Relaxed);
         }
+        let now = Instant::now();
+        map.prune_unsettled(now);
+        let until = now + self.settle;
+        map.unsettled.insert(key.clone(), until);
+        // Charged like a place in the ring, so that the bound holds under
+        // a stream of writes.
+        map.bytes += RING_SLOT + key.len();
+        map.unsettled_order.push_back(Unsettled { key, until });
+        self.make_room(&mut map);
     }
 
     /// A row of `db.table` changed: `image` is its whole row before or
@@ -454,6 +543,12 @@ impl RowCache {
             .and_then(|t| t.get(table))
             .cloned()
         else {
+            // Its first lookup may be on its way, and read before this
+            // change's commit is visible.
+            lock(&self.forgotten).insert(
+                (db.to_string(), table.to_string()),
+                Instant::now() + self.settle,
+            );
             return;
         };
         let meta = &state.meta;
@@ -497,6 +592,10 @@ impl RowCache {
         if let Some(state) = removed {
             state.epoch.fetch_add(1, Ordering::AcqRel);
         }
+        lock(&self.forgotten).insert(
+            (db.to_string(), table.to_string()),
+            Instant::now() + self.settle,
+        );
     }
 
     /// Anything may have changed: every entry and table is forgotten.
@@ -509,10 +608,14 @@ impl RowCache {
         {
             state.epoch.fetch_add(1, Ordering::AcqRel);
         }
+        let until = Instant::now() + self.settle;
         for shard in self.shards.iter() {
             let mut map = write(&shard.inner);
             shard.generation.fetch_add(1, Ordering::AcqRel);
-            *map = ShardMap::default();
+            *map = ShardMap {
+                all_unsettled_until: Some(until),
+                ..ShardMap::default()
+            };
         }
     }
 

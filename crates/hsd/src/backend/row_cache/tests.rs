@@ -1,7 +1,8 @@
 //! The row cache on the storage test seam: answers as the storage's, the
 //! fill/eviction race (a fill that read a row before a write whose
 //! eviction came first must not be stored), keys it must not hold, the
-//! memory bound, and a random interleaving of fills, writes and late
+//! memory bound, an eviction that comes before its commit is visible
+//! (the key is not filled again until it settles), and a random interleaving of fills, writes and late
 //! evictions checked against the table whenever the feed has caught up.
 
 use super::{CachedConn, ImageCell, RowCache};
@@ -12,6 +13,7 @@ use crate::backend::{
 };
 use hs_proto::FindOp;
 use std::sync::Arc;
+use std::time::Duration;
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -96,10 +98,15 @@ struct Fixture {
 }
 
 fn fixture(bytes: usize) -> Fixture {
+    fixture_settling(bytes, Duration::ZERO)
+}
+
+/// A fixture whose evicted keys are not filled again for `settle`.
+fn fixture_settling(bytes: usize, settle: Duration) -> Fixture {
     let store = MemoryStore::new(WriteBatching::OneAtATime);
     let table = store.add_table(meta(), &[]);
     set_rows(&store, &rows(&[(1, "a"), (2, "b"), (3, "c")]));
-    let cache = Arc::new(RowCache::new(bytes));
+    let cache = Arc::new(RowCache::new(bytes).with_settle(settle));
     cache.stream_started();
     let open = |id, index, columns: Vec<usize>| OpenedIndex {
         id,
@@ -230,6 +237,106 @@ fn a_fill_that_read_before_an_eviction_of_its_key_is_discarded() {
     }
     let s = f.cache.stats();
     assert_eq!((s.hits, s.fills), (1, 1), "{s:?}");
+}
+
+/// The server sends a transaction's binlog events before its engine
+/// commit: a fill between the eviction and the commit reads the old row
+/// under a lease taken after the eviction. It must not be stored, by
+/// either unique key, nor after the table or everything was dropped.
+#[test]
+fn a_fill_between_an_eviction_and_its_commit_is_not_stored() {
+    let rt = rt();
+    let f = fixture_settling(1 << 20, Duration::from_secs(60));
+    let mut conn = CachedConn::new(
+        rt.block_on(f.store.connect()).expect("connect"),
+        f.cache.clone(),
+    );
+    // The table is known: a row not evicted is filled and served.
+    for _ in 0..2 {
+        let two = rt.block_on(answers(&mut conn, &[point(&f.by_id, "2")]));
+        assert_eq!(two, ["0:b"]);
+    }
+    assert_eq!((f.cache.stats().fills, f.cache.stats().hits), (1, 1));
+    let before = rows(&[(1, "a")]);
+    let after = rows(&[(1, "z")]);
+    f.cache.row_changed("db", "t", &image(&before[0]));
+    f.cache.row_changed("db", "t", &image(&after[0]));
+    let by_id = rt.block_on(answers(&mut conn, &[point(&f.by_id, "1")]));
+    let by_w = rt.block_on(answers(&mut conn, &[point(&f.by_w, "10")]));
+    assert_eq!(
+        (by_id, by_w),
+        (vec!["0:a".to_string()], vec!["0:a,1".to_string()])
+    );
+    // The commit is visible now; the feed sends nothing more.
+    set_rows(&f.store, &rows(&[(1, "z"), (2, "b"), (3, "c")]));
+    for _ in 0..2 {
+        let by_id = rt.block_on(answers(&mut conn, &[point(&f.by_id, "1")]));
+        let by_w = rt.block_on(answers(&mut conn, &[point(&f.by_w, "10")]));
+        assert_eq!(
+            (by_id, by_w),
+            (vec!["0:z".to_string()], vec!["0:z,1".to_string()]),
+            "a row read before the commit was stored"
+        );
+    }
+    assert_eq!(f.cache.stats().fills, 1, "{:?}", f.cache.stats());
+
+    // The table forgotten, or everything dropped: nothing is filled.
+    for drop in [
+        Box::new(|| f.cache.table_changed("db", "t")) as Box<dyn Fn()>,
+        Box::new(|| f.cache.drop_all()),
+    ] {
+        drop();
+        let fills = f.cache.stats().fills;
+        for _ in 0..2 {
+            let three = rt.block_on(answers(&mut conn, &[point(&f.by_id, "3")]));
+            assert_eq!(three, ["0:c"]);
+        }
+        assert_eq!(f.cache.stats().fills, fills, "filled before settling");
+    }
+}
+
+#[test]
+fn an_evicted_key_is_filled_again_once_it_settled() {
+    let rt = rt();
+    let f = fixture_settling(1 << 20, Duration::from_millis(50));
+    let mut conn = CachedConn::new(
+        rt.block_on(f.store.connect()).expect("connect"),
+        f.cache.clone(),
+    );
+    let two = rt.block_on(answers(&mut conn, &[point(&f.by_id, "2")]));
+    assert_eq!(two, ["0:b"]);
+    set_rows(&f.store, &rows(&[(1, "z"), (2, "b"), (3, "c")]));
+    f.cache
+        .row_changed("db", "t", &image(&rows(&[(1, "z")])[0]));
+    let first = rt.block_on(answers(&mut conn, &[point(&f.by_id, "1")]));
+    assert_eq!(first, ["0:z"]);
+    assert_eq!(f.cache.stats().fills, 1);
+    std::thread::sleep(Duration::from_millis(80));
+    for _ in 0..2 {
+        let again = rt.block_on(answers(&mut conn, &[point(&f.by_id, "1")]));
+        assert_eq!(again, ["0:z"]);
+    }
+    let s = f.cache.stats();
+    assert_eq!((s.fills, s.hits), (2, 1), "{s:?}");
+}
+
+/// An event on a table the cache does not know yet (its first lookup is
+/// on its way): the table is not filled until the event settles.
+#[test]
+fn an_event_before_a_tables_first_lookup_holds_its_fills() {
+    let rt = rt();
+    let f = fixture_settling(1 << 20, Duration::from_secs(60));
+    let mut conn = CachedConn::new(
+        rt.block_on(f.store.connect()).expect("connect"),
+        f.cache.clone(),
+    );
+    f.cache
+        .row_changed("db", "t", &image(&rows(&[(1, "z")])[0]));
+    let first = rt.block_on(answers(&mut conn, &[point(&f.by_id, "1")]));
+    assert_eq!(first, ["0:a"], "the commit is not visible yet");
+    set_rows(&f.store, &rows(&[(1, "z"), (2, "b"), (3, "c")]));
+    let again = rt.block_on(answers(&mut conn, &[point(&f.by_id, "1")]));
+    assert_eq!(again, ["0:z"], "a row read before the commit was stored");
 }
 
 #[test]

@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 /// change visible, so a read in that window still finds the old row. The
 /// window is a write to the binlog, its sync, and an in-memory commit:
 /// well under this, even on a busy host.
-const SETTLE: Duration = Duration::from_secs(2);
+const SETTLE: Duration = Duration::from_millis(100);
 
 /// Shards of the map at most: enough that the loops rarely meet on one.
 const MAX_SHARDS: usize = 64;

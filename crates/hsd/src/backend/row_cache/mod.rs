@@ -153,8 +153,8 @@ impl ShardMap {
     /// everything) less than `SETTLE` ago.
     fn settled(&mut self, key: &[u8], now: Instant) -> bool {
         self.prune_unsettled(now);
-        self.all_unsettled_until.map_or(true, |t| t <= now)
-            && self.unsettled.get(key).map_or(true, |t| *t <= now)
+        self.all_unsettled_until.is_none_or(|t| t <= now)
+            && self.unsettled.get(key).is_none_or(|t| *t <= now)
     }
 
     fn prune_unsettled(&mut self, now: Instant) {
@@ -456,7 +456,7 @@ impl RowCache {
             && table.epoch.load(Ordering::Acquire) == lease.table_epoch
             && self.global_epoch.load(Ordering::Acquire) == lease.global_epoch
             && self.stream_epoch.load(Ordering::Acquire) == lease.stream_epoch
-            && table.unsettled_until.map_or(true, |t| t <= now)
+            && table.unsettled_until.is_none_or(|t| t <= now)
             && map.settled(&key, now);
         if !valid {
             self.fills_discarded.fetch_add(1, Ordering::Relaxed);

@@ -237,9 +237,15 @@ fn stress(url: &str, db: &str, consistency: &str) {
         if wrote == Wrote::Hsd {
             history.hsd_done.store(n, Ordering::Release);
         }
-        // Time for the readers (and the cache) between writes: a row is
-        // filled again only once its eviction settled (100 ms).
-        std::thread::sleep(Duration::from_millis(3));
+        // Time for the readers (and the cache) between writes: bursts
+        // race fills with writes; the pauses let evictions settle (a row
+        // is filled again only 100 ms after), so that rows are cached.
+        let pause = if n % 25 == 0 {
+            Duration::from_millis(150)
+        } else {
+            Duration::from_micros(300)
+        };
+        std::thread::sleep(pause);
     }
     stop.store(true, Ordering::Release);
     let states = history.states.lock().expect("states").clone();

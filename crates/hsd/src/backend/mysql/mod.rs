@@ -16,7 +16,8 @@
 //! - `meta`: describe a table (information_schema, SHOW INDEX).
 //! - `scan`: `scan_many`: routes each scan to grouped lookups (`points`),
 //!   `HANDLER` reads (`handler`) or SELECTs; `rows` is a result row as the
-//!   executor sees it.
+//!   executor sees it; `fill`: the row cache's reads, locking and not
+//!   waiting.
 //! - `literal`: values as SQL literals; `batch_sql`: a group's merged writes.
 //! - `in_doubt`: a COMMIT whose answer never came, resolved from another
 //!   connection before its writes are answered.
@@ -51,6 +52,7 @@ mod conn;
 mod conn_writes;
 mod connector;
 mod errors;
+mod fill;
 mod handler;
 mod in_doubt;
 mod link;

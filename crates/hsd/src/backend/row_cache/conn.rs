@@ -2,10 +2,13 @@
 //! row cache and hands everything else to the connection it wraps.
 //!
 //! A lookup the cache may hold (`keys`) and holds is answered from it;
-//! one it may hold but does not is read from the server with every column
-//! of the table, under a lease taken before the read, answered with the
-//! columns it asked for and stored whole (if no eviction came meanwhile).
-//! Rows of one `scan_many` still reach the visitor in scan order.
+//! one it may hold but does not is read with every column of the table by
+//! `StorageConn::read_for_cache` (a read ordered after every writer of the
+//! row), under a lease taken before the read, answered with the columns it
+//! asked for and stored whole (if no eviction came meanwhile). Where that
+//! read cannot be had (a writer holds the row), the lookup is read as
+//! asked and nothing is stored. Rows of one `scan_many` still reach the
+//! visitor in scan order.
 
 use super::keys::{cacheable_index, key_from_request, KeyBytes};
 use super::{CachedRow, Lease, RowCache, RowValues, TableState};
@@ -87,6 +90,20 @@ fn cache_key(scan: &Scan<'_>) -> Option<KeyBytes> {
     key_from_request(&scan.index.table, index, &scan.keys)
 }
 
+/// `scan` again, on `index`.
+fn on_index<'a>(scan: &Scan<'a>, index: &'a OpenedIndex) -> Scan<'a> {
+    Scan {
+        index,
+        op: scan.op,
+        keys: scan.keys.clone(),
+        filters: scan.filters,
+        filter_mode: scan.filter_mode,
+        fetch: scan.fetch,
+        with_locator: scan.with_locator,
+        after: scan.after,
+    }
+}
+
 impl<S: StorageConn> CachedConn<S> {
     fn plan(&self, scans: &[Scan<'_>], fill_indexes: &mut Vec<OpenedIndex>) -> Vec<Plan> {
         let cache = match &self.cache {
@@ -148,87 +165,90 @@ impl<S: StorageConn> StorageConn for CachedConn<S> {
         visit: &mut RowVisitor<'_>,
     ) -> Result<(), StorageError> {
         let mut fill_indexes = Vec::new();
-        let plans = self.plan(scans, &mut fill_indexes);
-        // The scans the server runs, and which scan of the call each is.
+        let mut plans = self.plan(scans, &mut fill_indexes);
+        // The fills first, each by a read the cache may store (or none).
+        let fill_scans: Vec<Scan<'_>> = scans
+            .iter()
+            .zip(&plans)
+            .filter_map(|(scan, plan)| match plan {
+                Plan::Fill { opened, .. } => Some(on_index(scan, &fill_indexes[*opened])),
+                _ => None,
+            })
+            .collect();
+        let mut read: Vec<Option<Vec<RowValues>>> = vec![None; scans.len()];
+        if !fill_scans.is_empty() {
+            let mut got = self.inner.read_for_cache(&fill_scans).await?.into_iter();
+            for (i, plan) in plans.iter_mut().enumerate() {
+                if matches!(plan, Plan::Fill { .. }) {
+                    match got.next().flatten() {
+                        Some(rows) => read[i] = Some(rows),
+                        // A writer holds the row: read as asked, not kept.
+                        None => *plan = Plan::Pass,
+                    }
+                }
+            }
+        }
+        // Everything else on the server, as asked, in one call.
         let mut server_scans = Vec::new();
         let mut origin = Vec::new();
         for (i, (scan, plan)) in scans.iter().zip(&plans).enumerate() {
-            let index = match plan {
-                Plan::Hit(_) => continue,
-                Plan::Fill { opened, .. } => &fill_indexes[*opened],
-                Plan::Pass => scan.index,
-            };
-            let whole = matches!(plan, Plan::Fill { .. });
-            server_scans.push(Scan {
-                index,
-                op: scan.op,
-                keys: scan.keys.clone(),
-                filters: scan.filters,
-                filter_mode: scan.filter_mode,
-                fetch: scan.fetch,
-                with_locator: scan.with_locator,
-                after: scan.after,
-            });
-            origin.push((i, whole));
+            if matches!(plan, Plan::Pass) {
+                server_scans.push(on_index(scan, scan.index));
+                origin.push(i);
+            }
         }
-        let mut filled: Vec<Option<RowValues>> = vec![None; scans.len()];
-        // Hits are handed out in turn with the server's rows: every scan
-        // before the one a server row belongs to first.
-        let mut next_hit = 0;
-        let mut hits_before = |upto: usize, visit: &mut RowVisitor<'_>| {
-            while next_hit < upto {
-                if let Plan::Hit(row) = &plans[next_hit] {
-                    let view = Projected {
-                        row: Whole::Cached(row),
-                        columns: &scans[next_hit].index.columns,
-                    };
-                    visit(next_hit, &view);
+        // Hits and fills are handed out in turn with the server's rows:
+        // every scan before the one a server row belongs to first.
+        let mut next = 0;
+        let mut answered_before = |upto: usize, visit: &mut RowVisitor<'_>| {
+            while next < upto {
+                let columns = &scans[next].index.columns;
+                let rows: &[RowValues] = match (&plans[next], &read[next]) {
+                    (Plan::Hit(row), _) => {
+                        let view = Projected { row, columns };
+                        visit(next, &view);
+                        &[]
+                    }
+                    (Plan::Fill { .. }, Some(rows)) => rows,
+                    _ => &[],
+                };
+                for row in rows {
+                    let view = Projected { row, columns };
+                    if visit(next, &view) == ScanStep::Stop {
+                        break;
+                    }
                 }
-                next_hit += 1;
+                next += 1;
             }
         };
         if !server_scans.is_empty() {
             let mut on_row = |j: usize, row: &dyn RowView| -> ScanStep {
-                let Some(&(i, whole)) = origin.get(j) else {
+                let Some(&i) = origin.get(j) else {
                     return ScanStep::Stop;
                 };
-                hits_before(i, visit);
-                if !whole {
-                    return visit(i, row);
-                }
-                let columns = &scans[i].index.columns;
-                if filled[i].is_none() {
-                    let n = scans[i].index.table.columns.len();
-                    filled[i] = Some((0..n).map(|c| row.column(c).map(Box::from)).collect());
-                } else {
-                    // A second row for a unique key: the key is not one
-                    // the cache may hold after all.
-                    filled[i] = Some(Vec::new());
-                }
-                visit(
-                    i,
-                    &Projected {
-                        row: Whole::Server(row),
-                        columns,
-                    },
-                )
+                answered_before(i, visit);
+                visit(i, row)
             };
             self.inner.scan_many(&server_scans, &mut on_row).await?;
         }
-        hits_before(scans.len(), visit);
+        answered_before(scans.len(), visit);
         let Some(cache) = &self.cache else {
             return Ok(());
         };
-        for (plan, row) in plans.into_iter().zip(filled) {
+        for (plan, rows) in plans.into_iter().zip(read) {
             if let (
                 Plan::Fill {
                     table, key, lease, ..
                 },
-                Some(row),
-            ) = (plan, row)
+                Some(mut rows),
+            ) = (plan, rows)
             {
-                if !row.is_empty() {
-                    cache.fill(lease, &table, key, row);
+                // A unique key finds one row; more, and it is not a key
+                // the cache may hold after all.
+                if rows.len() == 1 {
+                    if let Some(row) = rows.pop() {
+                        cache.fill(lease, &table, key, row);
+                    }
                 }
             }
         }
@@ -288,25 +308,17 @@ impl<S: StorageConn> StorageConn for CachedConn<S> {
     }
 }
 
-/// A whole row: from the cache, or as the server handed it (every column).
-enum Whole<'a> {
-    Cached(&'a CachedRow),
-    Server(&'a dyn RowView),
-}
-
-/// A whole row seen through the columns a request opened.
+/// A whole row (cached, or read for the cache) seen through the columns a
+/// request opened.
 struct Projected<'a> {
-    row: Whole<'a>,
+    row: &'a CachedRow,
     columns: &'a [usize],
 }
 
 impl RowView for Projected<'_> {
     fn column(&self, i: usize) -> Option<&[u8]> {
         let c = *self.columns.get(i)?;
-        match &self.row {
-            Whole::Cached(row) => row.get(c)?.as_deref(),
-            Whole::Server(row) => row.column(c),
-        }
+        self.row.get(c)?.as_deref()
     }
 
     fn filter_state(&self) -> FilterVerdict {

@@ -8,21 +8,20 @@
 //! - `conn`: `CachedConn`, a storage connection that answers point lookups
 //!   from the cache and fills it from the connection it wraps.
 //!
-//! Exactness rests on leases: a fill takes one (the generation of its
-//! key's shard, its table's and the whole cache's) before it reads the
-//! server, and stores its row only if no eviction touched that shard,
+//! Exactness rests on two rules. Leases: a fill takes one (the generation
+//! of its key's shard, its table's and the whole cache's) before it reads
+//! the server, and stores its row only if no eviction touched that shard,
 //! table or cache meanwhile. An eviction bumps the generation under the
-//! shard's lock, so a fill that read a row before a write whose eviction
-//! came first is discarded, whatever the interleaving. The feed's event
-//! can also come before its commit is visible: the server sends a
-//! transaction's binlog events before its storage engine commits it, so a
-//! fill that reads the row in between reads the row before the change,
-//! under a lease taken after the eviction. So an evicted key (a forgotten
-//! table, everything after a drop) is not filled again until `SETTLE`
-//! after its eviction, a bound on the time from a transaction's binlog
-//! write to its commit. Reads take a
-//! shard's read lock: the loops never wait for each other but on a fill or
-//! an eviction of the same shard.
+//! shard's lock, so a fill whose lease came before an eviction of its key
+//! is discarded, whatever the interleaving. Ordered reads: the feed's
+//! eviction can come before its commit is visible (the server sends a
+//! transaction's binlog events before its storage engine commits it), so
+//! a fill whose lease came after the eviction must still not read the row
+//! from before that commit: fills read by `StorageConn::read_for_cache`,
+//! which hands back only rows no uncommitted write touches (MySQL: a
+//! locking read that does not wait). Reads take a shard's read lock: the
+//! loops never wait for each other but on a fill or an eviction of the
+//! same shard.
 
 mod conn;
 mod keys;
@@ -37,14 +36,6 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::time::{Duration, Instant};
-
-/// How long after an eviction its key is not filled again: the server
-/// sends a transaction's binlog events before its engine commit makes the
-/// change visible, so a read in that window still finds the old row. The
-/// window is a write to the binlog, its sync, and an in-memory commit:
-/// well under this, even on a busy host.
-const SETTLE: Duration = Duration::from_millis(100);
 
 /// Shards of the map at most: enough that the loops rarely meet on one.
 const MAX_SHARDS: usize = 64;
@@ -66,7 +57,7 @@ const RING_SLOT: usize = 64;
 /// A cached row: every column of the table, as the server's text or NULL.
 pub(crate) type CachedRow = [Option<Box<[u8]>>];
 /// A row read to be cached.
-pub(crate) type RowValues = Vec<Option<Box<[u8]>>>;
+pub(crate) type RowValues = super::OwnedRow;
 
 /// A cached entry as tests see it: table, index, key parts, row.
 #[cfg(test)]
@@ -79,9 +70,6 @@ pub(crate) struct TableState {
     id: u32,
     meta: Arc<TableMeta>,
     epoch: AtomicU64,
-    /// Nothing of it is filled before this: it was forgotten (its rows
-    /// may have changed) less than `SETTLE` before it was registered again.
-    unsettled_until: Option<Instant>,
     /// Whether the vetter found nothing the feed cannot see change it
     /// (nothing is cached before).
     vetted: AtomicBool,
@@ -117,12 +105,6 @@ struct Entry {
     stamp: u64,
 }
 
-/// A key evicted recently: not filled again before `until`.
-struct Unsettled {
-    key: KeyBytes,
-    until: Instant,
-}
-
 /// A place in the eviction ring: the key, the fill it was made for, and
 /// what it costs while it outlives its entry.
 struct RingSlot {
@@ -140,40 +122,6 @@ struct ShardMap {
     ring: VecDeque<RingSlot>,
     bytes: usize,
     next_stamp: u64,
-    /// Keys evicted less than `SETTLE` ago, with when each settles (the
-    /// latest eviction's), and the same in eviction order for pruning.
-    unsettled: HashMap<KeyBytes, Instant>,
-    unsettled_order: VecDeque<Unsettled>,
-    /// Nothing in the shard is filled before this (everything dropped).
-    all_unsettled_until: Option<Instant>,
-}
-
-impl ShardMap {
-    /// Whether `key` may be filled at `now`: no eviction of it (or of
-    /// everything) less than `SETTLE` ago.
-    fn settled(&mut self, key: &[u8], now: Instant) -> bool {
-        self.prune_unsettled(now);
-        self.all_unsettled_until.is_none_or(|t| t <= now)
-            && self.unsettled.get(key).is_none_or(|t| *t <= now)
-    }
-
-    fn prune_unsettled(&mut self, now: Instant) {
-        while let Some(front) = self.unsettled_order.front() {
-            if front.until > now {
-                break;
-            }
-            if let Some(front) = self.unsettled_order.pop_front() {
-                self.bytes = self.bytes.saturating_sub(RING_SLOT + front.key.len());
-                // A later eviction of the same key keeps it unsettled.
-                if self.unsettled.get(&front.key) == Some(&front.until) {
-                    self.unsettled.remove(&front.key);
-                }
-            }
-        }
-        if self.all_unsettled_until.is_some_and(|t| t <= now) {
-            self.all_unsettled_until = None;
-        }
-    }
 }
 
 /// One shard, on its own cache lines.
@@ -220,10 +168,6 @@ pub(crate) struct RowCache {
     tables: RwLock<HashMap<String, HashMap<String, Arc<TableState>>>>,
     /// Tables never cached, with why (said once in the log).
     refused: Mutex<HashMap<(String, String), String>>,
-    /// Tables forgotten recently, with when they settle.
-    forgotten: Mutex<HashMap<(String, String), Instant>>,
-    /// How long an evicted key is not filled again (`SETTLE`).
-    settle: Duration,
     next_table: AtomicU64,
     /// Bumped when everything is dropped.
     global_epoch: AtomicU64,
@@ -253,8 +197,6 @@ impl RowCache {
             hasher: Default::default(),
             tables: RwLock::default(),
             refused: Mutex::default(),
-            forgotten: Mutex::default(),
-            settle: SETTLE,
             next_table: AtomicU64::new(1),
             global_epoch: AtomicU64::new(0),
             serving: AtomicBool::new(false),
@@ -266,12 +208,6 @@ impl RowCache {
             vetter: None,
             writes: AtomicU64::new(0),
         }
-    }
-
-    /// Evicted keys are not filled again for `settle` (tests).
-    #[cfg(test)]
-    pub(crate) fn with_settle(self, settle: Duration) -> RowCache {
-        RowCache { settle, ..self }
     }
 
     /// Tables are cached only once `vetter` has vetted them.
@@ -350,17 +286,10 @@ impl RowCache {
         if lock(&self.refused).contains_key(&key) {
             return None;
         }
-        let unsettled_until = {
-            let now = Instant::now();
-            let mut forgotten = lock(&self.forgotten);
-            forgotten.retain(|_, until| *until > now);
-            forgotten.get(&key).copied()
-        };
         let state = Arc::new(TableState {
             id: u32::try_from(self.next_table.fetch_add(1, Ordering::Relaxed)).ok()?,
             meta: meta.clone(),
             epoch: AtomicU64::new(0),
-            unsettled_until,
             vetted: AtomicBool::new(self.vetter.is_none()),
         });
         let (state, new) = {
@@ -451,13 +380,10 @@ impl RowCache {
             return;
         }
         let mut map = write(&shard.inner);
-        let now = Instant::now();
         let valid = shard.generation.load(Ordering::Acquire) == lease.generation
             && table.epoch.load(Ordering::Acquire) == lease.table_epoch
             && self.global_epoch.load(Ordering::Acquire) == lease.global_epoch
-            && self.stream_epoch.load(Ordering::Acquire) == lease.stream_epoch
-            && table.unsettled_until.is_none_or(|t| t <= now)
-            && map.settled(&key, now);
+            && self.stream_epoch.load(Ordering::Acquire) == lease.stream_epoch;
         if !valid {
             self.fills_discarded.fetch_add(1, Ordering::Relaxed);
             return;
@@ -522,15 +448,6 @@ impl RowCache {
             map.bytes = map.bytes.saturating_sub(e.charge - e.ring_charge);
             self.evictions_by_feed.fetch_add(1, Ordering::Relaxed);
         }
-        let now = Instant::now();
-        map.prune_unsettled(now);
-        let until = now + self.settle;
-        map.unsettled.insert(key.clone(), until);
-        // Charged like a place in the ring, so that the bound holds under
-        // a stream of writes.
-        map.bytes += RING_SLOT + key.len();
-        map.unsettled_order.push_back(Unsettled { key, until });
-        self.make_room(&mut map);
     }
 
     /// A row of `db.table` changed: `image` is its whole row before or
@@ -543,12 +460,9 @@ impl RowCache {
             .and_then(|t| t.get(table))
             .cloned()
         else {
-            // Its first lookup may be on its way, and read before this
-            // change's commit is visible.
-            lock(&self.forgotten).insert(
-                (db.to_string(), table.to_string()),
-                Instant::now() + self.settle,
-            );
+            // Nothing of it is cached. A first lookup on its way took its
+            // lease after this (the table is registered with it) and
+            // reads past the commit (`read_for_cache`).
             return;
         };
         let meta = &state.meta;
@@ -592,10 +506,6 @@ impl RowCache {
         if let Some(state) = removed {
             state.epoch.fetch_add(1, Ordering::AcqRel);
         }
-        lock(&self.forgotten).insert(
-            (db.to_string(), table.to_string()),
-            Instant::now() + self.settle,
-        );
     }
 
     /// Anything may have changed: every entry and table is forgotten.
@@ -608,14 +518,10 @@ impl RowCache {
         {
             state.epoch.fetch_add(1, Ordering::AcqRel);
         }
-        let until = Instant::now() + self.settle;
         for shard in self.shards.iter() {
             let mut map = write(&shard.inner);
             shard.generation.fetch_add(1, Ordering::AcqRel);
-            *map = ShardMap {
-                all_unsettled_until: Some(until),
-                ..ShardMap::default()
-            };
+            *map = ShardMap::default();
         }
     }
 

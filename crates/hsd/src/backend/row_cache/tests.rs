@@ -1,9 +1,12 @@
 //! The row cache on the storage test seam: answers as the storage's, the
 //! fill/eviction race (a fill that read a row before a write whose
 //! eviction came first must not be stored), keys it must not hold, the
-//! memory bound, an eviction that comes before its commit is visible
-//! (the key is not filled again until it settles), and a random interleaving of fills, writes and late
-//! evictions checked against the table whenever the feed has caught up.
+//! memory bound, an eviction that comes before its commit is visible (as
+//! the server sends a transaction's binlog events before its engine
+//! commit: `Server` holds the writer's row locks until then, and fills
+//! read through `read_for_cache`, which hands back no row a writer
+//! holds), and a random interleaving of fills, prepared writes, commits
+//! and evictions checked against the table whenever both have caught up.
 
 use super::{CachedConn, ImageCell, RowCache};
 use crate::backend::memory::{table_meta, Col, Idx, MemoryConn, MemoryStore};
@@ -12,8 +15,10 @@ use crate::backend::{
     StorageError, TableMeta, WriteBatching,
 };
 use hs_proto::FindOp;
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -98,15 +103,10 @@ struct Fixture {
 }
 
 fn fixture(bytes: usize) -> Fixture {
-    fixture_settling(bytes, Duration::ZERO)
-}
-
-/// A fixture whose evicted keys are not filled again for `settle`.
-fn fixture_settling(bytes: usize, settle: Duration) -> Fixture {
     let store = MemoryStore::new(WriteBatching::OneAtATime);
     let table = store.add_table(meta(), &[]);
     set_rows(&store, &rows(&[(1, "a"), (2, "b"), (3, "c")]));
-    let cache = Arc::new(RowCache::new(bytes).with_settle(settle));
+    let cache = Arc::new(RowCache::new(bytes));
     cache.stream_started();
     let open = |id, index, columns: Vec<usize>| OpenedIndex {
         id,
@@ -154,15 +154,39 @@ async fn answers(conn: &mut impl StorageConn, scans: &[Scan<'_>]) -> Vec<String>
     out
 }
 
-/// A connection that runs `between` once after the storage answered a
-/// scan and before the caller gets control back: a write committed, and
-/// its eviction delivered, while a fill's row is on its way.
-struct Interleaved<F: FnMut()> {
+/// Ids of rows a writer holds: its transaction is prepared (its binlog
+/// events may already be out) and not yet committed, so the store still
+/// shows the rows as they were.
+type Held = Rc<RefCell<HashSet<u32>>>;
+
+/// The server as the cache meets it: a plain read shows the committed
+/// rows, a read for the cache (a locking read that does not wait) hands
+/// back nothing for a row a writer holds. `between` runs once after the
+/// storage answered and before the caller gets control back: a write
+/// committed, and its eviction delivered, while a fill's row is on its way.
+struct Server<F: FnMut()> {
     inner: MemoryConn,
+    held: Held,
     between: Option<F>,
 }
 
-impl<F: FnMut()> StorageConn for Interleaved<F> {
+fn server(inner: MemoryConn, held: &Held) -> Server<fn()> {
+    Server {
+        inner,
+        held: held.clone(),
+        between: None,
+    }
+}
+
+impl<F: FnMut()> Server<F> {
+    fn after_answer(&mut self) {
+        if let Some(mut f) = self.between.take() {
+            f();
+        }
+    }
+}
+
+impl<F: FnMut()> StorageConn for Server<F> {
     async fn describe(&mut self, db: &str, table: &str) -> Result<TableMeta, StorageError> {
         self.inner.describe(db, table).await
     }
@@ -172,10 +196,30 @@ impl<F: FnMut()> StorageConn for Interleaved<F> {
         visit: &mut RowVisitor<'_>,
     ) -> Result<(), StorageError> {
         let done = self.inner.scan_many(scans, visit).await;
-        if let Some(mut f) = self.between.take() {
-            f();
-        }
+        self.after_answer();
         done
+    }
+    async fn read_for_cache(
+        &mut self,
+        scans: &[Scan<'_>],
+    ) -> Result<Vec<crate::backend::CacheRead>, StorageError> {
+        let mut read = self.inner.read_for_cache(scans).await?;
+        for r in &mut read {
+            // Every column is opened: the first is `id`.
+            let held = r.as_ref().is_some_and(|rows| {
+                rows.iter().any(|row| {
+                    let id = row.first().and_then(|v| v.as_deref());
+                    let id = id.and_then(|v| std::str::from_utf8(v).ok());
+                    id.and_then(|v| v.parse().ok())
+                        .is_some_and(|id: u32| self.held.borrow().contains(&id))
+                })
+            });
+            if held {
+                *r = None;
+            }
+        }
+        self.after_answer();
+        Ok(read)
     }
     fn write_batching(&self) -> WriteBatching {
         self.inner.write_batching()
@@ -218,8 +262,9 @@ fn a_fill_that_read_before_an_eviction_of_its_key_is_discarded() {
     };
     let inner = rt.block_on(f.store.connect()).expect("connect");
     let mut racing = CachedConn::new(
-        Interleaved {
+        Server {
             inner,
+            held: Held::default(),
             between: Some(write_and_evict),
         },
         f.cache.clone(),
@@ -240,15 +285,19 @@ fn a_fill_that_read_before_an_eviction_of_its_key_is_discarded() {
 }
 
 /// The server sends a transaction's binlog events before its engine
-/// commit: a fill between the eviction and the commit reads the old row
-/// under a lease taken after the eviction. It must not be stored, by
-/// either unique key, nor after the table or everything was dropped.
+/// commit: the eviction comes first, and a fill between it and the commit
+/// (its lease taken after the eviction) reads the row from before the
+/// change. Such a row must not be stored, by either unique key, nor after
+/// the table or everything was dropped; once the writer committed, the
+/// rows are filled again. (A fill that reads plainly stores "a" here and
+/// serves it after the commit.)
 #[test]
 fn a_fill_between_an_eviction_and_its_commit_is_not_stored() {
     let rt = rt();
-    let f = fixture_settling(1 << 20, Duration::from_secs(60));
+    let f = fixture(1 << 20);
+    let held = Held::default();
     let mut conn = CachedConn::new(
-        rt.block_on(f.store.connect()).expect("connect"),
+        server(rt.block_on(f.store.connect()).expect("connect"), &held),
         f.cache.clone(),
     );
     // The table is known: a row not evicted is filled and served.
@@ -257,18 +306,25 @@ fn a_fill_between_an_eviction_and_its_commit_is_not_stored() {
         assert_eq!(two, ["0:b"]);
     }
     assert_eq!((f.cache.stats().fills, f.cache.stats().hits), (1, 1));
+    // A writer changes row 1 and holds it; its events reach the feed
+    // before its commit.
+    held.borrow_mut().insert(1);
     let before = rows(&[(1, "a")]);
     let after = rows(&[(1, "z")]);
     f.cache.row_changed("db", "t", &image(&before[0]));
     f.cache.row_changed("db", "t", &image(&after[0]));
-    let by_id = rt.block_on(answers(&mut conn, &[point(&f.by_id, "1")]));
-    let by_w = rt.block_on(answers(&mut conn, &[point(&f.by_w, "10")]));
-    assert_eq!(
-        (by_id, by_w),
-        (vec!["0:a".to_string()], vec!["0:a,1".to_string()])
-    );
-    // The commit is visible now; the feed sends nothing more.
+    for _ in 0..2 {
+        let by_id = rt.block_on(answers(&mut conn, &[point(&f.by_id, "1")]));
+        let by_w = rt.block_on(answers(&mut conn, &[point(&f.by_w, "10")]));
+        assert_eq!(
+            (by_id, by_w),
+            (vec!["0:a".to_string()], vec!["0:a,1".to_string()]),
+            "not committed yet: the row before the change"
+        );
+    }
+    // The commit: visible, the lock gone; the feed sends nothing more.
     set_rows(&f.store, &rows(&[(1, "z"), (2, "b"), (3, "c")]));
+    held.borrow_mut().clear();
     for _ in 0..2 {
         let by_id = rt.block_on(answers(&mut conn, &[point(&f.by_id, "1")]));
         let by_w = rt.block_on(answers(&mut conn, &[point(&f.by_w, "10")]));
@@ -278,63 +334,57 @@ fn a_fill_between_an_eviction_and_its_commit_is_not_stored() {
             "a row read before the commit was stored"
         );
     }
-    assert_eq!(f.cache.stats().fills, 1, "{:?}", f.cache.stats());
+    let s = f.cache.stats();
+    assert_eq!(
+        (s.fills, s.hits),
+        (3, 3),
+        "filled again after the commit: {s:?}"
+    );
 
-    // The table forgotten, or everything dropped: nothing is filled.
-    for drop in [
-        Box::new(|| f.cache.table_changed("db", "t")) as Box<dyn Fn()>,
+    // The table forgotten, or everything dropped, while a writer holds
+    // row 3: its old row is not filled; the others are.
+    let dropped: [Box<dyn Fn()>; 2] = [
+        Box::new(|| f.cache.table_changed("db", "t")),
         Box::new(|| f.cache.drop_all()),
-    ] {
+    ];
+    let mut current = "c".to_string();
+    for (n, drop) in dropped.iter().enumerate() {
+        held.borrow_mut().insert(3);
         drop();
         let fills = f.cache.stats().fills;
+        let three = rt.block_on(answers(&mut conn, &[point(&f.by_id, "3")]));
+        assert_eq!(three, [format!("0:{current}")]);
+        assert_eq!(f.cache.stats().fills, fills, "a held row was filled");
+        let value = format!("c{n}");
+        set_rows(&f.store, &rows(&[(1, "z"), (2, "b"), (3, &value)]));
+        held.borrow_mut().clear();
         for _ in 0..2 {
             let three = rt.block_on(answers(&mut conn, &[point(&f.by_id, "3")]));
-            assert_eq!(three, ["0:c"]);
+            assert_eq!(three, [format!("0:{value}")]);
         }
-        assert_eq!(f.cache.stats().fills, fills, "filled before settling");
+        assert_eq!(f.cache.stats().fills, fills + 1);
+        current = value;
     }
-}
-
-#[test]
-fn an_evicted_key_is_filled_again_once_it_settled() {
-    let rt = rt();
-    let f = fixture_settling(1 << 20, Duration::from_millis(50));
-    let mut conn = CachedConn::new(
-        rt.block_on(f.store.connect()).expect("connect"),
-        f.cache.clone(),
-    );
-    let two = rt.block_on(answers(&mut conn, &[point(&f.by_id, "2")]));
-    assert_eq!(two, ["0:b"]);
-    set_rows(&f.store, &rows(&[(1, "z"), (2, "b"), (3, "c")]));
-    f.cache
-        .row_changed("db", "t", &image(&rows(&[(1, "z")])[0]));
-    let first = rt.block_on(answers(&mut conn, &[point(&f.by_id, "1")]));
-    assert_eq!(first, ["0:z"]);
-    assert_eq!(f.cache.stats().fills, 1);
-    std::thread::sleep(Duration::from_millis(80));
-    for _ in 0..2 {
-        let again = rt.block_on(answers(&mut conn, &[point(&f.by_id, "1")]));
-        assert_eq!(again, ["0:z"]);
-    }
-    let s = f.cache.stats();
-    assert_eq!((s.fills, s.hits), (2, 1), "{s:?}");
 }
 
 /// An event on a table the cache does not know yet (its first lookup is
-/// on its way): the table is not filled until the event settles.
+/// on its way): the lookup reads past the writer or stores nothing.
 #[test]
-fn an_event_before_a_tables_first_lookup_holds_its_fills() {
+fn an_event_before_a_tables_first_lookup_stores_no_old_row() {
     let rt = rt();
-    let f = fixture_settling(1 << 20, Duration::from_secs(60));
+    let f = fixture(1 << 20);
+    let held = Held::default();
     let mut conn = CachedConn::new(
-        rt.block_on(f.store.connect()).expect("connect"),
+        server(rt.block_on(f.store.connect()).expect("connect"), &held),
         f.cache.clone(),
     );
+    held.borrow_mut().insert(1);
     f.cache
         .row_changed("db", "t", &image(&rows(&[(1, "z")])[0]));
     let first = rt.block_on(answers(&mut conn, &[point(&f.by_id, "1")]));
     assert_eq!(first, ["0:a"], "the commit is not visible yet");
     set_rows(&f.store, &rows(&[(1, "z"), (2, "b"), (3, "c")]));
+    held.borrow_mut().clear();
     let again = rt.block_on(answers(&mut conn, &[point(&f.by_id, "1")]));
     assert_eq!(again, ["0:z"], "a row read before the commit was stored");
 }
@@ -424,8 +474,9 @@ fn a_lost_feed_stops_serving_and_discards_fills_until_it_streams_again() {
     let cache = f.cache.clone();
     let inner = rt.block_on(f.store.connect()).expect("connect");
     let mut racing = CachedConn::new(
-        Interleaved {
+        Server {
             inner,
+            held: Held::default(),
             between: Some(|| cache.stream_lost()),
         },
         f.cache.clone(),
@@ -477,23 +528,30 @@ impl Random {
     }
 }
 
+/// Writes as the server makes them: a writer takes its row (held), its
+/// binlog events go out (the evictions, delivered later), and its commit
+/// makes the change visible and lets the row go, before or after the
+/// evictions are delivered. Fills race both.
 #[test]
-fn random_fills_writes_and_late_evictions_never_leave_a_stale_row() {
+fn random_fills_writes_commits_and_evictions_never_leave_a_stale_row() {
     let rt = rt();
     let f = fixture(8 * 1024);
-    let mut table: Vec<(u32, String)> = (1..=20).map(|i| (i, format!("v{i}"))).collect();
-    let apply = |table: &[(u32, String)]| {
-        let t: Vec<(u32, &str)> = table.iter().map(|(i, v)| (*i, v.as_str())).collect();
+    // Committed values, by id - 1.
+    let table = RefCell::new((1..=20).map(|i| format!("v{i}")).collect::<Vec<_>>());
+    let apply = || {
+        let t = table.borrow();
+        let t: Vec<(u32, &str)> = (1..).zip(t.iter().map(String::as_str)).collect();
         set_rows(&f.store, &rows(&t));
     };
-    apply(&table);
-    // Changes committed to the table whose evictions the feed has not
-    // delivered yet (row images before and after), oldest first.
-    let pending =
-        std::cell::RefCell::new(std::collections::VecDeque::<Vec<Vec<Option<String>>>>::new());
+    apply();
+    let held = Held::default();
+    // Evictions not delivered yet (row images before and after), and
+    // prepared writes not committed yet (id, new value), oldest first.
+    let evictions = RefCell::new(std::collections::VecDeque::<Vec<Vec<Option<String>>>>::new());
+    let commits = RefCell::new(std::collections::VecDeque::<(u32, String)>::new());
     let deliver = |n: usize| {
         for _ in 0..n {
-            let Some(images) = pending.borrow_mut().pop_front() else {
+            let Some(images) = evictions.borrow_mut().pop_front() else {
                 return;
             };
             for im in &images {
@@ -501,29 +559,46 @@ fn random_fills_writes_and_late_evictions_never_leave_a_stale_row() {
             }
         }
     };
+    let commit = |n: usize| {
+        for _ in 0..n {
+            let Some((id, value)) = commits.borrow_mut().pop_front() else {
+                return;
+            };
+            table.borrow_mut()[id as usize - 1] = value;
+            apply();
+            held.borrow_mut().remove(&id);
+        }
+    };
     let mut rng = Random(0x9e37_79b9_7f4a_7c15);
     let mut checked = 0;
-    for step in 0..4000 {
+    for step in 0..6000 {
         let id = rng.below(20) as u32 + 1;
-        match rng.below(4) {
-            0 => {
-                let before = rows(&[(id, &table[id as usize - 1].1)]);
-                table[id as usize - 1].1 = format!("s{step}");
-                apply(&table);
-                let after = rows(&[(id, &table[id as usize - 1].1)]);
-                pending
+        match rng.below(5) {
+            0 if !held.borrow().contains(&id) => {
+                held.borrow_mut().insert(id);
+                let value = format!("s{step}");
+                let before = rows(&[(id, &table.borrow()[id as usize - 1])]);
+                let after = rows(&[(id, &value)]);
+                commits.borrow_mut().push_back((id, value));
+                evictions
                     .borrow_mut()
                     .push_back(vec![before[0].clone(), after[0].clone()]);
             }
+            0 => {}
             1 => deliver(rng.below(3) as usize + 1),
+            2 => commit(rng.below(2) as usize + 1),
             _ => {
-                // A lookup whose fill may meet a delivery on its way.
-                let n = rng.below(3) as usize;
+                // A lookup whose fill may meet evictions and commits.
+                let (n, m) = (rng.below(3) as usize, rng.below(2) as usize);
                 let inner = rt.block_on(f.store.connect()).expect("connect");
                 let mut conn = CachedConn::new(
-                    Interleaved {
+                    Server {
                         inner,
-                        between: Some(|| deliver(n)),
+                        held: held.clone(),
+                        between: Some(|| {
+                            deliver(n);
+                            commit(m);
+                        }),
                     },
                     f.cache.clone(),
                 );
@@ -535,22 +610,20 @@ fn random_fills_writes_and_late_evictions_never_leave_a_stale_row() {
                 rt.block_on(answers(&mut conn, &[point(index, &key)]));
             }
         }
-        if pending.borrow().is_empty() {
-            // The feed has caught up: every answer and entry is current.
+        if evictions.borrow().is_empty() && commits.borrow().is_empty() {
+            // The feed and the writers have caught up: every answer and
+            // entry is current.
             let mut conn = CachedConn::new(
-                rt.block_on(f.store.connect()).expect("connect"),
+                server(rt.block_on(f.store.connect()).expect("connect"), &held),
                 f.cache.clone(),
             );
             let got = rt.block_on(answers(&mut conn, &[point(&f.by_id, &id.to_string())]));
-            assert_eq!(
-                got,
-                [format!("0:{}", table[id as usize - 1].1)],
-                "step {step}"
-            );
+            let want = table.borrow()[id as usize - 1].clone();
+            assert_eq!(got, [format!("0:{want}")], "step {step}");
             for (_, index, key, row) in f.cache.entries() {
                 let k: u32 = String::from_utf8_lossy(&key[0]).parse().expect("key");
                 let id = if index == 0 { k } else { k / 10 };
-                let want = rows(&[(id, &table[id as usize - 1].1)]);
+                let want = rows(&[(id, &table.borrow()[id as usize - 1])]);
                 let want: Vec<Option<Vec<u8>>> = want[0]
                     .iter()
                     .map(|v| v.clone().map(String::into_bytes))
@@ -562,7 +635,7 @@ fn random_fills_writes_and_late_evictions_never_leave_a_stale_row() {
     }
     let s = f.cache.stats();
     assert!(
-        checked > 1000 && s.hits > 100 && s.fills_discarded > 10,
+        checked > 500 && s.hits > 100 && s.fills_discarded > 10,
         "{checked} {s:?}"
     );
 }

@@ -178,12 +178,18 @@ impl<S: StorageConn> StorageConn for CachedConn<S> {
         let mut read: Vec<Option<Vec<RowValues>>> = vec![None; scans.len()];
         if !fill_scans.is_empty() {
             let mut got = self.inner.read_for_cache(&fill_scans).await?.into_iter();
+            let cache = self.cache.as_deref();
             for (i, plan) in plans.iter_mut().enumerate() {
                 if matches!(plan, Plan::Fill { .. }) {
                     match got.next().flatten() {
                         Some(rows) => read[i] = Some(rows),
                         // A writer holds the row: read as asked, not kept.
-                        None => *plan = Plan::Pass,
+                        None => {
+                            *plan = Plan::Pass;
+                            if let Some(c) = cache {
+                                c.fill_held();
+                            }
+                        }
                     }
                 }
             }

@@ -153,6 +153,7 @@ pub(crate) struct CacheStats {
     pub(crate) misses: u64,
     pub(crate) fills: u64,
     pub(crate) fills_discarded: u64,
+    pub(crate) fills_held: u64,
     pub(crate) evictions_by_feed: u64,
     pub(crate) evictions_by_capacity: u64,
     pub(crate) entries: u64,
@@ -177,6 +178,8 @@ pub(crate) struct RowCache {
     stream_epoch: AtomicU64,
     fills: AtomicU64,
     fills_discarded: AtomicU64,
+    /// Fills not made: a writer held the row (`StorageConn::read_for_cache`).
+    fills_held: AtomicU64,
     evictions_by_feed: AtomicU64,
     evictions_by_capacity: AtomicU64,
     vetter: Option<Vetter>,
@@ -203,6 +206,7 @@ impl RowCache {
             stream_epoch: AtomicU64::new(0),
             fills: AtomicU64::new(0),
             fills_discarded: AtomicU64::new(0),
+            fills_held: AtomicU64::new(0),
             evictions_by_feed: AtomicU64::new(0),
             evictions_by_capacity: AtomicU64::new(0),
             vetter: None,
@@ -230,6 +234,11 @@ impl RowCache {
     /// A write of this process finished (whatever its outcome).
     pub(crate) fn note_write(&self) {
         self.writes.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// A fill was not made: a writer held its row.
+    fn fill_held(&self) {
+        self.fills_held.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Writes of this process finished so far.
@@ -529,6 +538,7 @@ impl RowCache {
         let mut s = CacheStats {
             fills: self.fills.load(Ordering::Relaxed),
             fills_discarded: self.fills_discarded.load(Ordering::Relaxed),
+            fills_held: self.fills_held.load(Ordering::Relaxed),
             evictions_by_feed: self.evictions_by_feed.load(Ordering::Relaxed),
             evictions_by_capacity: self.evictions_by_capacity.load(Ordering::Relaxed),
             ..CacheStats::default()

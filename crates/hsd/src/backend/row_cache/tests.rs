@@ -322,6 +322,7 @@ fn a_fill_between_an_eviction_and_its_commit_is_not_stored() {
             "not committed yet: the row before the change"
         );
     }
+    assert_eq!(f.cache.stats().fills_held, 4, "{:?}", f.cache.stats());
     // The commit: visible, the lock gone; the feed sends nothing more.
     set_rows(&f.store, &rows(&[(1, "z"), (2, "b"), (3, "c")]));
     held.borrow_mut().clear();

@@ -14,6 +14,7 @@ struct CacheCollector {
     misses: IntCounter,
     fills: IntCounter,
     fills_discarded: IntCounter,
+    fills_held: IntCounter,
     binlog_evictions: IntCounter,
     capacity_evictions: IntCounter,
     entries: IntGauge,
@@ -41,6 +42,7 @@ impl CacheCollector {
             &self.misses,
             &self.fills,
             &self.fills_discarded,
+            &self.fills_held,
             &self.binlog_evictions,
             &self.capacity_evictions,
             &self.entries,
@@ -67,6 +69,7 @@ impl Collector for CacheCollector {
             advance(&self.misses, st.misses);
             advance(&self.fills, st.fills);
             advance(&self.fills_discarded, st.fills_discarded);
+            advance(&self.fills_held, st.fills_held);
             advance(&self.binlog_evictions, st.evictions_by_feed);
             advance(&self.capacity_evictions, st.evictions_by_capacity);
             self.entries.set(st.entries as i64);
@@ -103,6 +106,10 @@ pub(super) fn register(registry: &Registry, service: &Arc<RowCacheService>) -> a
         fills_discarded: counter(
             "row_cache_fills_discarded_total",
             "Rows read for the cache and not stored: a change of their key (or table) came meanwhile",
+        )?,
+        fills_held: counter(
+            "row_cache_fills_held_total",
+            "Cacheable lookups read plainly and not stored: a writer held the row (the fill's locking read does not wait)",
         )?,
         binlog_evictions: counter(
             "row_cache_binlog_evictions_total",

@@ -285,10 +285,11 @@ pub struct ServeOptions {
     #[arg(long, env = "HSD_ROW_CACHE_MIB")]
     #[serde(alias = "row_cache_mib")]
     pub(crate) row_cache_mib: Option<u64>,
-    /// What a read answered elsewhere than the writer (the row cache) must
-    /// see: `acknowledged` (every write this hsd acknowledged before it
-    /// arrived) or `strict` (every write committed before it arrived, from
-    /// anyone; one position query per batch) [default: acknowledged].
+    /// What a read answered elsewhere than the writer (the row cache, a
+    /// replica) must see: `acknowledged` (every write this hsd process
+    /// acknowledged before it arrived) or `strict` (every write committed
+    /// on the writer before it arrived, from any client or hsd process; one
+    /// position query to the writer per batch) [default: acknowledged].
     #[arg(long, env = "HSD_READ_CONSISTENCY", value_enum)]
     #[serde(alias = "read_consistency")]
     pub(crate) read_consistency: Option<ReadConsistency>,
@@ -413,6 +414,8 @@ pub struct Config {
     pub(crate) replica_wait: Duration,
     /// `--row-cache-mib` (more than 0) and `--read-consistency`.
     pub(crate) row_cache: Option<CacheSettings>,
+    /// `--read-consistency` (the replicas' reads; the cache's is above).
+    pub(crate) read_consistency: ReadConsistency,
     /// Certificate, key and the acceptor built from them when TLS is on.
     pub(crate) tls: Option<Tls>,
     /// `--memcached-address` and what goes with it (None: off).
@@ -532,10 +535,6 @@ impl ServeOptions {
             .read_consistency
             .or(file.read_consistency)
             .unwrap_or(ReadConsistency::Acknowledged);
-        anyhow::ensure!(
-            consistency == ReadConsistency::Acknowledged || replicas.is_empty(),
-            "--read-consistency strict is not implemented for --replica yet: reads on replicas see every write this hsd acknowledged (acknowledged)"
-        );
         let row_cache = (row_cache_mib > 0).then_some(CacheSettings {
             bytes: (row_cache_mib as usize) << 20,
             consistency,
@@ -663,6 +662,7 @@ impl ServeOptions {
             topology_interval,
             replica_wait,
             row_cache,
+            read_consistency: consistency,
             mysql_timeout: Duration::from_secs(
                 self.mysql_timeout
                     .or(file.mysql_timeout)

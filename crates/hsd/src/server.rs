@@ -70,6 +70,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
                     topology_interval: config.topology_interval,
                     replica_wait: config.replica_wait,
                     row_cache: config.row_cache.clone(),
+                    read_consistency: config.read_consistency,
                 },
                 &metrics.registry,
             )

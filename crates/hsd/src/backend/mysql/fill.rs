@@ -13,6 +13,7 @@
 //! caller and not stored. The whole argument is in docs/mysql.md, "The row
 //! cache".
 
+use super::errors::{codes, refused_error};
 use super::link::{Answer, Failure, Link, ResultSink};
 use super::scan::{Literals, DIALECT};
 use crate::backend::scan_sql;
@@ -28,9 +29,20 @@ fn share_nowait(mariadb: bool) -> &'static [u8] {
     }
 }
 
+/// Whether the server refused a locking read because a lock is held
+/// (MariaDB's NOWAIT answers a lock wait timeout, of a row, table or
+/// metadata lock; MySQL's its own code).
+fn met_a_lock(code: u16) -> bool {
+    matches!(
+        code,
+        codes::ER_LOCK_WAIT_TIMEOUT | codes::ER_LOCK_NOWAIT | codes::ER_LOCK_DEADLOCK
+    )
+}
+
 /// Runs one locking read per scan (a lookup by a whole unique key, every
-/// column opened); a refused one (the lock is held, or anything else the
-/// plain read will tell again) is `None`.
+/// column opened); one that met a lock is `None`. Another refusal (a
+/// statement timeout, a table gone) is the answer, as it would be for
+/// the plain read: it is not run twice.
 pub(super) async fn read_locked(
     link: &mut Link,
     scans: &[Scan<'_>],
@@ -44,6 +56,7 @@ pub(super) async fn read_locked(
     }
     link.send().await?;
     let mut read = Vec::with_capacity(scans.len());
+    let mut first_error = None;
     for scan in scans {
         let mut sink = Rows {
             columns: scan.index.columns.len(),
@@ -51,10 +64,22 @@ pub(super) async fn read_locked(
         };
         read.push(match link.answer(&mut sink).await? {
             Answer::Done(_) => Some(sink.rows),
-            Answer::Refused(_) => None,
+            Answer::Refused(e) => {
+                if !met_a_lock(e.code) {
+                    first_error.get_or_insert(refused_error(&e));
+                }
+                None
+            }
         });
     }
-    Ok(read)
+    match first_error {
+        None => Ok(read),
+        Some(error) => Err(Failure {
+            error,
+            link_lost: false,
+            retryable: false,
+        }),
+    }
 }
 
 /// Keeps every row whole.

@@ -66,19 +66,20 @@ mod rows;
 mod scan;
 pub(crate) mod topology;
 
+pub(crate) use self::cache::ReadConsistency;
 use self::cache::{CacheSettings, MustSee, RowCacheService};
 pub(crate) use self::conn::MysqlConn;
 use self::conn::Placement;
 use self::connector::Connector;
 use self::link::Replicated;
 pub(crate) use self::topology::ReadFrom;
-use self::topology::{ServerSpec, Topology, TopologySettings};
+use self::topology::{ServerSpec, Topology, TopologySettings, WriterPositions};
 use super::row_cache::CachedConn;
 use super::{Backend, LongReads, ReadPlacement, ReadRouter, ReadSide, Route, StorageError};
 use crate::finding::Severity;
 use mysql_wire::MysqlUrl;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Settings the backend needs from the configuration.
 #[derive(Debug, Clone)]
@@ -101,6 +102,8 @@ pub(crate) struct MysqlSettings {
     pub(crate) replica_wait: Duration,
     /// `--row-cache-mib` (more than 0) and `--read-consistency`.
     pub(crate) row_cache: Option<CacheSettings>,
+    /// `--read-consistency`, for reads on replicas.
+    pub(crate) read_consistency: ReadConsistency,
 }
 
 pub(crate) struct MysqlBackend {
@@ -119,6 +122,8 @@ struct Servers {
     plain: Arc<[Arc<Connector>]>,
     /// Per server: connections for causal reads on a Galera node.
     causal: Vec<Arc<Connector>>,
+    /// With `--read-consistency strict`: asks the writer's position.
+    strict: Option<Arc<WriterPositions>>,
 }
 
 impl MysqlBackend {
@@ -205,6 +210,8 @@ impl MysqlBackend {
             registry,
         )
         .await?;
+        let strict = (settings.read_consistency == ReadConsistency::Strict)
+            .then(|| WriterPositions::start(topology.clone()));
         Ok(MysqlBackend {
             connector: plain[0].clone(),
             links_per_loop,
@@ -212,6 +219,7 @@ impl MysqlBackend {
                 topology,
                 plain: plain.into(),
                 causal,
+                strict,
             }),
             cache: None,
         })
@@ -262,7 +270,7 @@ impl Backend for MysqlBackend {
         }
         Arc::new(match &self.servers {
             Some(s) if side == ReadSide::Reads && s.topology.read_from() == ReadFrom::Replicas => {
-                MysqlReads::Routed(s.topology.clone())
+                MysqlReads::Routed(s.topology.clone(), s.strict.clone())
             }
             _ => MysqlReads::Writer,
         })
@@ -281,7 +289,7 @@ impl Backend for MysqlBackend {
             let conn = MysqlConn::new(self.connector.clone(), Placement::Single);
             return Ok(CachedConn::new(conn, c.cache.clone()));
         }
-        let (MysqlReads::Routed(_), Some(s)) = (router, &self.servers) else {
+        let (MysqlReads::Routed(..), Some(s)) = (router, &self.servers) else {
             return self.connect().await;
         };
         let Some(plain) = s.plain.get(place) else {
@@ -311,11 +319,13 @@ impl Backend for MysqlBackend {
 
 /// Where a batcher's finds run: on the connection that follows the
 /// writer, on the servers of the topology (numbered as configured), as it
-/// routes them, or from the row cache (place `CACHE_PLACE`) when it has
-/// seen what they must see, else on the server (place 0).
+/// routes them (with `--read-consistency strict`, on one that has what the
+/// writer had when they arrived), or from the row cache (place
+/// `CACHE_PLACE`) when it has seen what they must see, else on the server
+/// (place 0).
 pub(crate) enum MysqlReads {
     Writer,
-    Routed(Arc<Topology>),
+    Routed(Arc<Topology>, Option<Arc<WriterPositions>>),
     Cached(Arc<RowCacheService>),
 }
 
@@ -323,9 +333,13 @@ pub(crate) enum MysqlReads {
 const CACHE_PLACE: usize = 1;
 
 /// What a read must have seen: the frontier of the writes hsd
-/// acknowledged (replicas), or what the row cache must have applied.
+/// acknowledged (replicas) and when it arrived (strict: what the writer
+/// had then, too), or what the row cache must have applied.
 pub(crate) enum ReadPosition {
-    Frontier(Arc<topology::gtid::Position>),
+    Frontier {
+        frontier: Arc<topology::gtid::Position>,
+        arrived: Instant,
+    },
     Cache(MustSee),
 }
 
@@ -336,7 +350,7 @@ impl ReadRouter for MysqlReads {
     fn places(&self) -> usize {
         match self {
             MysqlReads::Writer => 1,
-            MysqlReads::Routed(t) => t.server_count(),
+            MysqlReads::Routed(t, _) => t.server_count(),
             MysqlReads::Cached(_) => 2,
         }
     }
@@ -344,7 +358,10 @@ impl ReadRouter for MysqlReads {
     fn must_see(&self) -> Option<Arc<Self::Position>> {
         match self {
             MysqlReads::Writer => None,
-            MysqlReads::Routed(t) => Some(Arc::new(ReadPosition::Frontier(t.frontier()))),
+            MysqlReads::Routed(t, _) => Some(Arc::new(ReadPosition::Frontier {
+                frontier: t.frontier(),
+                arrived: Instant::now(),
+            })),
             MysqlReads::Cached(c) => Some(Arc::new(ReadPosition::Cache(c.must_see()))),
         }
     }
@@ -360,13 +377,27 @@ impl ReadRouter for MysqlReads {
         };
         match (self, must_see) {
             (MysqlReads::Writer, _) => place(0),
-            (MysqlReads::Routed(t), must_see) => {
-                let none = topology::gtid::Position::default();
-                let frontier = match must_see {
-                    Some(ReadPosition::Frontier(f)) => f,
-                    _ => &none,
+            (MysqlReads::Routed(t, strict), must_see) => {
+                let (frontier, arrived) = match must_see {
+                    Some(ReadPosition::Frontier { frontier, arrived }) => {
+                        (frontier.clone(), *arrived)
+                    }
+                    _ => (Arc::default(), Instant::now()),
                 };
-                let route = t.route_read(frontier, reads).await;
+                // A Galera peer reads causally: it has every commit
+                // before the read already.
+                let frontier = match strict {
+                    Some(w) if !t.is_galera(t.read_primary()) => match w.since(arrived).await {
+                        Some(writer) => {
+                            let mut both = (*frontier).clone();
+                            both.merge(&writer);
+                            Arc::new(both)
+                        }
+                        None => return place(t.read_primary()),
+                    },
+                    _ => frontier,
+                };
+                let route = t.route_read(&frontier, reads).await;
                 Route {
                     place: route.server,
                     _lease: Some(route),
@@ -382,12 +413,12 @@ impl ReadRouter for MysqlReads {
     fn fallback(&self) -> usize {
         match self {
             MysqlReads::Writer | MysqlReads::Cached(_) => 0,
-            MysqlReads::Routed(t) => t.read_primary(),
+            MysqlReads::Routed(t, _) => t.read_primary(),
         }
     }
 
     fn unreachable(&self, place: usize, error: &StorageError) {
-        if let MysqlReads::Routed(t) = self {
+        if let MysqlReads::Routed(t, _) = self {
             t.note_unreachable(place, error);
         }
     }
@@ -412,7 +443,7 @@ mod tests {
     #[test]
     fn routed_reads_go_where_the_topology_says_and_leave_an_unreachable_server_out() {
         let t = topology::polled_for_tests(ReadFrom::Replicas);
-        let router = MysqlReads::Routed(t.clone());
+        let router = MysqlReads::Routed(t.clone(), None);
         assert_eq!(router.places(), 3);
         assert_eq!(router.fallback(), 0);
         let rt = rt();

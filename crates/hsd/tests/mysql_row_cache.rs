@@ -13,7 +13,8 @@
 //!   after quiescence every key (twice: the second read is the cache's)
 //!   against the table.
 //! - a foreign key's cascade (not in the binary log) never leaves a stale
-//!   child row; the reader's stream killed and resumed; the refusals.
+//!   child row; a row a writer holds is read at once and not cached; the
+//!   reader's stream killed and resumed; the refusals.
 
 mod common;
 use common::blocking::*;
@@ -485,6 +486,65 @@ fn stream_killed(url: &str) {
         }
     }
     read_until_a_hit(&mut r, &admin, "0|=|1|1", "0|2|1|k2", "after the kills");
+}
+
+/// A row a writer holds (an open transaction updated it, nothing is in
+/// the binlog yet): a lookup of it is answered at once with the committed
+/// row, read plainly and not cached (the fill's locking read does not
+/// wait); once the writer commits, the new row is read, cached and served.
+fn a_held_row(url: &str) {
+    let db = "hsdt_rc_held";
+    let mut sql = fresh_db(url, db);
+    exec(
+        &mut sql,
+        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB",
+    );
+    exec(&mut sql, "INSERT INTO kv VALUES (1, 'a'), (2, 'b')");
+    let hsd = Hsd::start(
+        url,
+        &["--row-cache-mib", "8", "--admin-address", "127.0.0.1:0"],
+    );
+    let admin = hsd.admin.clone().expect("admin");
+    let mut r = hsd.reader();
+    assert_eq!(r.q(&format!("P|0|{db}|kv|PRIMARY|id,v")), "0|1");
+    read_until_a_hit(&mut r, &admin, "0|=|1|2", "0|2|2|b", "warming up");
+    let mut writer = fresh_db_conn(url, db);
+    exec(&mut writer, "BEGIN");
+    exec(&mut writer, "UPDATE kv SET v = 'z' WHERE id = 1");
+    let held_before = metric(&admin, "hsd_row_cache_fills_held_total");
+    for _ in 0..3 {
+        let t = Instant::now();
+        assert_eq!(r.q("0|=|1|1"), "0|2|1|a", "not committed yet");
+        assert!(
+            t.elapsed() < Duration::from_secs(1),
+            "a read waited for the writer: {:?}",
+            t.elapsed()
+        );
+    }
+    let held = metric(&admin, "hsd_row_cache_fills_held_total") - held_before;
+    assert!(held >= 1.0, "no fill met the writer's lock ({held})");
+    assert_eq!(metric(&admin, "hsd_row_cache_entries"), 1.0, "only row 2");
+    exec(&mut writer, "COMMIT");
+    read_until_a_hit(&mut r, &admin, "0|=|1|1", "0|2|1|z", "after the commit");
+}
+
+/// A connection to `db` of its own.
+fn fresh_db_conn(url: &str, db: &str) -> mysql::Conn {
+    let mut c = sql_conn(url);
+    exec(&mut c, &format!("USE `{db}`"));
+    c
+}
+
+#[test]
+fn mariadb_a_row_a_writer_holds_is_read_at_once_and_not_cached() {
+    let Some(url) = mysql_url() else { return };
+    a_held_row(&url);
+}
+
+#[test]
+fn mysql8_a_row_a_writer_holds_is_read_at_once_and_not_cached() {
+    let Some(url) = mysql8_url() else { return };
+    a_held_row(&url);
 }
 
 #[test]

@@ -6,7 +6,10 @@
 //! budget, an unfinished request must be completed within the line timeout,
 //! an idle connection is closed after the idle timeout, and a newcomer
 //! takes a seat with its first command (`admission`). The first byte picks
-//! the protocol (0x80: binary, as in memcached). One request is at
+//! the protocol (0x80: binary, as in memcached). With SASL only the binary
+//! protocol is served: a connection whose first byte is not 0x80 is closed
+//! without an answer, and one that has not authenticated within the auth
+//! timeout is closed. One request is at
 //! most a multi-get line or a storage line with its data block
 //! (`--memcached-max-item-size`).
 
@@ -45,6 +48,7 @@ where
     let mut charged = 0usize;
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut partial_since: Option<Instant> = None;
+    let opened = Instant::now();
     let mut watcher = shutdown.clone();
     // The first byte decides the protocol, as in memcached.
     let mut binary: Option<BinaryDecoder> = None;
@@ -68,11 +72,17 @@ where
             }
             buf.reserve_exact(wanted - buf.len());
         }
-        let deadline = match (limits.line_timeout, partial_since, limits.idle_timeout) {
+        let mut deadline = match (limits.line_timeout, partial_since, limits.idle_timeout) {
             (Some(t), Some(since), _) => Some((since + t, Close::LineTimeout)),
             (_, _, Some(t)) => Some((Instant::now() + t, Close::Idle)),
             _ => None,
         };
+        if let (Some(t), true) = (limits.auth_timeout, session.auth_required()) {
+            let at = opened + t;
+            if deadline.as_ref().is_none_or(|(due, _)| at < *due) {
+                deadline = Some((at, Close::AuthTimeout));
+            }
+        }
         let sleep = async {
             match &deadline {
                 Some((at, _)) => tokio::time::sleep_until(*at).await,
@@ -91,13 +101,18 @@ where
             Ok(_) => {}
             Err(_) => break Close::Io,
         }
-        if std::mem::take(&mut first_read)
-            && buf.first().map(|&b| Protocol::detect(b)) == Some(Protocol::Binary)
-        {
-            binary = Some(BinaryDecoder::new(max_item_size));
+        if std::mem::take(&mut first_read) {
+            match buf.first().map(|&b| Protocol::detect(b)) {
+                Some(Protocol::Binary) => binary = Some(BinaryDecoder::new(max_item_size)),
+                // memcached -S refuses text by closing (once it has read a
+                // header's worth of bytes); no answer either way.
+                _ if session.sasl_enabled() => break Close::PeerClosed,
+                _ => {}
+            }
         }
         let mut start = 0;
         while let Some(decoder) = binary.as_mut() {
+            decoder.require_auth(session.auth_required());
             match decoder.decode(&buf[start..]) {
                 BinaryDecoded::Incomplete => break,
                 BinaryDecoded::Skipped(n) => start += n,

@@ -7,6 +7,8 @@
 //! - `connection`: framing (mc-proto's `TextDecoder`), with the port's
 //!   budgets and timeouts;
 //! - `binary`: the binary protocol's commands, run by the same session;
+//! - `sasl`: `--memcached-sasl-user`'s login and a connection's PLAIN
+//!   authentication on the binary protocol;
 //! - `session`: one command at a time, turned into the executor's finds
 //!   and writes (`ops`) and answered in memcached's words;
 //! - `ops`: what get, store, delete, arithmetic and touch do to a row;
@@ -19,10 +21,14 @@ mod config;
 mod connection;
 mod item;
 mod ops;
+mod sasl;
 mod session;
 
 pub(crate) use answer::McAnswer;
-pub(crate) use config::{load_containers, Containers, FileSettings, MemcachedConfig};
+pub(crate) use config::{
+    load_containers, Containers, FileSettings, MemcachedConfig, MemcachedOptions,
+};
+pub(crate) use sasl::SaslLogin;
 
 use crate::admission::Place;
 use crate::backend::Backend;
@@ -48,6 +54,8 @@ pub(crate) struct Memcached {
     pub(crate) locks: Arc<ops::KeyLocks>,
     /// Seconds since the epoch when the server started (`stats uptime`).
     pub(crate) started: Arc<AtomicU64>,
+    /// What clients must authenticate with (None: no SASL).
+    pub(crate) sasl: Option<Arc<SaslLogin>>,
 }
 
 impl Memcached {
@@ -55,6 +63,7 @@ impl Memcached {
         containers: Arc<Containers>,
         max_item_size: usize,
         max_answer: usize,
+        sasl: Option<SaslLogin>,
     ) -> Memcached {
         Memcached {
             containers,
@@ -63,6 +72,7 @@ impl Memcached {
             clock: Arc::new(item::CasClock::new()),
             locks: Arc::new(ops::KeyLocks::new()),
             started: Arc::new(AtomicU64::new(item::now())),
+            sasl: sasl.map(Arc::new),
         }
     }
 
@@ -75,6 +85,7 @@ impl Memcached {
             clock: self.clock.clone(),
             locks: self.locks.clone(),
             started: self.started.clone(),
+            sasl: self.sasl.clone(),
         }
     }
 }
@@ -117,6 +128,8 @@ pub(crate) async fn listen<B: Backend>(
     let containers = load_containers(&*shared.backend, &shared.catalog, &settings.file).await?;
     tracing::info!(
         containers = containers.list.len(),
+        sasl = settings.sasl.is_some(),
+        sweep = ?settings.sweep,
         default = %String::from_utf8_lossy(&containers.list[containers.default].name),
         "memcached containers"
     );
@@ -127,6 +140,7 @@ pub(crate) async fn listen<B: Backend>(
         Arc::new(containers),
         settings.max_item_size,
         shared.max_response_bytes,
+        settings.sasl.clone(),
     );
     let port = Port::new(
         crate::port::PortKind::Memcached,

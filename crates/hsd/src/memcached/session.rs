@@ -10,6 +10,7 @@ use super::answer::McAnswer;
 use super::config::Containers;
 use super::item::{expiry_of, now, CasClock, Item, Layout};
 use super::ops::{self, Decision, Failure, NewRow, Target, ERR_DATA_TOO_LONG};
+use super::sasl::SaslState;
 use super::Memcached;
 use crate::backend::{Backend, OpenedIndex};
 use crate::dispatch::Dispatcher;
@@ -56,6 +57,8 @@ pub(crate) struct McSession<B: Backend> {
     pub(super) started: u64,
     /// `--max-response-bytes`: what one get's answer may hold.
     max_answer: usize,
+    /// Where the connection stands with SASL.
+    pub(super) sasl: SaslState,
 }
 
 /// What a key names, resolved against the containers.
@@ -112,7 +115,19 @@ impl<B: Backend> McSession<B> {
             locks: front.locks.clone(),
             max_answer: front.max_answer,
             started: front.started.load(Ordering::Relaxed),
+            sasl: SaslState::new(front.sasl.clone()),
         }
+    }
+
+    /// Whether the port has SASL: then the connection speaks only the
+    /// binary protocol, as memcached's under `-S`.
+    pub(crate) fn sasl_enabled(&self) -> bool {
+        self.sasl.enabled()
+    }
+
+    /// Whether only SASL and Version requests may run now.
+    pub(crate) fn auth_required(&self) -> bool {
+        self.sasl.required()
     }
 
     fn resolve<'k>(&mut self, key: &'k [u8]) -> Resolved<'k> {

@@ -1,7 +1,7 @@
 //! `BinaryDecoder`: the binary parser plus the bytes still to skip (the
 //! body of an unknown opcode, a value over the item size).
 
-use super::{parse_binary, BinaryError, BinaryFrame, BinaryRequest};
+use super::{parse_binary_gated, BinaryError, BinaryFrame, BinaryRequest};
 
 /// What `BinaryDecoder::decode` found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +25,8 @@ pub enum BinaryDecoded<'a> {
 pub struct BinaryDecoder {
     max_item_size: usize,
     swallow: usize,
+    /// SASL is on and the connection has not authenticated yet.
+    auth_required: bool,
 }
 
 impl BinaryDecoder {
@@ -32,7 +34,15 @@ impl BinaryDecoder {
         BinaryDecoder {
             max_item_size,
             swallow: 0,
+            auth_required: false,
         }
+    }
+
+    /// Whether requests other than SASL's and Version are refused
+    /// ("Auth failure.", then close): set while a connection to a server
+    /// with SASL has not authenticated.
+    pub fn require_auth(&mut self, required: bool) {
+        self.auth_required = required;
     }
 
     /// Bytes of a refused body still to be dropped.
@@ -51,7 +61,7 @@ impl BinaryDecoder {
             self.swallow -= dropped;
             return BinaryDecoded::Skipped(dropped);
         }
-        match parse_binary(buf, self.max_item_size) {
+        match parse_binary_gated(buf, self.max_item_size, self.auth_required) {
             BinaryFrame::Incomplete => BinaryDecoded::Incomplete,
             BinaryFrame::Request { request, consumed } => {
                 BinaryDecoded::Request { request, consumed }

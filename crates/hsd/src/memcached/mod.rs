@@ -13,7 +13,8 @@
 //!   and writes (`ops`) and answered in memcached's words;
 //! - `ops`: what get, store, delete, arithmetic and touch do to a row;
 //! - `item`: a row read back as a memcached item (value, flags, cas, expiry);
-//! - `answer`: the `exec::Answer` the executor fills for this front.
+//! - `answer`: the `exec::Answer` the executor fills for this front;
+//! - `sweep`: the bounded background deletion of expired rows.
 
 mod answer;
 mod binary;
@@ -23,6 +24,7 @@ mod item;
 mod ops;
 mod sasl;
 mod session;
+mod sweep;
 
 pub(crate) use answer::McAnswer;
 pub(crate) use config::{
@@ -56,6 +58,9 @@ pub(crate) struct Memcached {
     pub(crate) started: Arc<AtomicU64>,
     /// What clients must authenticate with (None: no SASL).
     pub(crate) sasl: Option<Arc<SaslLogin>>,
+    /// The sweep of expired rows, run by this loop's copy (only one loop's
+    /// copy has it).
+    sweep: Option<config::SweepSettings>,
 }
 
 impl Memcached {
@@ -64,6 +69,7 @@ impl Memcached {
         max_item_size: usize,
         max_answer: usize,
         sasl: Option<SaslLogin>,
+        sweep: Option<config::SweepSettings>,
     ) -> Memcached {
         Memcached {
             containers,
@@ -73,11 +79,13 @@ impl Memcached {
             locks: Arc::new(ops::KeyLocks::new()),
             started: Arc::new(AtomicU64::new(item::now())),
             sasl: sasl.map(Arc::new),
+            sweep,
         }
     }
 
-    /// Another loop's copy: the same containers and cas clock.
-    pub(crate) fn share(&self) -> Memcached {
+    /// Another loop's copy: the same containers and cas clock; the sweep
+    /// only if `sweeps`.
+    pub(crate) fn share(&self, sweeps: bool) -> Memcached {
         Memcached {
             containers: self.containers.clone(),
             max_item_size: self.max_item_size,
@@ -86,6 +94,7 @@ impl Memcached {
             locks: self.locks.clone(),
             started: self.started.clone(),
             sasl: self.sasl.clone(),
+            sweep: self.sweep.filter(|_| sweeps),
         }
     }
 }
@@ -111,6 +120,12 @@ impl<B: Backend> Front<B> for Memcached {
             shutdown,
         )
         .await
+    }
+
+    async fn beside(&self, dispatcher: Rc<Dispatcher<B, McAnswer>>, shutdown: Shutdown) {
+        if let Some(settings) = self.sweep {
+            sweep::run(settings, self.containers.clone(), dispatcher, shutdown).await;
+        }
     }
 }
 
@@ -141,6 +156,7 @@ pub(crate) async fn listen<B: Backend>(
         settings.max_item_size,
         shared.max_response_bytes,
         settings.sasl.clone(),
+        settings.sweep,
     );
     let port = Port::new(
         crate::port::PortKind::Memcached,
@@ -154,7 +170,8 @@ pub(crate) async fn listen<B: Backend>(
         loops.push(
             crate::event_loop::EventLoop::spawn(
                 format!("hsd-mc-{i}"),
-                front.share(),
+                // One loop sweeps expired rows.
+                front.share(i == 0),
                 port.clone(),
                 shared.clone(),
                 shutdown.clone(),

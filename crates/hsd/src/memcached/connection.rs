@@ -19,13 +19,52 @@ use crate::backend::Backend;
 use crate::connection::{Close, INPUT_ALLOWANCE};
 use crate::limits::ConnectionLimits;
 use crate::shutdown::Shutdown;
-use mc_proto::{BinaryDecoded, BinaryDecoder, Decoded, Protocol, TextDecoder, TextLimits};
+use mc_proto::{
+    BinaryDecoder, BinaryRequest, Command, Decoded, Protocol, Refusal, TextDecoder, TextLimits,
+};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
 const READ_CHUNK: usize = 16 * 1024;
 /// Answers buffered beyond this are written before more commands run.
 const OUT_HIGH_WATER: usize = 256 * 1024;
+
+/// The connection's decoder, as its first byte chose.
+enum Framing {
+    Text(TextDecoder),
+    Binary(BinaryDecoder),
+}
+
+/// A request of either protocol.
+enum Request<'a> {
+    Text(Command<'a>),
+    Binary(BinaryRequest<'a>),
+}
+
+/// A refusal of either protocol: its answer, and whether it closes.
+struct Refused {
+    answer: Vec<u8>,
+    close: bool,
+}
+
+fn refused(error: impl Refusal) -> Refused {
+    let mut answer = Vec::new();
+    error.encode(&mut answer);
+    Refused {
+        answer,
+        close: error.closes(),
+    }
+}
+
+impl Framing {
+    /// What the start of `buf` holds, in the same terms for both protocols.
+    fn next<'a>(&mut self, buf: &'a [u8]) -> Decoded<Request<'a>, Refused> {
+        match self {
+            Framing::Text(decoder) => decoder.decode(buf).map(Request::Text, refused),
+            Framing::Binary(decoder) => decoder.decode(buf).map(Request::Binary, refused),
+        }
+    }
+}
 
 pub(crate) async fn serve<S, B>(
     mut stream: S,
@@ -39,20 +78,19 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
     B: Backend,
 {
-    let mut decoder = TextDecoder::new(TextLimits {
+    let text_limits = TextLimits {
         max_item_size,
         ..TextLimits::default()
-    });
-    let max_request = decoder.limits().max_request_len() + READ_CHUNK;
+    };
+    let max_request = text_limits.max_request_len() + READ_CHUNK;
     let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut charged = 0usize;
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut partial_since: Option<Instant> = None;
     let opened = Instant::now();
     let mut watcher = shutdown.clone();
-    // The first byte decides the protocol, as in memcached.
-    let mut binary: Option<BinaryDecoder> = None;
-    let mut first_read = true;
+    // Chosen by the first byte, as in memcached.
+    let mut framing: Option<Framing> = None;
     let why = 'conn: loop {
         if shutdown.is_triggered() {
             break Close::Shutdown;
@@ -101,65 +139,45 @@ where
             Ok(_) => {}
             Err(_) => break Close::Io,
         }
-        if std::mem::take(&mut first_read) {
-            match buf.first().map(|&b| Protocol::detect(b)) {
-                Some(Protocol::Binary) => binary = Some(BinaryDecoder::new(max_item_size)),
+        let framing = match (&mut framing, buf.first()) {
+            (Some(framing), _) => framing,
+            (None, Some(&first)) => match Protocol::detect(first) {
+                Protocol::Binary => {
+                    framing.insert(Framing::Binary(BinaryDecoder::new(max_item_size)))
+                }
                 // memcached -S refuses text by closing (once it has read a
                 // header's worth of bytes); no answer either way.
-                _ if session.sasl_enabled() => break Close::PeerClosed,
-                _ => {}
-            }
-        }
+                Protocol::Text if session.sasl_enabled() => break Close::PeerClosed,
+                Protocol::Text => {
+                    framing.insert(Framing::Text(TextDecoder::new(text_limits.clone())))
+                }
+            },
+            (None, None) => continue,
+        };
         let mut start = 0;
-        while let Some(decoder) = binary.as_mut() {
-            decoder.require_auth(session.auth_required());
-            match decoder.decode(&buf[start..]) {
-                BinaryDecoded::Incomplete => break,
-                BinaryDecoded::Skipped(n) => start += n,
-                BinaryDecoded::Error { error, consumed } => {
-                    error.encode(&mut out);
-                    start += consumed;
-                    if error.close {
-                        let _ = write(&mut stream, &mut out, &limits).await;
-                        break 'conn Close::LineTooLong;
-                    }
-                }
-                BinaryDecoded::Request { request, consumed } => {
-                    if !place.is_seated() && !place.take_seat() {
-                        break 'conn Close::NoSeat;
-                    }
-                    let flow = session.handle_binary(request, &mut out).await;
-                    start += consumed;
-                    if flow == Flow::Close {
-                        let _ = write(&mut stream, &mut out, &limits).await;
-                        break 'conn Close::PeerClosed;
-                    }
-                }
+        loop {
+            if let Framing::Binary(decoder) = framing {
+                decoder.require_auth(session.auth_required());
             }
-            if out.len() >= OUT_HIGH_WATER {
-                if let Err(why) = write(&mut stream, &mut out, &limits).await {
-                    break 'conn why;
-                }
-            }
-        }
-        while binary.is_none() {
-            let decoded = decoder.decode(&buf[start..]);
-            match decoded {
+            match framing.next(&buf[start..]) {
                 Decoded::Incomplete => break,
                 Decoded::Skipped(n) => start += n,
                 Decoded::Error { error, consumed } => {
-                    error.encode(&mut out);
+                    out.extend_from_slice(&error.answer);
                     start += consumed;
                     if error.close {
                         let _ = write(&mut stream, &mut out, &limits).await;
                         break 'conn Close::LineTooLong;
                     }
                 }
-                Decoded::Command { command, consumed } => {
+                Decoded::Request { request, consumed } => {
                     if !place.is_seated() && !place.take_seat() {
                         break 'conn Close::NoSeat;
                     }
-                    let flow = session.handle(command, &mut out).await;
+                    let flow = match request {
+                        Request::Text(command) => session.handle(command, &mut out).await,
+                        Request::Binary(request) => session.handle_binary(request, &mut out).await,
+                    };
                     start += consumed;
                     if flow == Flow::Close {
                         let _ = write(&mut stream, &mut out, &limits).await;

@@ -8,9 +8,9 @@
 //! "Unknown command" too unless the port has SASL (`sasl`), as memcached's
 //! without `-S`.
 
-use super::item::now;
 use super::sasl::SaslOutcome;
 use super::session::{Counted, Flow, McSession, Outcome};
+use super::stats::{self, StatsAnswer};
 use crate::backend::Backend;
 use mc_proto::binary::{
     sasl, suppressed, write_counter, write_error, write_get_hit, write_response, write_stat,
@@ -155,16 +155,19 @@ impl<B: Backend> McSession<B> {
                 Status::NoError,
                 env!("CARGO_PKG_VERSION").as_bytes(),
             ),
-            BinaryCommand::Stat { group: [] } => {
-                let now = now();
-                write_stat(out, &req.header, "pid", std::process::id());
-                write_stat(out, &req.header, "uptime", now.saturating_sub(self.started));
-                write_stat(out, &req.header, "time", now);
-                write_stat(out, &req.header, "version", env!("CARGO_PKG_VERSION"));
-                write_stat(out, &req.header, "containers", containers.list.len());
-                write_stat(out, &req.header, "", "");
+            BinaryCommand::Stat { group } => {
+                let group = (!group.is_empty()).then_some(*group);
+                match stats::answer(group, &self.stats) {
+                    StatsAnswer::Lines(lines) => {
+                        for (name, value) in lines {
+                            write_stat(out, &req.header, name, value);
+                        }
+                        write_stat(out, &req.header, "", "");
+                    }
+                    StatsAnswer::Reset => write_stat(out, &req.header, "", ""),
+                    StatsAnswer::Unknown => reply(out, &req, Status::KeyNotFound, b""),
+                }
             }
-            BinaryCommand::Stat { .. } => reply(out, &req, Status::KeyNotFound, b""),
             BinaryCommand::SaslListMechs if self.sasl.enabled() => {
                 reply(out, &req, Status::NoError, sasl::MECHANISMS.as_bytes())
             }

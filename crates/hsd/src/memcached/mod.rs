@@ -14,7 +14,8 @@
 //! - `ops`: what get, store, delete, arithmetic and touch do to a row;
 //! - `item`: a row read back as a memcached item (value, flags, cas, expiry);
 //! - `answer`: the `exec::Answer` the executor fills for this front;
-//! - `sweep`: the bounded background deletion of expired rows.
+//! - `sweep`: the bounded background deletion of expired rows;
+//! - `stats`: the `stats` groups that apply to tables.
 
 mod answer;
 mod binary;
@@ -24,6 +25,7 @@ mod item;
 mod ops;
 mod sasl;
 mod session;
+mod stats;
 mod sweep;
 
 pub(crate) use answer::McAnswer;
@@ -40,7 +42,6 @@ use crate::event_loop::Front;
 use crate::port::Port;
 use crate::shutdown::Shutdown;
 use std::rc::Rc;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -54,8 +55,8 @@ pub(crate) struct Memcached {
     pub(crate) clock: Arc<item::CasClock>,
     /// Turns for read-modify-writes of one key, shared by every loop.
     pub(crate) locks: Arc<ops::KeyLocks>,
-    /// Seconds since the epoch when the server started (`stats uptime`).
-    pub(crate) started: Arc<AtomicU64>,
+    /// What `stats` reports (start time, `stats settings`).
+    pub(crate) stats: Arc<stats::StatsContext>,
     /// What clients must authenticate with (None: no SASL).
     pub(crate) sasl: Option<Arc<SaslLogin>>,
     /// The sweep of expired rows, run by this loop's copy (only one loop's
@@ -70,14 +71,20 @@ impl Memcached {
         max_answer: usize,
         sasl: Option<SaslLogin>,
         sweep: Option<config::SweepSettings>,
+        stats_settings: Vec<(&'static str, String)>,
     ) -> Memcached {
+        let stats = stats::StatsContext {
+            started: item::now(),
+            containers: containers.list.len(),
+            settings: stats_settings,
+        };
         Memcached {
             containers,
             max_item_size,
             max_answer,
             clock: Arc::new(item::CasClock::new()),
             locks: Arc::new(ops::KeyLocks::new()),
-            started: Arc::new(AtomicU64::new(item::now())),
+            stats: Arc::new(stats),
             sasl: sasl.map(Arc::new),
             sweep,
         }
@@ -92,7 +99,7 @@ impl Memcached {
             max_answer: self.max_answer,
             clock: self.clock.clone(),
             locks: self.locks.clone(),
-            started: self.started.clone(),
+            stats: self.stats.clone(),
             sasl: self.sasl.clone(),
             sweep: self.sweep.filter(|_| sweeps),
         }
@@ -151,12 +158,26 @@ pub(crate) async fn listen<B: Backend>(
     let listener = tokio::net::TcpListener::bind(&settings.address)
         .await
         .with_context(|| format!("listening on {} (--memcached-address)", settings.address))?;
+    let address = listener
+        .local_addr()
+        .map_or_else(|_| settings.address.clone(), |a| a.to_string());
+    let stats_settings = stats::Settings {
+        address: &address,
+        max_connections: config.max_connections,
+        threads: config.threads.max(1),
+        max_item_size: settings.max_item_size,
+        idle_timeout: config.idle_timeout.map_or(0, |t| t.as_secs()),
+        sasl: settings.sasl.is_some(),
+        tls: config.tls.is_some(),
+    }
+    .lines();
     let front = Memcached::new(
         Arc::new(containers),
         settings.max_item_size,
         shared.max_response_bytes,
         settings.sasl.clone(),
         settings.sweep,
+        stats_settings,
     );
     let port = Port::new(
         crate::port::PortKind::Memcached,

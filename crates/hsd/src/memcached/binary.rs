@@ -20,7 +20,7 @@ use mc_proto::{BinaryCommand, BinaryRequest, StoreMode};
 
 /// Appends `status` for `req` unless its quiet form leaves it out; an error
 /// status carries memcached's message.
-fn reply(out: &mut Vec<u8>, req: &BinaryRequest<'_>, status: Status, value: &[u8]) {
+pub(super) fn reply(out: &mut Vec<u8>, req: &BinaryRequest<'_>, status: Status, value: &[u8]) {
     if suppressed(&req.command, status) {
         return;
     }

@@ -13,15 +13,14 @@
 //! most a multi-get line or a storage line with its data block
 //! (`--memcached-max-item-size`).
 
-use super::session::{Flow, McSession};
+use super::gets::{plain_get_keys, MAX_BATCHED_KEYS};
+use super::session::{Flow, McSession, Request};
 use crate::admission::Place;
 use crate::backend::Backend;
 use crate::connection::{Close, INPUT_ALLOWANCE};
 use crate::limits::ConnectionLimits;
 use crate::shutdown::Shutdown;
-use mc_proto::{
-    BinaryDecoder, BinaryRequest, Command, Decoded, Protocol, Refusal, TextDecoder, TextLimits,
-};
+use mc_proto::{BinaryDecoder, Decoded, Protocol, Refusal, TextDecoder, TextLimits};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
@@ -30,15 +29,10 @@ const READ_CHUNK: usize = 16 * 1024;
 const OUT_HIGH_WATER: usize = 256 * 1024;
 
 /// The connection's decoder, as its first byte chose.
+#[derive(Clone)]
 enum Framing {
     Text(TextDecoder),
     Binary(BinaryDecoder),
-}
-
-/// A request of either protocol.
-enum Request<'a> {
-    Text(Command<'a>),
-    Binary(BinaryRequest<'a>),
 }
 
 /// A refusal of either protocol: its answer, and whether it closes.
@@ -64,6 +58,30 @@ impl Framing {
             Framing::Binary(decoder) => decoder.decode(buf).map(Request::Binary, refused),
         }
     }
+}
+
+/// The plain gets that follow in `buf` (while the batch holds at most
+/// `MAX_BATCHED_KEYS` keys with the `keys` it has), and the bytes they
+/// take. Looked at with a copy of the decoder: a request that is not a
+/// plain get, or a refusal, is left for the decoder itself.
+fn pipelined_gets<'a>(
+    framing: &Framing,
+    buf: &'a [u8],
+    mut keys: usize,
+) -> (Vec<Request<'a>>, usize) {
+    let mut probe = framing.clone();
+    let (mut gets, mut used) = (Vec::new(), 0);
+    while let Decoded::Request { request, consumed } = probe.next(&buf[used..]) {
+        match plain_get_keys(&request) {
+            Some(n) if keys + n <= MAX_BATCHED_KEYS => {
+                keys += n;
+                used += consumed;
+                gets.push(request);
+            }
+            _ => break,
+        }
+    }
+    (gets, used)
 }
 
 pub(crate) async fn serve<S, B>(
@@ -174,11 +192,23 @@ where
                     if !place.is_seated() && !place.take_seat() {
                         break 'conn Close::NoSeat;
                     }
-                    let flow = match request {
-                        Request::Text(command) => session.handle(command, &mut out).await,
-                        Request::Binary(request) => session.handle_binary(request, &mut out).await,
-                    };
                     start += consumed;
+                    // Plain gets pipelined behind this one are read with it.
+                    let flow = match plain_get_keys(&request) {
+                        Some(keys) => {
+                            let mut gets = vec![request];
+                            let (more, used) = pipelined_gets(framing, &buf[start..], keys);
+                            start += used;
+                            gets.extend(more);
+                            if gets.len() == 1 {
+                                session.handle_request(gets.remove(0), &mut out).await
+                            } else {
+                                session.handle_gets(gets, &mut out).await;
+                                Flow::Continue
+                            }
+                        }
+                        None => session.handle_request(request, &mut out).await,
+                    };
                     if flow == Flow::Close {
                         let _ = write(&mut stream, &mut out, &limits).await;
                         break 'conn Close::PeerClosed;

@@ -7,6 +7,7 @@
 //! - `connection`: framing (mc-proto's `TextDecoder`), with the port's
 //!   budgets and timeouts;
 //! - `binary`: the binary protocol's commands, run by the same session;
+//! - `gets`: pipelined plain gets read as one batch;
 //! - `sasl`: `--memcached-sasl-user`'s login and a connection's PLAIN
 //!   authentication on the binary protocol;
 //! - `session`: one command at a time, turned into the executor's finds
@@ -21,6 +22,7 @@ mod answer;
 mod binary;
 mod config;
 mod connection;
+mod gets;
 mod item;
 mod ops;
 mod sasl;

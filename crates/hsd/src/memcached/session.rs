@@ -22,11 +22,17 @@ use mc_proto::response::{
     write_status, write_value, write_version,
 };
 use mc_proto::{
-    Command, ErrorReply, KeyTarget, MetaCode, MetaCommand, MetaFacts, MetaFlags, MetaKey, Status,
-    StoreMode,
+    BinaryRequest, Command, ErrorReply, KeyTarget, MetaCode, MetaCommand, MetaFacts, MetaFlags,
+    MetaKey, Status, StoreMode,
 };
 use std::rc::Rc;
 use std::sync::Arc;
+
+/// A request of either protocol.
+pub(crate) enum Request<'a> {
+    Text(Command<'a>),
+    Binary(BinaryRequest<'a>),
+}
 
 /// Whether the connection goes on after a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,14 +43,15 @@ pub(crate) enum Flow {
 
 /// Keys of a multi-get read as one batch (as HandlerSocket's pending
 /// batches are bounded).
-const GET_BATCH: usize = 128;
+pub(super) const GET_BATCH: usize = 128;
 
 /// Expired rows one batch of gets deletes at most (each is a write).
 const MAX_LAZY_DELETES: usize = 16;
 
 /// memcached's answer to a get it cannot hold (the executor's answers to
 /// one batch, or the whole answer, past --max-response-bytes).
-const TOO_LARGE_ANSWER: ErrorReply = ErrorReply::ServerError("out of memory writing get response");
+pub(super) const TOO_LARGE_ANSWER: ErrorReply =
+    ErrorReply::ServerError("out of memory writing get response");
 
 pub(crate) struct McSession<B: Backend> {
     dispatcher: Rc<Dispatcher<B, McAnswer>>,
@@ -57,13 +64,13 @@ pub(crate) struct McSession<B: Backend> {
     locks: Arc<ops::KeyLocks>,
     pub(super) stats: Arc<StatsContext>,
     /// `--max-response-bytes`: what one get's answer may hold.
-    max_answer: usize,
+    pub(super) max_answer: usize,
     /// Where the connection stands with SASL.
     pub(super) sasl: SaslState,
 }
 
 /// What a key names, resolved against the containers.
-enum Resolved<'a> {
+pub(super) enum Resolved<'a> {
     Key(usize, &'a [u8]),
     /// `@@name`: the default was switched (or the name is unknown).
     Switched,
@@ -131,7 +138,7 @@ impl<B: Backend> McSession<B> {
         self.sasl.required()
     }
 
-    fn resolve<'k>(&mut self, key: &'k [u8]) -> Resolved<'k> {
+    pub(super) fn resolve<'k>(&mut self, key: &'k [u8]) -> Resolved<'k> {
         match mc_proto::parse_key(key, &self.containers.delimiter) {
             KeyTarget::Default(k) => Resolved::Key(self.default, k),
             KeyTarget::InContainer { container, key } => match self.containers.find(container) {
@@ -168,6 +175,14 @@ impl<B: Backend> McSession<B> {
             separator: &[],
             key,
         })
+    }
+
+    /// Handles one request of either protocol; its answer goes to `out`.
+    pub(crate) async fn handle_request(&mut self, request: Request<'_>, out: &mut Vec<u8>) -> Flow {
+        match request {
+            Request::Text(command) => self.handle(command, out).await,
+            Request::Binary(request) => self.handle_binary(request, out).await,
+        }
     }
 
     /// Handles one command; its answer goes to `out`.
@@ -509,7 +524,7 @@ impl<B: Backend> McSession<B> {
     }
 
     /// The items of keys resolved to containers, read as one batch.
-    async fn fetch_all(
+    pub(super) async fn fetch_all(
         &mut self,
         asked: &[(&[u8], usize, &[u8])],
         sep: &[u8],

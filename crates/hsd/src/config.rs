@@ -207,8 +207,8 @@ pub struct ServeOptions {
     /// limit [default: 10].
     #[arg(long, env = "HSD_LINE_TIMEOUT")]
     pub(crate) line_timeout: Option<u64>,
-    /// Seconds a client of a port with a secret may take to authenticate;
-    /// 0 no limit [default: 10].
+    /// Seconds a client of a port with a secret (or of the memcached port
+    /// with SASL) may take to authenticate; 0 no limit [default: 10].
     #[arg(long, env = "HSD_AUTH_TIMEOUT")]
     pub(crate) auth_timeout: Option<u64>,
     /// Bytes of unfinished request lines all connections together may hold

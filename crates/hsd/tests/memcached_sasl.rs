@@ -147,6 +147,10 @@ fn plain(message: &str) -> Vec<u8> {
     req(0x21, b"PLAIN", b"", message.as_bytes(), 0)
 }
 
+fn step(message: &str) -> Vec<u8> {
+    req(0x22, b"PLAIN", b"", message.as_bytes(), 0)
+}
+
 fn good() -> Vec<u8> {
     plain(&format!("\0{USER}\0{PASSWORD}"))
 }
@@ -239,37 +243,18 @@ fn sequences() -> Vec<(&'static str, Vec<Vec<u8>>)> {
             "empty auth, then step",
             vec![
                 plain(""),
-                req(
-                    0x22,
-                    b"PLAIN",
-                    b"",
-                    format!("\0{USER}\0{PASSWORD}").as_bytes(),
-                    0,
-                ),
+                step(&format!("\0{USER}\0{PASSWORD}")),
                 noop(),
                 quit(),
             ],
         ),
         (
             "empty auth, wrong step",
-            vec![
-                plain(""),
-                req(0x22, b"PLAIN", b"", b"\0alice\0no", 0),
-                noop(),
-            ],
+            vec![plain(""), step("\0alice\0no"), noop()],
         ),
         (
             "step without auth",
-            vec![
-                req(
-                    0x22,
-                    b"PLAIN",
-                    b"",
-                    format!("\0{USER}\0{PASSWORD}").as_bytes(),
-                    0,
-                ),
-                noop(),
-            ],
+            vec![step(&format!("\0{USER}\0{PASSWORD}")), noop()],
         ),
         (
             "a failed second auth forgets the first",

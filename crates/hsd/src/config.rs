@@ -174,6 +174,12 @@ pub struct ServeOptions {
     /// Write-port event loops, each committing groups of writes on its own storage connection, 1 to 64 [default: 1].
     #[arg(long, env = "HSD_THREADS_WR")]
     pub(crate) threads_wr: Option<usize>,
+    /// MySQL backend: write groups in flight per write-port loop, each on its
+    /// own connection; one runs its statements while the others wait on their
+    /// COMMIT, so the server's group commit makes them durable together,
+    /// 1 to 16 [default: 2; the embedded store: 1].
+    #[arg(long, env = "HSD_WRITE_GROUPS")]
+    pub(crate) write_groups: Option<usize>,
     /// Shared secret for the read port (prefer --plain-secret-file: argv is visible in ps).
     #[arg(long, env = "HSD_PLAIN_SECRET", hide_env_values = true)]
     pub(crate) plain_secret: Option<String>,
@@ -208,8 +214,8 @@ pub struct ServeOptions {
     /// limit [default: 10].
     #[arg(long, env = "HSD_LINE_TIMEOUT")]
     pub(crate) line_timeout: Option<u64>,
-    /// Seconds a client of a port with a secret may take to authenticate;
-    /// 0 no limit [default: 10].
+    /// Seconds a client of a port with a secret (or of the memcached port
+    /// with SASL) may take to authenticate; 0 no limit [default: 10].
     #[arg(long, env = "HSD_AUTH_TIMEOUT")]
     pub(crate) auth_timeout: Option<u64>,
     /// Bytes of unfinished request lines all connections together may hold
@@ -293,9 +299,10 @@ pub struct ServeOptions {
     #[arg(long, env = "HSD_READ_CONSISTENCY", value_enum)]
     #[serde(alias = "read_consistency")]
     pub(crate) read_consistency: Option<ReadConsistency>,
-    /// Serve the memcached text protocol on ADDR:PORT, over the tables of
-    /// the containers (docs/memcached.md). It has no authentication: bind
-    /// it to loopback or a private network [default: off].
+    /// Serve the memcached protocols on ADDR:PORT, over the tables of the
+    /// containers (docs/memcached.md). Without --memcached-sasl-user anyone
+    /// who can connect reads and writes: bind it to loopback or a private
+    /// network [default: off].
     #[arg(long, env = "HSD_MEMCACHED_ADDRESS")]
     #[serde(alias = "memcached_address")]
     pub(crate) memcached_address: Option<String>,
@@ -303,6 +310,31 @@ pub struct ServeOptions {
     #[arg(long, env = "HSD_MEMCACHED_MAX_ITEM_SIZE")]
     #[serde(alias = "memcached_max_item_size")]
     pub(crate) memcached_max_item_size: Option<usize>,
+    /// SASL PLAIN user of the memcached port: with it, clients must
+    /// authenticate on the binary protocol, and the text protocol is
+    /// refused, as by memcached -S (needs a password too).
+    #[arg(long, env = "HSD_MEMCACHED_SASL_USER")]
+    #[serde(alias = "memcached_sasl_user")]
+    pub(crate) memcached_sasl_user: Option<String>,
+    /// That user's password (prefer --memcached-sasl-password-file: argv is
+    /// visible in ps).
+    #[arg(long, env = "HSD_MEMCACHED_SASL_PASSWORD", hide_env_values = true)]
+    #[serde(alias = "memcached_sasl_password")]
+    pub(crate) memcached_sasl_password: Option<String>,
+    /// File holding that password (trailing newline ignored).
+    #[arg(long, env = "HSD_MEMCACHED_SASL_PASSWORD_FILE")]
+    #[serde(alias = "memcached_sasl_password_file")]
+    pub(crate) memcached_sasl_password_file: Option<PathBuf>,
+    /// Seconds between sweeps of expired rows, in containers with an expiry
+    /// column; 0 no sweep (expired rows are still never returned) [default: 60].
+    #[arg(long, env = "HSD_MEMCACHED_SWEEP_INTERVAL")]
+    #[serde(alias = "memcached_sweep_interval")]
+    pub(crate) memcached_sweep_interval: Option<u64>,
+    /// Expired rows one sweep deletes at most, per container, 1 to 100000
+    /// [default: 1000].
+    #[arg(long, env = "HSD_MEMCACHED_SWEEP_LIMIT")]
+    #[serde(alias = "memcached_sweep_limit")]
+    pub(crate) memcached_sweep_limit: Option<usize>,
     /// The config file's `[memcached]` table: containers and options.
     #[arg(skip)]
     #[serde(default)]
@@ -363,6 +395,11 @@ fn seconds(name: &str, value: f64, range: RangeInclusive<f64>) -> anyhow::Result
 pub(crate) const THREADS: RangeInclusive<usize> = 1..=256;
 /// `--threads-wr`: write-port event loops, each committing on its own storage connection.
 pub(crate) const THREADS_WR: RangeInclusive<usize> = 1..=64;
+/// `--write-groups`: MySQL write groups in flight per write-port loop.
+pub(crate) const WRITE_GROUPS: RangeInclusive<usize> = 1..=16;
+/// `--write-groups` on MySQL unless told: a second group runs its statements
+/// while the first waits on its COMMIT (docs/benchmarks.md).
+pub(crate) const DEFAULT_MYSQL_WRITE_GROUPS: usize = 2;
 /// `--mysql-pool`: read connections to the MySQL server per event loop.
 pub(crate) const MYSQL_POOL: RangeInclusive<usize> = 1..=256;
 /// `--sqlite-mmap-mib`: SQLite maps at most 2 GiB of a file (its build's
@@ -387,6 +424,8 @@ pub struct Config {
     pub(crate) backend: BackendChoice,
     pub(crate) threads: usize,
     pub(crate) threads_wr: usize,
+    /// Write groups in flight per write-port loop (1 on the embedded store).
+    pub(crate) write_groups: usize,
     pub(crate) secret: Option<Secret>,
     pub(crate) secret_wr: Option<Secret>,
     pub max_connections: usize,
@@ -551,6 +590,14 @@ impl ServeOptions {
             self.threads_wr.or(file.threads_wr).unwrap_or(1),
             THREADS_WR,
         )?;
+        let write_groups = match (self.write_groups.or(file.write_groups), &backend) {
+            (Some(n), BackendChoice::Mysql(_)) => in_range("--write-groups", n, WRITE_GROUPS)?,
+            (None, BackendChoice::Mysql(_)) => DEFAULT_MYSQL_WRITE_GROUPS,
+            (Some(n), BackendChoice::Embedded) if n != 1 => anyhow::bail!(
+                "--write-groups applies to a MySQL backend: the embedded store has one writer per db file"
+            ),
+            (_, BackendChoice::Embedded) => 1,
+        };
         let mysql_pool = match self.mysql_pool.or(file.mysql_pool) {
             Some(n) => Some(in_range("--mysql-pool", n, MYSQL_POOL)?),
             None => None,
@@ -598,10 +645,39 @@ impl ServeOptions {
             (None, None) => None,
             _ => anyhow::bail!("TLS needs both tls-cert and tls-key"),
         };
+        let memcached_sasl = match (
+            self.memcached_sasl_user.or(file.memcached_sasl_user),
+            read_secret(
+                "--memcached-sasl-password",
+                self.memcached_sasl_password
+                    .or(file.memcached_sasl_password),
+                self.memcached_sasl_password_file
+                    .or(file.memcached_sasl_password_file),
+            )?,
+        ) {
+            (Some(user), Some(password)) => {
+                Some(crate::memcached::SaslLogin::new(user, password)?)
+            }
+            (None, None) => None,
+            (Some(_), None) => anyhow::bail!(
+                "--memcached-sasl-user needs --memcached-sasl-password or --memcached-sasl-password-file"
+            ),
+            (None, Some(_)) => {
+                anyhow::bail!("--memcached-sasl-password needs --memcached-sasl-user")
+            }
+        };
         let memcached = crate::memcached::MemcachedConfig::resolve(
-            self.memcached_address.or(file.memcached_address),
-            self.memcached_max_item_size
-                .or(file.memcached_max_item_size),
+            crate::memcached::MemcachedOptions {
+                address: self.memcached_address.or(file.memcached_address),
+                max_item_size: self
+                    .memcached_max_item_size
+                    .or(file.memcached_max_item_size),
+                sasl: memcached_sasl,
+                sweep_interval: self
+                    .memcached_sweep_interval
+                    .or(file.memcached_sweep_interval),
+                sweep_limit: self.memcached_sweep_limit.or(file.memcached_sweep_limit),
+            },
             file.memcached,
         )?;
         let mut config = Config {
@@ -621,6 +697,7 @@ impl ServeOptions {
             backend,
             threads,
             threads_wr,
+            write_groups,
             secret,
             secret_wr,
             max_connections: self

@@ -13,7 +13,7 @@
 //!   after quiescence every key (twice: the second read is the cache's)
 //!   against the table.
 //! - a foreign key's cascade (not in the binary log) never leaves a stale
-//!   child row; a row a writer holds is read at once and not cached; the
+//!   child row; rows a writer holds are read at once and not cached; the
 //!   reader's stream killed and resumed; the refusals.
 
 mod common;
@@ -488,47 +488,83 @@ fn stream_killed(url: &str) {
     read_until_a_hit(&mut r, &admin, "0|=|1|1", "0|2|1|k2", "after the kills");
 }
 
-/// A row a writer holds (an open transaction updated it, nothing is in
-/// the binlog yet): a lookup of it is answered at once with the committed
-/// row, read plainly and not cached (the fill's locking read does not
-/// wait); once the writer commits, the new row is read, cached and served.
-fn a_held_row(url: &str) {
+/// Rows a writer holds (an open transaction updated one, inserted one,
+/// deleted one and moved one's unique key; nothing is in the binlog yet):
+/// a lookup of any key it touched, by either unique index, is answered at
+/// once with the committed state, read plainly and not cached (the fill's
+/// locking read meets the writer's lock, explicit or an insert's implicit
+/// one, and does not wait); once the writer commits, the new rows are
+/// read, cached and served.
+fn held_rows(url: &str) {
     let db = "hsdt_rc_held";
     let mut sql = fresh_db(url, db);
     exec(
         &mut sql,
-        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB",
+        "CREATE TABLE kv (id INT PRIMARY KEY, u INT NOT NULL, v VARCHAR(20), UNIQUE KEY u (u)) ENGINE=InnoDB",
     );
-    exec(&mut sql, "INSERT INTO kv VALUES (1, 'a'), (2, 'b')");
+    exec(
+        &mut sql,
+        "INSERT INTO kv VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c'), (5, 50, 'e')",
+    );
     let hsd = Hsd::start(
         url,
         &["--row-cache-mib", "8", "--admin-address", "127.0.0.1:0"],
     );
     let admin = hsd.admin.clone().expect("admin");
     let mut r = hsd.reader();
-    assert_eq!(r.q(&format!("P|0|{db}|kv|PRIMARY|id,v")), "0|1");
-    read_until_a_hit(&mut r, &admin, "0|=|1|2", "0|2|2|b", "warming up");
+    assert_eq!(r.q(&format!("P|0|{db}|kv|PRIMARY|id,u,v")), "0|1");
+    assert_eq!(r.q(&format!("P|1|{db}|kv|u|id,u,v")), "0|1");
+    read_until_a_hit(&mut r, &admin, "0|=|1|5", "0|3|5|50|e", "warming up");
     let mut writer = fresh_db_conn(url, db);
     exec(&mut writer, "BEGIN");
     exec(&mut writer, "UPDATE kv SET v = 'z' WHERE id = 1");
-    // Until a read goes to the cache's place (on a server other tests
-    // write to, a read may go to the server while the reader catches up)
-    // and its fill meets the lock.
-    let held_before = metric(&admin, "hsd_row_cache_fills_held_total");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while metric(&admin, "hsd_row_cache_fills_held_total") == held_before {
-        assert!(Instant::now() < deadline, "no fill met the writer's lock");
-        let t = Instant::now();
-        assert_eq!(r.q("0|=|1|1"), "0|2|1|a", "not committed yet");
-        assert!(
-            t.elapsed() < Duration::from_secs(1),
-            "a read waited for the writer: {:?}",
-            t.elapsed()
-        );
+    exec(&mut writer, "INSERT INTO kv VALUES (4, 40, 'd')");
+    exec(&mut writer, "DELETE FROM kv WHERE id = 2");
+    exec(&mut writer, "UPDATE kv SET u = 99 WHERE id = 3");
+    // (index, key, the committed answer): each read until its fill met
+    // the lock (on a server other tests write to, a read may go to the
+    // server while the reader catches up, and then tries no fill).
+    let cases = [
+        (0, 1, "0|3|1|10|a"),
+        (1, 10, "0|3|1|10|a"),
+        (0, 4, "0|3"),
+        (1, 40, "0|3"),
+        (0, 2, "0|3|2|20|b"),
+        (1, 20, "0|3|2|20|b"),
+        (0, 3, "0|3|3|30|c"),
+        (1, 30, "0|3|3|30|c"),
+        (1, 99, "0|3"),
+    ];
+    for (index, key, committed) in cases {
+        let held_before = metric(&admin, "hsd_row_cache_fills_held_total");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while metric(&admin, "hsd_row_cache_fills_held_total") == held_before {
+            assert!(
+                Instant::now() < deadline,
+                "index {index} key {key}: no fill met the writer's lock"
+            );
+            let t = Instant::now();
+            let got = r.q(&format!("{index}|=|1|{key}"));
+            assert_eq!(got, committed, "index {index} key {key}: not committed yet");
+            assert!(
+                t.elapsed() < Duration::from_secs(1),
+                "a read waited for the writer: {:?}",
+                t.elapsed()
+            );
+        }
     }
-    assert_eq!(metric(&admin, "hsd_row_cache_entries"), 1.0, "only row 2");
+    assert_eq!(
+        metric(&admin, "hsd_row_cache_entries"),
+        1.0,
+        "only row 5 is cached"
+    );
     exec(&mut writer, "COMMIT");
-    read_until_a_hit(&mut r, &admin, "0|=|1|1", "0|2|1|z", "after the commit");
+    read_until_a_hit(&mut r, &admin, "0|=|1|1", "0|3|1|10|z", "after the commit");
+    read_until_a_hit(&mut r, &admin, "1|=|1|99", "0|3|3|99|c", "the moved key");
+    read_until_a_hit(&mut r, &admin, "1|=|1|40", "0|3|4|40|d", "the inserted row");
+    for (index, key) in [(0, 2), (1, 20), (1, 30)] {
+        assert_eq!(r.q(&format!("{index}|=|1|{key}")), "0|3", "{index} {key}");
+    }
 }
 
 /// A connection to `db` of its own.
@@ -539,15 +575,15 @@ fn fresh_db_conn(url: &str, db: &str) -> mysql::Conn {
 }
 
 #[test]
-fn mariadb_a_row_a_writer_holds_is_read_at_once_and_not_cached() {
+fn mariadb_rows_a_writer_holds_are_read_at_once_and_not_cached() {
     let Some(url) = mysql_url() else { return };
-    a_held_row(&url);
+    held_rows(&url);
 }
 
 #[test]
-fn mysql8_a_row_a_writer_holds_is_read_at_once_and_not_cached() {
+fn mysql8_rows_a_writer_holds_are_read_at_once_and_not_cached() {
     let Some(url) = mysql8_url() else { return };
-    a_held_row(&url);
+    held_rows(&url);
 }
 
 #[test]

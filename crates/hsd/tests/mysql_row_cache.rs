@@ -180,6 +180,10 @@ fn stress(url: &str, db: &str, consistency: &str) {
             consistency,
             "--admin-address",
             "127.0.0.1:0",
+            // A DDL's metadata lock on a loaded machine can hold a
+            // statement past the default 3 s.
+            "--mysql-timeout",
+            "10",
         ],
     );
     let admin = hsd.admin.clone().expect("admin address");
@@ -258,10 +262,11 @@ fn stress(url: &str, db: &str, consistency: &str) {
                 .map(|k| answer_in(&states[k], s.by_u, s.key))
                 .collect();
             // A read that waited for a DDL's metadata lock may time out
-            // (MariaDB's max_statement_time, MySQL's max_execution_time);
-            // it answers an error, never a row.
+            // (MariaDB's max_statement_time, MySQL's max_execution_time,
+            // or hsd's --mysql-timeout: 2013); it answers an error, never
+            // a row.
             let ddl_then = (s.lo..=s.hi.min(writes)).any(|k| kinds[k] == Wrote::Ddl);
-            if ddl_then && (s.answer == "1|1|1969" || s.answer == "1|1|3024") {
+            if ddl_then && ["1|1|1969", "1|1|3024", "1|1|2013"].contains(&s.answer.as_str()) {
                 continue;
             }
             assert!(
@@ -479,7 +484,9 @@ fn stream_killed(url: &str) {
             assert_eq!(r.q("0|=|1|1"), format!("0|2|1|k{round}"), "round {round}");
         }
         // It streams again and serves.
-        let deadline = Instant::now() + Duration::from_secs(10);
+        // Generous: the reader's reconnection waits grow with each loss,
+        // and other tests' hsd streams are killed too on a shared server.
+        let deadline = Instant::now() + Duration::from_secs(30);
         while metric(&admin, "hsd_row_cache_serving") < 1.0
             || metric(&admin, "hsd_binlog_reader_starts_total") < f64::from(round + 2)
         {

@@ -180,10 +180,6 @@ fn stress(url: &str, db: &str, consistency: &str) {
             consistency,
             "--admin-address",
             "127.0.0.1:0",
-            // A DDL's metadata lock on a loaded machine can hold a
-            // statement past the default 3 s.
-            "--mysql-timeout",
-            "10",
         ],
     );
     let admin = hsd.admin.clone().expect("admin address");
@@ -256,17 +252,25 @@ fn stress(url: &str, db: &str, consistency: &str) {
     stop.store(true, Ordering::Release);
     let states = history.states.lock().expect("states").clone();
     let mut checked = 0;
+    let mut timed_out = 0;
     for reader in readers {
         for s in reader.join().expect("reader") {
             let legal: Vec<String> = (s.lo..=s.hi.min(writes))
                 .map(|k| answer_in(&states[k], s.by_u, s.key))
                 .collect();
             // A read that waited for a DDL's metadata lock may time out
-            // (MariaDB's max_statement_time, MySQL's max_execution_time,
-            // or hsd's --mysql-timeout: 2013); it answers an error, never
-            // a row.
+            // (MariaDB's max_statement_time, MySQL's max_execution_time);
+            // it answers an error, never a row.
             let ddl_then = (s.lo..=s.hi.min(writes)).any(|k| kinds[k] == Wrote::Ddl);
-            if ddl_then && ["1|1|1969", "1|1|3024", "1|1|2013"].contains(&s.answer.as_str()) {
+            if ddl_then && (s.answer == "1|1|1969" || s.answer == "1|1|3024") {
+                continue;
+            }
+            // On a loaded machine a read may wait past --mysql-timeout
+            // (for a lock, or in strict mode for the binlog reader to
+            // catch up) and answer 2013: an error, never a stale row; a
+            // few are allowed (counted below).
+            if s.answer == "1|1|2013" {
+                timed_out += 1;
                 continue;
             }
             assert!(
@@ -321,9 +325,13 @@ fn stress(url: &str, db: &str, consistency: &str) {
     let evictions = metric(&admin, "hsd_row_cache_binlog_evictions_total");
     let held = metric(&admin, "hsd_row_cache_fills_held_total");
     eprintln!(
-        "{db} {consistency}: {checked} reads checked, {hits} cache hits, {evictions} evictions by the binlog, {held} fills a writer held"
+        "{db} {consistency}: {checked} reads checked ({timed_out} timed out), {hits} cache hits, {evictions} evictions by the binlog, {held} fills a writer held"
     );
     assert!(checked > 1000, "{checked}");
+    assert!(
+        timed_out * 20 < checked,
+        "{timed_out} reads timed out against {checked} answered"
+    );
     assert!(
         hits > 100.0 && evictions > 50.0,
         "hits {hits}, evictions {evictions}"

@@ -38,6 +38,9 @@ pub(crate) enum ReadConsistency {
 /// How long a batch waits for the reader to reach the position it must
 /// see before it reads the server instead.
 const CATCH_UP_WAIT: Duration = Duration::from_millis(10);
+/// How long a batch waits to learn the server's position before it reads
+/// from the server instead (the position's link may wait on a busy server).
+const POSITION_WAIT: Duration = Duration::from_secs(1);
 
 /// The cache's settings.
 #[derive(Debug, Clone)]
@@ -146,7 +149,12 @@ impl RowCacheService {
             return false;
         }
         let strict = self.consistency == ReadConsistency::Strict;
-        let Some(target) = self.positions.covering(must_see, strict).await else {
+        let covering = self.positions.covering(must_see, strict);
+        let Some(target) = tokio::time::timeout(POSITION_WAIT, covering)
+            .await
+            .ok()
+            .flatten()
+        else {
             return false;
         };
         let mut applied = self.feed.applied.subscribe();

@@ -71,6 +71,25 @@ pub fn mysql8_url() -> Option<String> {
     }
 }
 
+/// vtgate of the private Vitess that `scripts/vitess.sh` runs (keyspace
+/// `ks` in two shards). In CI its absence is a failure, as for `mysql_url`.
+pub fn vitess_url() -> Option<String> {
+    match std::env::var("HSD_TEST_VITESS_URL") {
+        Ok(u) if !u.is_empty() => Some(u),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "HSD_TEST_VITESS_URL is not set: CI must run the Vitess tests (scripts/test.sh sets it)"
+            );
+            skips::skip(
+                skips::Half::Vitess,
+                "HSD_TEST_VITESS_URL not set: skipping the Vitess half (run scripts/test.sh)",
+            );
+            None
+        }
+    }
+}
+
 /// The MySQL 8 server's own CA certificate (made by `mysqld
 /// --initialize`), for the TLS tests.
 pub fn mysql8_ca() -> Option<String> {

@@ -439,6 +439,7 @@ impl StorageConn for MysqlConn {
                     connection_id: link.connection_id,
                     run: link.server_run,
                 };
+                let vitess = link.server.vitess;
                 let mut marked = marker.is_some();
                 // A marker refused for a deadlock (on Galera, a certification
                 // conflict surfaces at the statement before COMMIT) means
@@ -472,6 +473,21 @@ impl StorageConn for MysqlConn {
                         self.note_commit();
                         Committed::done()
                     }
+                    Ok(Answer::Refused(e)) if vitess && self.wrote => {
+                        // vtgate commits a group's shards one after another
+                        // (transaction mode MULTI): a refused COMMIT may
+                        // have committed some of them.
+                        self.roll_back_link().await;
+                        tracing::error!(error = %e, "vtgate refused a COMMIT; its writes are answered 1 1 {ERR_COMMIT_IN_DOUBT}");
+                        Committed::failed(CommitFailure::all(StorageError::Refused {
+                            code: ERR_COMMIT_IN_DOUBT,
+                            message: format!(
+                                "commit outcome unknown: vtgate refused the COMMIT ({}), and \
+                                 the shards it had committed stay committed",
+                                refused_error(&e)
+                            ),
+                        }))
+                    }
                     Ok(Answer::Refused(e)) => {
                         // A COMMIT the server refused (interrupted at the
                         // statement time bound while it waited) may leave
@@ -487,7 +503,7 @@ impl StorageConn for MysqlConn {
                             // Nothing to commit: the answers are true.
                             return Committed::done();
                         }
-                        self.settle_in_doubt(f.error, session, marked).await
+                        self.settle_in_doubt(f.error, session, marked, vitess).await
                     }
                 }
             }
@@ -574,6 +590,7 @@ impl MysqlConn {
         error: StorageError,
         session: Session,
         marked: bool,
+        vitess: bool,
     ) -> Committed {
         let marker = self.connector.marker().filter(|_| marked);
         let fate = match marker {
@@ -581,6 +598,9 @@ impl MysqlConn {
                 tracing::warn!(%error, "a COMMIT went unanswered; asking the server whether it committed");
                 resolve(&self.connector, m, session, self.writer, self.group_seq).await
             }
+            None if vitess => Fate::Unknown(
+                "the backend is Vitess, where hsd keeps no commit marker (docs/vitess.md)".into(),
+            ),
             None => Fate::Unknown("the group has no commit marker".into()),
         };
         match fate {

@@ -1,0 +1,390 @@
+//! hsd in front of Vitess: `--backend` is vtgate (`scripts/vitess.sh`:
+//! keyspace `ks` in two shards, each table sharded by a `hash` vindex on
+//! `id`). The HandlerSocket operations on sharded tables must answer as hsd
+//! on one MySQL 8.0.31 answers them on the same table unsharded
+//! (`scripts/mysql8.sh`), with the rows spread over both shards; and what
+//! Vitess cannot give is said, not pretended (docs/vitess.md).
+
+mod common;
+use common::blocking::*;
+use common::{hsd_bin, mysql8_url, vitess_url};
+use mysql::prelude::Queryable;
+
+const KEYSPACE: &str = "ks";
+const SHARDS: [&str; 2] = ["-80", "80-"];
+const COLUMNS: &str = "id,k,v,u,c";
+const ROWS: i64 = 200;
+
+fn create_table(name: &str) -> String {
+    format!(
+        "CREATE TABLE {name} (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, v VARCHAR(32), \
+         u INT, c BIGINT NOT NULL DEFAULT 0, KEY k_idx (k), UNIQUE KEY u_idx (u)) ENGINE=InnoDB"
+    )
+}
+
+/// Table `name` made anew in keyspace `ks` and sharded by `hash(id)`.
+fn sharded_table(url: &str, name: &str) -> mysql::Conn {
+    let mut c = sql_conn(url);
+    exec(&mut c, &format!("USE {KEYSPACE}"));
+    // Left by an earlier run on the same Vitess: the vschema entry outlives
+    // the table.
+    let _ = c.query_drop(format!("ALTER VSCHEMA DROP TABLE {KEYSPACE}.{name}"));
+    exec(&mut c, &format!("DROP TABLE IF EXISTS {name}"));
+    exec(&mut c, &create_table(name));
+    exec(
+        &mut c,
+        &format!("ALTER VSCHEMA ON {KEYSPACE}.{name} ADD VINDEX hash(id) USING hash"),
+    );
+    c
+}
+
+/// The same table, unsharded, in database `db` of the one MySQL 8.
+fn plain_table(url: &str, db: &str, name: &str) -> mysql::Conn {
+    let mut c = fresh_db(url, db);
+    exec(&mut c, &create_table(name));
+    c
+}
+
+/// Rows of `table` on each shard, read through vtgate with the shard named.
+fn rows_per_shard(url: &str, table: &str) -> Vec<i64> {
+    let mut c = sql_conn(url);
+    SHARDS
+        .iter()
+        .map(|shard| {
+            exec(&mut c, &format!("USE `{KEYSPACE}:{shard}`"));
+            scalar(&mut c, &format!("SELECT COUNT(*) FROM {table}"))
+                .parse()
+                .expect("a count")
+        })
+        .collect()
+}
+
+/// The inserts of the test rows: id 1..=ROWS, k = id % 17, u = 1000 + id.
+fn inserts() -> Vec<String> {
+    (1..=ROWS)
+        .map(|id| format!("0|+|5|{id}|{}|v{id}|{}|0", id % 17, 1000 + id))
+        .collect()
+}
+
+/// Both servers behind an hsd each, with the table filled through hsd.
+struct Pair {
+    vitess: Hsd,
+    mysql8: Hsd,
+    /// `P` of index 0 (PRIMARY), 1 (k_idx), 2 (u_idx) on each side.
+    open_vitess: Vec<String>,
+    open_mysql8: Vec<String>,
+    vitess_url: String,
+    mysql8_url: String,
+}
+
+/// Index 0..=2: PRIMARY, k_idx, u_idx with every column; 3: PRIMARY
+/// without `id`, 4: PRIMARY and 5: k_idx with `c` alone (for modifies:
+/// vtgate refuses an UPDATE that sets the vindex column, even to its value).
+fn opens(db: &str, table: &str) -> Vec<String> {
+    [
+        ("PRIMARY", COLUMNS),
+        ("k_idx", COLUMNS),
+        ("u_idx", COLUMNS),
+        ("PRIMARY", "k,v,u,c"),
+        ("PRIMARY", "c"),
+        ("k_idx", "c"),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, (index, columns))| format!("P|{i}|{db}|{table}|{index}|{columns}|k,c"))
+    .collect()
+}
+
+impl Pair {
+    fn start(table: &str, db8: &str) -> Option<Pair> {
+        let vurl = vitess_url()?;
+        let url8 = mysql8_url()?;
+        sharded_table(&vurl, table);
+        plain_table(&url8, db8, table);
+        let pair = Pair {
+            vitess: Hsd::start(&vurl, &[]),
+            mysql8: Hsd::start(&url8, &[]),
+            open_vitess: opens(KEYSPACE, table),
+            open_mysql8: opens(db8, table),
+            vitess_url: vurl,
+            mysql8_url: url8,
+        };
+        let answers = pair.both_write(&inserts());
+        assert!(answers.iter().all(|a| a == "0|1"), "{answers:?}");
+        let spread = rows_per_shard(&pair.vitess_url, table);
+        assert_eq!(spread.iter().sum::<i64>(), ROWS, "{spread:?}");
+        assert!(
+            spread.iter().all(|&n| n > 0),
+            "one shard has no row: {spread:?}"
+        );
+        Some(pair)
+    }
+
+    /// Pipelines `lines` after the opens on a port of each hsd; asserts both
+    /// answer alike and returns the answers.
+    fn both(&self, lines: &[String], write: bool) -> Vec<String> {
+        let run = |hsd: &Hsd, opens: &[String]| {
+            let mut c = if write { hsd.writer() } else { hsd.reader() };
+            let all: Vec<String> = opens.iter().chain(lines).cloned().collect();
+            let answers = c.pipeline(&all);
+            assert!(
+                answers[..opens.len()].iter().all(|a| a == "0|1"),
+                "{answers:?}"
+            );
+            answers[opens.len()..].to_vec()
+        };
+        let on_vitess = run(&self.vitess, &self.open_vitess);
+        let on_mysql8 = run(&self.mysql8, &self.open_mysql8);
+        for ((line, v), m) in lines.iter().zip(&on_vitess).zip(&on_mysql8) {
+            assert_eq!(v, m, "{line:?}: Vitess answered {v:?}, one MySQL 8 {m:?}");
+        }
+        on_vitess
+    }
+
+    fn both_read(&self, lines: &[String]) -> Vec<String> {
+        self.both(lines, false)
+    }
+
+    fn both_write(&self, lines: &[String]) -> Vec<String> {
+        self.both(lines, true)
+    }
+
+    /// The table's rows, by SQL, are the same on both.
+    fn same_rows(&self, table: &str, db8: &str) {
+        let q = |url: &str, db: &str| {
+            let mut c = sql_conn(url);
+            rows(
+                &mut c,
+                &format!("SELECT {COLUMNS} FROM {db}.{table} ORDER BY id"),
+            )
+        };
+        let v = q(&self.vitess_url, KEYSPACE);
+        let m = q(&self.mysql8_url, db8);
+        assert_eq!(v.len(), m.len());
+        assert_eq!(v, m);
+    }
+}
+
+fn lines(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn finds_across_shards_answer_as_on_one_mysql8() {
+    let Some(pair) = Pair::start("finds", "hsdt_vitess_finds") else {
+        return;
+    };
+    // Known answers first: the row of a key, and a key in no row.
+    let got = pair.both_read(&lines(&["0|=|1|7", "0|=|1|100000"]));
+    assert_eq!(got, ["0|5|7|7|v7|1007|0", "0|5"]);
+    // Ranges over both shards come back in key order, limit and offset
+    // counted as on one server.
+    let got = pair.both_read(&lines(&["0|>=|1|190|5", "0|<|1|50|3|2", "0|>|1|195|10|1"]));
+    assert_eq!(
+        got[0],
+        "0|5|190|3|v190|1190|0|191|4|v191|1191|0|192|5|v192|1192|0|193|6|v193|1193|0|194|7|v194|1194|0"
+    );
+    assert_eq!(
+        got[1],
+        "0|5|47|13|v47|1047|0|46|12|v46|1046|0|45|11|v45|1045|0"
+    );
+    assert_eq!(
+        got[2],
+        "0|5|197|10|v197|1197|0|198|11|v198|1198|0|199|12|v199|1199|0|200|13|v200|1200|0"
+    );
+    // A non-unique index: rows of one k in primary key order, across shards.
+    let got = pair.both_read(&lines(&["1|=|1|3|4", "1|>=|1|15|6|3", "1|<=|1|2|5|1"]));
+    assert_eq!(
+        got[0],
+        "0|5|3|3|v3|1003|0|20|3|v20|1020|0|37|3|v37|1037|0|54|3|v54|1054|0"
+    );
+    // A unique secondary index, and IN lists with the order of their values.
+    pair.both_read(&lines(&[
+        "2|=|1|1150",
+        "2|>|1|1195|3",
+        "0|=|1|0|10|0|@|0|6|150|3|77|100000|1|200",
+        "1|=|1|0|20|0|@|0|3|16|2|9",
+    ]));
+    // Filters, evaluated by the server.
+    pair.both_read(&lines(&[
+        "0|>=|1|1|10|0|F|>|0|14",
+        "0|>|1|100|5|2|W|<|0|5",
+        "1|>=|1|10|8|0|F|!=|1|1",
+    ]));
+    // Many lookups pipelined: hsd groups them into one IN per index.
+    let keys: Vec<i64> = (0..64).map(|i| (i * 37) % 230).collect();
+    let many: Vec<String> = keys.iter().map(|k| format!("0|=|1|{k}")).collect();
+    let got = pair.both_read(&many);
+    for (k, answer) in keys.iter().zip(&got) {
+        let want = if (1..=ROWS).contains(k) {
+            format!("0|5|{k}|{}|v{k}|{}|0", k % 17, 1000 + k)
+        } else {
+            "0|5".to_string()
+        };
+        assert_eq!(*answer, want);
+    }
+}
+
+#[test]
+fn writes_through_vtgate_leave_the_rows_one_mysql8_has() {
+    let (table, db8) = ("writes", "hsdt_vitess_writes");
+    let Some(pair) = Pair::start(table, db8) else {
+        return;
+    };
+    let got = pair.both_write(&lines(&[
+        // Rows on both sides of the shard line, by primary key.
+        "3|=|1|5|1|0|U|50|five|1005|9",
+        "4|=|1|6|1|0|+|3",
+        "4|=|1|7|1|0|-|1",
+        "0|=|1|8|1|0|D",
+        // A range over both shards: ten rows changed in key order.
+        "4|>=|1|100|10|0|+|100",
+        // An IN list, and a filter on a non-unique index.
+        "3|=|1|0|10|0|@|0|4|11|12|13|150|U?|11|e|2011|1",
+        "5|=|1|4|3|1|F|<|0|10|D",
+        // An insert of a key that exists (a shard refuses it), one new.
+        "0|+|5|9|1|dup|1|0",
+        "0|+|5|9001|2|new|9001|0",
+    ]));
+    assert_eq!(got[0], "0|1|1");
+    assert_eq!(got[3], "0|1|1");
+    assert_eq!(got[4], "0|1|10");
+    assert_eq!(got[6], "0|1|3");
+    assert!(got[7].starts_with("1|1|"), "{got:?}");
+    assert_eq!(got[8], "0|1");
+    pair.same_rows(table, db8);
+    let spread = rows_per_shard(&pair.vitess_url, table);
+    assert_eq!(spread.iter().sum::<i64>(), ROWS - 1 - 3 + 1, "{spread:?}");
+    assert!(spread.iter().all(|&n| n > 0), "{spread:?}");
+}
+
+/// The one write that differs: vtgate refuses to change the vindex
+/// column, even to the value it has (1235, VT12001); one MySQL 8 takes it.
+/// Opening the index without that column is the way (docs/vitess.md).
+#[test]
+fn an_update_of_the_vindex_column_is_refused_by_vtgate() {
+    let Some(url) = vitess_url() else { return };
+    let table = "vindex_update";
+    let mut sql = sharded_table(&url, table);
+    exec(
+        &mut sql,
+        &format!("INSERT INTO {table} ({COLUMNS}) VALUES (5, 5, 'v5', 1005, 0)"),
+    );
+    let hsd = Hsd::start(&url, &[]);
+    let mut c = hsd.writer();
+    let got = c.pipeline(&lines(&[
+        &format!("P|0|{KEYSPACE}|{table}|PRIMARY|{COLUMNS}"),
+        "0|=|1|5|1|0|U|5|50|five|1005|9",
+        "0|=|1|5|1|0|+|0|1|x|0|0",
+        &format!("P|1|{KEYSPACE}|{table}|PRIMARY|k,v"),
+        "1|=|1|5|1|0|U|50|five",
+    ]));
+    assert_eq!(got, ["0|1", "1|1|1235", "1|1|1235", "0|1", "0|1|1"]);
+    assert_eq!(
+        rows(&mut sql, &format!("SELECT k, v FROM {table}")),
+        [[Some(b"50".to_vec()), Some(b"five".to_vec())]]
+    );
+}
+
+/// Increments from 4 clients, half going up the keys and half down, over
+/// rows of both shards; returns the answers and the sum stored.
+fn increments(url: &str, table: &str, hsd_args: &[&str]) -> (Vec<String>, String) {
+    let mut sql = sharded_table(url, table);
+    let values: Vec<String> = (1..=8)
+        .map(|id| format!("({id}, {id}, 'c', {id}, 0)"))
+        .collect();
+    exec(
+        &mut sql,
+        &format!(
+            "INSERT INTO {table} ({COLUMNS}) VALUES {}",
+            values.join(", ")
+        ),
+    );
+    let hsd = Hsd::start(url, hsd_args);
+    let clients: Vec<_> = (0..4)
+        .map(|client| {
+            let addr = hsd.write.clone();
+            let table = table.to_string();
+            std::thread::spawn(move || {
+                let mut c = Hs::connect(&addr);
+                let mut all = vec![format!("P|0|{KEYSPACE}|{table}|PRIMARY|c")];
+                for round in 0..24 {
+                    let id = if client % 2 == 0 {
+                        round % 8 + 1
+                    } else {
+                        8 - round % 8
+                    };
+                    all.push(format!("0|=|1|{id}|1|0|+|1"));
+                }
+                c.pipeline(&all)
+            })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for t in clients {
+        let got = t.join().expect("client thread");
+        assert_eq!(got[0], "0|1");
+        answers.extend(got[1..].iter().cloned());
+    }
+    let spread = rows_per_shard(url, table);
+    assert!(spread.iter().all(|&n| n > 0), "{spread:?}");
+    let sum = scalar(&mut sql, &format!("SELECT SUM(c) FROM {table}"));
+    (answers, sum)
+}
+
+/// One write loop: one group at a time, each committed on every shard it
+/// touched before it is answered; every increment done and stored.
+#[test]
+fn increments_from_many_clients_on_one_write_loop_are_all_stored() {
+    let Some(url) = vitess_url() else { return };
+    let (answers, sum) = increments(&url, "counters_one_loop", &["--threads-wr", "1"]);
+    assert!(answers.iter().all(|a| a == "0|1|1"), "{answers:?}");
+    assert_eq!(sum, answers.len().to_string());
+}
+
+/// Two write loops: two groups that lock rows on both shards in opposite
+/// orders wait for each other across shards, where no server sees the
+/// cycle; the lock wait bound (from --mysql-timeout) ends it and the
+/// writes that waited fail (146). Every increment answered done is
+/// stored, and no other (docs/vitess.md).
+#[test]
+fn increments_on_two_write_loops_answered_done_are_stored() {
+    let Some(url) = vitess_url() else { return };
+    let args = ["--threads-wr", "2", "--mysql-timeout", "2"];
+    let (answers, sum) = increments(&url, "counters_two_loops", &args);
+    let done = answers.iter().filter(|a| *a == "0|1|1").count();
+    for a in answers.iter().filter(|a| *a != "0|1|1") {
+        assert!(a.starts_with("1|1|"), "{answers:?}");
+    }
+    assert!(done > 0, "{answers:?}");
+    assert_eq!(sum, done.to_string(), "{answers:?}");
+}
+
+/// What Vitess cannot give is said at start: no commit marker (a lost
+/// COMMIT is answered outcome unknown, 1180), and no --replica.
+#[test]
+fn what_vtgate_cannot_give_is_said() {
+    let Some(url) = vitess_url() else { return };
+    let out = std::process::Command::new(hsd_bin())
+        .args(["check", "--backend", &url])
+        .env_remove("HSD_CONFIG")
+        .output()
+        .expect("run hsd check");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("logged in to Vitess"), "{stdout}");
+    assert!(
+        stdout.contains("hsd keeps no commit marker") && stdout.contains("1 1 1180"),
+        "{stdout}"
+    );
+    let out = std::process::Command::new(hsd_bin())
+        .args(["check", "--backend", &url, "--replica", &url])
+        .env_remove("HSD_CONFIG")
+        .output()
+        .expect("run hsd check");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("--replica cannot be used with it"),
+        "{stdout}"
+    );
+}

@@ -27,6 +27,7 @@
 # password log in, and every user may run vschema DDL. `env` prints
 #     export HSD_TEST_VITESS_URL=mysql://hsd:hsd@127.0.0.1:<base+3>
 #     export HSD_VITESS_PORT=<base+3> HSD_VITESS_KEYSPACE=ks
+#     export HSD_VITESS_HTTP=127.0.0.1:<base>   (vtgate's /debug/vars)
 #
 # The hook vthook/mysqld_shutdown stops mysqld with SIGTERM (the dist has no
 # mysqladmin, which mysqlctl runs without a hook; mysqld was left running).
@@ -149,11 +150,14 @@ pid_of_server() {
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# A base port with the three after it free too.
+# A base port with the three after it free too, below the kernel's range
+# of ephemeral ports (which any client's connection may take meanwhile).
 pick_base_port() {
-    local p i free
+    local p i free low=32768
+    read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+    (( low > 21000 )) || low=32768
     for _ in $(seq 1 200); do
-        p=$(( 20000 + (RANDOM % 7000) * 4 ))
+        p=$(( 20000 + (RANDOM % ((low - 20004) / 4)) * 4 ))
         free=1
         for i in 0 1 2 3; do port_in_use $((p + i)) && { free=0; break; }; done
         (( free )) && { echo "$p"; return; }
@@ -176,6 +180,7 @@ write_env() {
         printf 'export HSD_TEST_VITESS_URL=%q\n' "mysql://hsd:hsd@127.0.0.1:$port"
         printf 'export HSD_VITESS_PORT=%q\n' "$port"
         printf 'export HSD_VITESS_KEYSPACE=%q\n' ks
+        printf 'export HSD_VITESS_HTTP=%q\n' "127.0.0.1:$((port - 3))"
         printf 'export HSD_VITESS_DIR=%q\n' "$DIR"
     } >"$tmp"
     mv "$tmp" "$ENVFILE"
@@ -226,6 +231,20 @@ do_start() {
         log_tail
         die "vttestserver pid $pid runs but vtgate does not answer; run '$0 stop' first"
     fi
+    local attempt
+    for attempt in 1 2 3; do
+        start_once && return 0
+        # mysqld or vtgate lost its port to another program meanwhile.
+        grep -q 'Address already in use' "$LOG" "$DATA"/vt_*/error.log 2>/dev/null || break
+        say "a port was taken while starting (attempt $attempt); retrying on others"
+    done
+    log_tail
+    die "vtgate did not answer within ${TIMEOUT}s"
+}
+
+# One try on fresh ports; stops what it started when it fails.
+start_once() {
+    local pid base deadline
     # A fresh keyspace each start: the tests make their own tables.
     compgen -G "$DATA/vt_*/mysql.pid" >/dev/null && do_stop
     rm -rf "$DATA" "$ENVFILE"
@@ -265,9 +284,8 @@ do_start() {
         say "ready: mysql://hsd:hsd@127.0.0.1:$(vtgate_port) (pid $pid)"
         return 0
     fi
-    log_tail
-    alive "$pid" && do_stop
-    die "vtgate did not answer within ${TIMEOUT}s"
+    do_stop
+    return 1
 }
 
 # What vttestserver started: its children (vtcombo, mysqlctl) and mysqld

@@ -360,6 +360,46 @@ fn increments_on_two_write_loops_answered_done_are_stored() {
     assert_eq!(sum, done.to_string(), "{answers:?}");
 }
 
+/// vtgate's count of commits made in two phases (its /debug/vars).
+fn two_phase_commits() -> u64 {
+    use std::io::{Read, Write};
+    let addr = std::env::var("HSD_VITESS_HTTP").expect("HSD_VITESS_HTTP (scripts/vitess.sh env)");
+    let mut s = std::net::TcpStream::connect(&addr).expect("connect to vtgate's http port");
+    s.write_all(b"GET /debug/vars HTTP/1.0\r\nHost: vtgate\r\n\r\n")
+        .expect("send");
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).expect("read /debug/vars");
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let vars: serde_json::Value = serde_json::from_str(body).expect("/debug/vars is JSON");
+    vars["CommitModeTimings"]["Histograms"]["TwoPC"]["Count"]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+/// A write group over both shards commits in two phases (hsd asks vtgate
+/// for transaction_mode TWOPC): all of it or none, as on one server.
+#[test]
+fn a_write_group_over_both_shards_commits_in_two_phases() {
+    let Some(url) = vitess_url() else { return };
+    let table = "atomic";
+    let mut sql = sharded_table(&url, table);
+    let hsd = Hsd::start(&url, &["--threads-wr", "1"]);
+    let before = two_phase_commits();
+    let mut c = hsd.writer();
+    let mut all = vec![format!("P|0|{KEYSPACE}|{table}|PRIMARY|{COLUMNS}")];
+    all.extend((1..=16).map(|id| format!("0|+|5|{id}|{id}|a|{id}|0")));
+    let got = c.pipeline(&all);
+    assert!(got.iter().all(|a| a == "0|1"), "{got:?}");
+    let after = two_phase_commits();
+    assert!(after > before, "no two-phase commit: {before} then {after}");
+    assert_eq!(
+        scalar(&mut sql, &format!("SELECT COUNT(*) FROM {table}")),
+        "16"
+    );
+    let spread = rows_per_shard(&url, table);
+    assert!(spread.iter().all(|&n| n > 0), "{spread:?}");
+}
+
 /// What Vitess cannot give is said at start: no commit marker (a lost
 /// COMMIT is answered outcome unknown, 1180), and no --replica.
 #[test]

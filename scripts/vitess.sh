@@ -210,10 +210,12 @@ exit 0
 EOF
     chmod 755 "$VTROOT/vthook/mysqld_shutdown"
     # The keyspace is sharded from the start (vtgate otherwise takes it for
-    # an unsharded one and refuses DDL on its two shards), with the `hash`
-    # vindex tables are sharded by: ALTER VSCHEMA ON ks.t ADD VINDEX hash(id).
+    # an unsharded one and refuses DDL on its two shards), with the vindexes
+    # tables are sharded by: `hash` for integers, `xxhash` for any column
+    # (ALTER VSCHEMA ON ks.t ADD VINDEX hash(id)).
     mkdir -p "$DIR/schema/ks"
-    echo '{"sharded": true, "vindexes": {"hash": {"type": "hash"}}}' >"$DIR/schema/ks/vschema.json"
+    echo '{"sharded": true, "vindexes": {"hash": {"type": "hash"}, "xxhash": {"type": "xxhash"}}}' \
+        >"$DIR/schema/ks/vschema.json"
 }
 
 do_start() {

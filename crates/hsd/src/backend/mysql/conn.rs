@@ -4,6 +4,7 @@
 
 use super::connector::{Connector, PRESSURE_IDLE};
 
+use super::conn_writes::without_unchanged_keys;
 use super::errors::{doomed, dooms_transaction, refused_error};
 use super::handler::Handles;
 use super::in_doubt::{resolve, Fate, Session};
@@ -11,8 +12,9 @@ use super::link::{Answer, Discard, Failure, Link};
 use super::topology::{Commit, Topology};
 use super::{meta, scan};
 use crate::backend::{
-    CommitFailure, Committed, RowInsert, RowVisitor, RowWrite, Scan, StorageConn, StorageError,
-    TableMeta, WriteBatching, ERR_COMMIT_IN_DOUBT, ERR_LOCK_WAIT_TIMEOUT, ERR_STATEMENT_TIMEOUT,
+    Change, CommitFailure, Committed, RowInsert, RowVisitor, RowWrite, Scan, StorageConn,
+    StorageError, TableMeta, WriteBatching, ERR_COMMIT_IN_DOUBT, ERR_LOCK_WAIT_TIMEOUT,
+    ERR_STATEMENT_TIMEOUT,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -381,9 +383,32 @@ impl StorageConn for MysqlConn {
         self.insert_in_runs(rows).await
     }
 
-    /// Sent in runs, merged where safe (`write_in_runs`).
+    /// Sent in runs, merged where safe (`write_in_runs`); behind vtgate,
+    /// without the key columns a write by key sets to their own values
+    /// (`without_unchanged_keys`).
     async fn write_rows(&mut self, writes: &[RowWrite<'_>]) -> Vec<Result<u64, StorageError>> {
-        self.write_in_runs(writes).await
+        if self.link.is_none() {
+            // Made now to learn the server's kind; a failure shows again
+            // in the writes, which handle it.
+            let _ = self.link().await;
+        }
+        if !self.link.as_ref().is_some_and(|l| l.server.vitess) {
+            return self.write_in_runs(writes).await;
+        }
+        let kept: Vec<_> = writes.iter().map(without_unchanged_keys).collect();
+        let rewritten: Vec<RowWrite<'_>> = writes
+            .iter()
+            .zip(&kept)
+            .map(|(w, kept)| match kept {
+                Some((columns, values)) => RowWrite {
+                    table: w.table,
+                    target: w.target,
+                    change: Change::Update { columns, values },
+                },
+                None => *w,
+            })
+            .collect();
+        self.write_in_runs(&rewritten).await
     }
 
     async fn serialize_modifies(&mut self, table: &TableMeta) -> Result<(), StorageError> {

@@ -506,6 +506,43 @@ fn the_memcached_port_serves_a_sharded_container() {
     assert!(spread.iter().all(|&n| n > 0), "{spread:?}");
 }
 
+/// A COMMIT whose answer is lost (held by a proxy on the way back from
+/// vtgate, which committed): with no commit marker on Vitess, hsd answers
+/// the group's writes `1 1 1180` (outcome unknown), never as failed; the
+/// rows are there, and the write port goes on.
+#[test]
+fn a_commit_whose_answer_was_lost_is_answered_outcome_unknown() {
+    let Some(url) = vitess_url() else { return };
+    let table = "in_doubt";
+    let mut sql = sharded_table(&url, table);
+    let proxy = common::commit_proxy::Proxy::start(&url);
+    let hsd = Hsd::start(&proxy.url, &["--mysql-timeout", "1", "--threads-wr", "1"]);
+    let mut w = hsd.writer();
+    assert_eq!(
+        w.q(&format!("P|0|{KEYSPACE}|{table}|PRIMARY|{COLUMNS}")),
+        "0|1"
+    );
+    proxy.hold_next_commit_answer();
+    let got = w.pipeline(&lines(&[
+        "0|+|5|1|1|a|1|0",
+        "0|+|5|2|2|b|2|0",
+        "0|+|5|3|3|c|3|0",
+        "0|+|5|4|4|d|4|0",
+    ]));
+    assert!(
+        proxy.held(),
+        "the case happened: a COMMIT's answer was held"
+    );
+    assert_eq!(got, ["1|1|1180"; 4]);
+    assert_eq!(
+        scalar(&mut sql, &format!("SELECT COUNT(*) FROM {table}")),
+        "4"
+    );
+    let spread = rows_per_shard(&url, table);
+    assert!(spread.iter().all(|&n| n > 0), "{spread:?}");
+    assert_eq!(w.q("0|+|5|5|5|e|5|0"), "0|1");
+}
+
 /// What Vitess cannot give is said at start: no commit marker (a lost
 /// COMMIT is answered outcome unknown, 1180), and no --replica.
 #[test]

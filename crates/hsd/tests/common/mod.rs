@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod blocking;
+pub mod commit_proxy;
 pub mod skips;
 
 use hs_client::{Client, Response};

@@ -298,6 +298,93 @@ fn a_change_of_the_vindex_column_is_refused_by_vtgate() {
     );
 }
 
+/// Keys written in other forms than the stored one (`007`, ` 7`, `8.0`,
+/// `9x`): MySQL compares them equal to the row's integer, and through SQL
+/// vtgate's `hash` vindex does not read `8.0` or `9x` as an integer (a
+/// `WHERE id = 7.0` finds nothing through vtgate). hsd sends a key as its
+/// column stores it, as the original stored it into the key field, so the
+/// vindex sees the integer and every form finds its row on Vitess too.
+#[test]
+fn keys_in_other_forms_find_their_rows_as_on_one_mysql8() {
+    let Some(pair) = Pair::start("key_forms", "hsdt_vitess_key_forms") else {
+        return;
+    };
+    let got = pair.both_read(&lines(&[
+        "0|=|1|007",
+        "0|=|1| 7",
+        "0|=|1|8.0",
+        "0|=|1|9x",
+        "0|>=|1|007|2",
+        "0|=|1|0|10|0|@|0|3|8.0|9x|007",
+    ]));
+    assert_eq!(
+        got[..4],
+        [
+            "0|5|7|7|v7|1007|0",
+            "0|5|7|7|v7|1007|0",
+            "0|5|8|8|v8|1008|0",
+            "0|5|9|9|v9|1009|0"
+        ]
+    );
+    let mut sql = sql_conn(&pair.vitess_url);
+    exec(&mut sql, &format!("USE {KEYSPACE}"));
+    assert!(rows(&mut sql, "SELECT id FROM key_forms WHERE id = 7.0").is_empty());
+}
+
+/// Text keys under a case-insensitive collation: `xxhash` hashes the
+/// bytes, so `ada` may pick another shard than the row `Ada` lives on and
+/// find nothing there, where one MySQL 8 finds it; `unicode_loose_xxhash`
+/// hashes the key as the collation compares it, and every lookup finds its
+/// row (docs/vitess.md: shard text keys by it).
+#[test]
+fn case_insensitive_text_keys_need_a_vindex_that_folds_case() {
+    let Some(url) = vitess_url() else { return };
+    let names = [
+        "Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald", "Ken", "Dennis", "Niklaus", "Tony",
+    ];
+    let found = |vindex: &str| -> usize {
+        let table = format!("names_{vindex}");
+        let mut sql = sql_conn(&url);
+        exec(&mut sql, &format!("USE {KEYSPACE}"));
+        let _ = sql.query_drop(format!("ALTER VSCHEMA DROP TABLE {KEYSPACE}.{table}"));
+        exec(&mut sql, &format!("DROP TABLE IF EXISTS {table}"));
+        exec(
+            &mut sql,
+            &format!(
+                "CREATE TABLE {table} (name VARCHAR(32) NOT NULL PRIMARY KEY, n INT) \
+                 CHARACTER SET utf8mb4 COLLATE utf8mb4_0900_ai_ci"
+            ),
+        );
+        exec(
+            &mut sql,
+            &format!(
+                "ALTER VSCHEMA ON {KEYSPACE}.{table} ADD VINDEX {vindex}(name) USING {vindex}"
+            ),
+        );
+        let values: Vec<String> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| format!("('{n}', {i})"))
+            .collect();
+        exec(
+            &mut sql,
+            &format!("INSERT INTO {table} (name, n) VALUES {}", values.join(", ")),
+        );
+        let hsd = Hsd::start(&url, &[]);
+        let mut c = hsd.reader();
+        let mut all = vec![format!("P|0|{KEYSPACE}|{table}|PRIMARY|name,n")];
+        all.extend(names.iter().map(|n| format!("0|=|1|{}", n.to_lowercase())));
+        let got = c.pipeline(&all);
+        assert_eq!(got[0], "0|1");
+        got[1..].iter().filter(|a| *a != "0|2").count()
+    };
+    assert!(
+        found("xxhash") < names.len(),
+        "every lowercase key found its row by xxhash"
+    );
+    assert_eq!(found("unicode_loose_xxhash"), names.len());
+}
+
 /// Increments from 4 clients, half going up the keys and half down, over
 /// rows of both shards; returns the answers and the sum stored.
 fn increments(url: &str, table: &str, hsd_args: &[&str]) -> (Vec<String>, String) {

@@ -173,6 +173,12 @@ pub struct ServeOptions {
     /// Write-port event loops, each committing groups of writes on its own storage connection, 1 to 64 [default: 1].
     #[arg(long, env = "HSD_THREADS_WR")]
     pub(crate) threads_wr: Option<usize>,
+    /// MySQL backend: write groups in flight per write-port loop, each on its
+    /// own connection; one runs its statements while the others wait on their
+    /// COMMIT, so the server's group commit makes them durable together,
+    /// 1 to 16 [default: 2; the embedded store: 1].
+    #[arg(long, env = "HSD_WRITE_GROUPS")]
+    pub(crate) write_groups: Option<usize>,
     /// Shared secret for the read port (prefer --plain-secret-file: argv is visible in ps).
     #[arg(long, env = "HSD_PLAIN_SECRET", hide_env_values = true)]
     pub(crate) plain_secret: Option<String>,
@@ -348,6 +354,11 @@ fn seconds(name: &str, value: f64, range: RangeInclusive<f64>) -> anyhow::Result
 pub(crate) const THREADS: RangeInclusive<usize> = 1..=256;
 /// `--threads-wr`: write-port event loops, each committing on its own storage connection.
 pub(crate) const THREADS_WR: RangeInclusive<usize> = 1..=64;
+/// `--write-groups`: MySQL write groups in flight per write-port loop.
+pub(crate) const WRITE_GROUPS: RangeInclusive<usize> = 1..=16;
+/// `--write-groups` on MySQL unless told: a second group runs its statements
+/// while the first waits on its COMMIT (docs/benchmarks.md).
+pub(crate) const DEFAULT_MYSQL_WRITE_GROUPS: usize = 2;
 /// `--mysql-pool`: read connections to the MySQL server per event loop.
 pub(crate) const MYSQL_POOL: RangeInclusive<usize> = 1..=256;
 /// `--sqlite-mmap-mib`: SQLite maps at most 2 GiB of a file (its build's
@@ -372,6 +383,8 @@ pub struct Config {
     pub(crate) backend: BackendChoice,
     pub(crate) threads: usize,
     pub(crate) threads_wr: usize,
+    /// Write groups in flight per write-port loop (1 on the embedded store).
+    pub(crate) write_groups: usize,
     pub(crate) secret: Option<Secret>,
     pub(crate) secret_wr: Option<Secret>,
     pub max_connections: usize,
@@ -515,6 +528,14 @@ impl ServeOptions {
             self.threads_wr.or(file.threads_wr).unwrap_or(1),
             THREADS_WR,
         )?;
+        let write_groups = match (self.write_groups.or(file.write_groups), &backend) {
+            (Some(n), BackendChoice::Mysql(_)) => in_range("--write-groups", n, WRITE_GROUPS)?,
+            (None, BackendChoice::Mysql(_)) => DEFAULT_MYSQL_WRITE_GROUPS,
+            (Some(n), BackendChoice::Embedded) if n != 1 => anyhow::bail!(
+                "--write-groups applies to a MySQL backend: the embedded store has one writer per db file"
+            ),
+            (_, BackendChoice::Embedded) => 1,
+        };
         let mysql_pool = match self.mysql_pool.or(file.mysql_pool) {
             Some(n) => Some(in_range("--mysql-pool", n, MYSQL_POOL)?),
             None => None,
@@ -585,6 +606,7 @@ impl ServeOptions {
             backend,
             threads,
             threads_wr,
+            write_groups,
             secret,
             secret_wr,
             max_connections: self

@@ -3,6 +3,20 @@
 //! meanwhile, runs them in one transaction, commits once, and only then
 //! answers; a lone write runs at once.
 //!
+//! With `--write-groups N` (MySQL) the loop has N such tasks, each with its
+//! own connection, and a baton (`Turn`) between them: a task takes the
+//! queued writes and runs their statements only while it holds the baton,
+//! and gives it back as its COMMIT goes out. So one group runs statements
+//! while the others wait on their COMMITs, and the server's group commit
+//! makes those durable together, where one task would wait out each fsync
+//! before starting the next group. Groups are still cut only where a
+//! COMMIT begins, so they do not shrink into many small ones. A client
+//! connection has one batch in flight at a time (it waits for its answers),
+//! so its writes keep their order: its next batch starts after its last one
+//! committed. Writes of different connections in flight together have no
+//! order among them, as on the original; two groups that touch one row
+//! meet at the server's row lock, held until the first commits.
+//!
 //! Writes to a db file another process holds locked are not waited for:
 //! they stay queued (in order, behind nothing else) and are tried again
 //! with each later group and after short pauses, while writes to other
@@ -71,8 +85,12 @@ pub(crate) struct GroupCommitter<A: Answer> {
 impl<A: Answer> GroupCommitter<A> {
     /// Starts the committer task on the current `LocalSet`.
     pub(crate) fn start<B: Backend>(shared: Shared<B>) -> GroupCommitter<A> {
-        let queue = Rc::new(JobQueue::new(1));
-        tokio::task::spawn_local(run(shared, queue.clone()));
+        let tasks = shared.write_groups.max(1);
+        let queue = Rc::new(JobQueue::new(tasks));
+        let baton = Rc::new(Baton::new());
+        for me in 0..tasks {
+            tokio::task::spawn_local(run(shared.clone(), queue.clone(), me, baton.clone()));
+        }
         GroupCommitter { queue }
     }
 
@@ -100,19 +118,77 @@ impl<A: Answer> GroupCommitter<A> {
     }
 }
 
-async fn run<B: Backend, A: Answer>(shared: Shared<B>, queue: Rc<JobQueue<WriteJob<A>>>) {
+/// The right to take queued writes and run a group's statements: one
+/// committer task of a loop holds it at a time, from taking its jobs until
+/// its COMMIT goes out.
+struct Baton {
+    turn: tokio::sync::Semaphore,
+}
+
+impl Baton {
+    fn new() -> Baton {
+        Baton {
+            turn: tokio::sync::Semaphore::new(1),
+        }
+    }
+}
+
+/// One task's hold on the baton; given back when dropped.
+struct Turn<'a> {
+    baton: &'a Baton,
+    held: bool,
+}
+
+impl<'a> Turn<'a> {
+    fn new(baton: &'a Baton) -> Turn<'a> {
+        Turn { baton, held: false }
+    }
+
+    /// Waits for the baton (the semaphore is never closed, so it comes).
+    async fn take(&mut self) {
+        if !self.held {
+            if let Ok(permit) = self.baton.turn.acquire().await {
+                permit.forget();
+                self.held = true;
+            }
+        }
+    }
+
+    fn give(&mut self) {
+        if self.held {
+            self.baton.turn.add_permits(1);
+            self.held = false;
+        }
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.give();
+    }
+}
+
+async fn run<B: Backend, A: Answer>(
+    shared: Shared<B>,
+    queue: Rc<JobQueue<WriteJob<A>>>,
+    me: usize,
+    baton: Rc<Baton>,
+) {
     let mut storage: Option<B::Storage> = None;
     // Jobs taken but not fully answered (some writes wait on a locked file).
     let mut active: Vec<WriteJob<A>> = Vec::new();
     let mut pause = 0usize;
     let mut sync_thread: Option<SyncThread<A>> = None;
+    let mut turn = Turn::new(&baton);
     loop {
+        turn.take().await;
         take_jobs(&queue, &mut active);
         if active.is_empty() {
+            turn.give();
             if queue.stopping() {
                 break;
             }
-            queue.idle(0, None).await;
+            queue.idle(me, None).await;
             continue;
         }
         if storage.is_none() {
@@ -131,7 +207,8 @@ async fn run<B: Backend, A: Answer>(shared: Shared<B>, queue: Rc<JobQueue<WriteJ
             }
         }
         let Some(c) = storage.as_mut() else { continue };
-        let (busy, writes, durability) = commit_group(c, &shared, &mut active).await;
+        let (busy, writes, durability) = commit_group(c, &shared, &mut active, &mut turn).await;
+        turn.give();
         let finished = take_finished(&mut active);
         let step = match durability {
             Durability::Done => None,
@@ -159,7 +236,7 @@ async fn run<B: Backend, A: Answer>(shared: Shared<B>, queue: Rc<JobQueue<WriteJ
             // new writes come), then try again.
             let wait = Duration::from_millis(BUSY_PAUSES_MS[pause.min(BUSY_PAUSES_MS.len() - 1)]);
             pause += 1;
-            queue.idle(0, Some(Instant::now() + wait)).await;
+            queue.idle(me, Some(Instant::now() + wait)).await;
         } else {
             pause = 0;
         }
@@ -274,12 +351,15 @@ async fn commit_group<B: Backend, A: Answer>(
     storage: &mut B::Storage,
     shared: &Shared<B>,
     active: &mut [WriteJob<A>],
+    turn: &mut Turn<'_>,
 ) -> (bool, usize, Durability) {
     let started = Instant::now();
     let mut attempt = 0;
     let mut settled = 0;
     let (locked, ran, walked, committed) = loop {
         attempt += 1;
+        // A group run again after a deadlock at its COMMIT waits its turn.
+        turn.take().await;
         if let Err(e) = storage.begin().await {
             tracing::warn!(error = %e, "begin failed");
             for job in active.iter_mut() {
@@ -305,6 +385,8 @@ async fn commit_group<B: Backend, A: Answer>(
         let committed = if conflict {
             None
         } else {
+            // The next group may run its statements while this COMMIT waits.
+            turn.give();
             Some(storage.commit().await)
         };
         let conflict = conflict
@@ -337,7 +419,10 @@ async fn commit_group<B: Backend, A: Answer>(
             Some(c) => c,
             // Out of attempts with a statement's deadlock: commit what
             // holds (the failed statements answered their error).
-            None => storage.commit().await,
+            None => {
+                turn.give();
+                storage.commit().await
+            }
         };
         break (locked, ran, walked, committed);
     };
@@ -729,6 +814,107 @@ mod tests {
                 .run(vec![write_task(&index, "1\t=\t1\t1\t1\t0\t+\t5")])
                 .await;
             assert_eq!(text(&refused), ["1\t1\t2013\n"]);
+        });
+    }
+
+    /// How many calls of the store's log are `what`.
+    fn calls_of(store: &MemoryStore, what: &str) -> usize {
+        store.log().iter().filter(|l| *l == what).count()
+    }
+
+    /// One client's increment of row `id` by 10, started on its own task.
+    fn increment(
+        committer: &Rc<GroupCommitter<ResponseWriter>>,
+        index: &Arc<OpenedIndex>,
+        id: u32,
+    ) -> tokio::task::JoinHandle<Vec<String>> {
+        let (committer, index) = (committer.clone(), index.clone());
+        tokio::task::spawn_local(async move {
+            let task = write_task(&index, &format!("1\t=\t1\t{id}\t1\t0\t+\t10"));
+            text(&committer.run(vec![task]).await)
+        })
+    }
+
+    /// Lets the loop's tasks run as far as they can (here: until they wait
+    /// on a held commit or for work).
+    async fn let_run() {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+
+    #[test]
+    fn with_two_write_groups_the_next_runs_while_a_commit_waits() {
+        let (store, table) = store(WriteBatching::OneAtATime);
+        let index = open(&table, 1, 0, &[2], &[]);
+        local(async {
+            let mut s = shared(store.clone());
+            s.write_groups = 2;
+            let committer = Rc::new(GroupCommitter::start(s));
+            let gate = store.hold_commits();
+            let first = increment(&committer, &index, 1);
+            let_run().await;
+            assert_eq!(calls_of(&store, "commit"), 1, "{:?}", store.log());
+            // The first group's COMMIT waits; the second client's write
+            // runs its statements and reaches its own COMMIT meanwhile.
+            let second = increment(&committer, &index, 2);
+            let_run().await;
+            assert_eq!(calls_of(&store, "begin"), 2, "{:?}", store.log());
+            assert_eq!(calls_of(&store, "commit"), 2, "{:?}", store.log());
+            gate.add_permits(2);
+            assert_eq!(first.await.expect("first"), ["0\t1\t1\n"]);
+            assert_eq!(second.await.expect("second"), ["0\t1\t1\n"]);
+            // Both commits applied their own row (1 % 3 + 10, 2 % 3 + 10).
+            assert_eq!(n_of(&store, "1"), "11");
+            assert_eq!(n_of(&store, "2"), "12");
+            committer.shut_down().await;
+        });
+    }
+
+    #[test]
+    fn groups_in_flight_are_bounded_by_write_groups() {
+        let (store, table) = store(WriteBatching::OneAtATime);
+        let index = open(&table, 1, 0, &[2], &[]);
+        local(async {
+            let mut s = shared(store.clone());
+            s.write_groups = 2;
+            let committer = Rc::new(GroupCommitter::start(s));
+            let gate = store.hold_commits();
+            let first = increment(&committer, &index, 1);
+            let_run().await;
+            let second = increment(&committer, &index, 2);
+            let_run().await;
+            let third = increment(&committer, &index, 3);
+            let_run().await;
+            // Two COMMITs wait: the third write waits for a connection.
+            assert_eq!(calls_of(&store, "begin"), 2, "{:?}", store.log());
+            gate.add_permits(1);
+            assert_eq!(first.await.expect("first"), ["0\t1\t1\n"]);
+            let_run().await;
+            assert_eq!(calls_of(&store, "begin"), 3, "{:?}", store.log());
+            gate.add_permits(2);
+            assert_eq!(second.await.expect("second"), ["0\t1\t1\n"]);
+            assert_eq!(third.await.expect("third"), ["0\t1\t1\n"]);
+            assert_eq!(n_of(&store, "3"), "10");
+            committer.shut_down().await;
+        });
+    }
+
+    #[test]
+    fn with_one_write_group_the_next_waits_for_the_commit() {
+        let (store, table) = store(WriteBatching::OneAtATime);
+        let index = open(&table, 1, 0, &[2], &[]);
+        local(async {
+            let committer = Rc::new(GroupCommitter::start(shared(store.clone())));
+            let gate = store.hold_commits();
+            let first = increment(&committer, &index, 1);
+            let_run().await;
+            let second = increment(&committer, &index, 2);
+            let_run().await;
+            assert_eq!(calls_of(&store, "begin"), 1, "{:?}", store.log());
+            gate.add_permits(2);
+            assert_eq!(first.await.expect("first"), ["0\t1\t1\n"]);
+            assert_eq!(second.await.expect("second"), ["0\t1\t1\n"]);
+            assert_eq!(calls_of(&store, "commit"), 2, "{:?}", store.log());
+            committer.shut_down().await;
         });
     }
 }

@@ -64,6 +64,7 @@ impl Harness {
             walk_time: Some(Duration::from_secs(5)),
             // Long scans on the loop's own links: one process, one thread.
             read_threads: None,
+            write_groups: 1,
         };
         Ok(Harness {
             read: Rc::new(Dispatcher::new(PortKind::Read, shared.clone())),

@@ -98,6 +98,7 @@ async fn serve<B: Backend>(
         max_response_bytes: config.max_response_bytes,
         walk_time: config.statement_timeout,
         read_threads: read_threads.clone(),
+        write_groups: config.write_groups,
     };
     let target = shared.backend.describe_target();
 

@@ -21,6 +21,9 @@ pub(crate) struct Shared<B: Backend> {
     /// The threads long scans run on, where the backend wants them
     /// (`LongReads::Threads`).
     pub(crate) read_threads: Option<Arc<ReadThreads<B>>>,
+    /// `--write-groups`: groups in flight per write loop, each on its own
+    /// storage connection (`group_commit`).
+    pub(crate) write_groups: usize,
 }
 
 impl<B: Backend> Shared<B> {
@@ -45,6 +48,7 @@ impl<B: Backend> Clone for Shared<B> {
             max_response_bytes: self.max_response_bytes,
             walk_time: self.walk_time,
             read_threads: self.read_threads.clone(),
+            write_groups: self.write_groups,
         }
     }
 }
@@ -69,6 +73,7 @@ pub(crate) mod testing {
             max_response_bytes: 1 << 20,
             walk_time: None,
             read_threads: None,
+            write_groups: 1,
         }
     }
 

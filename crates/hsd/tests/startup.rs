@@ -92,6 +92,14 @@ fn thread_counts_out_of_range_are_refused() {
             &["--sqlite-mmap-mib", "4096"][..],
             "--sqlite-mmap-mib must be 0 to 2048, not 4096",
         ),
+        (
+            &["--write-groups", "2"][..],
+            "--write-groups applies to a MySQL backend: the embedded store has one writer per db file",
+        ),
+        (
+            &["--backend", "mysql://u@127.0.0.1:1", "--write-groups", "17"][..],
+            "--write-groups must be 1 to 16, not 17",
+        ),
     ] {
         assert_refused(&serve(dir.path(), args, &[]), want);
     }

@@ -7,7 +7,11 @@
 //! at a chosen call, the way the real backends report them: busy changes
 //! nothing, a deadlock or a lost link rolls the whole group back. Its read
 //! router (`router::FakeRouter`) gives it several places to read from, each
-//! of which can be made unreachable.
+//! of which can be made unreachable. Groups of several connections may be
+//! open at once: each works on its own copy and its commit applies the rows
+//! it changed, row by row (no row locks: tests of concurrent groups change
+//! different existing rows). Commits can be held (`hold_commits`) to see
+//! what runs while a COMMIT waits.
 
 mod router;
 
@@ -137,6 +141,8 @@ struct State {
     /// Places whose every call fails as a lost link.
     unreachable: Vec<usize>,
     log: Vec<String>,
+    /// While set, each commit waits for a permit of it (`hold_commits`).
+    commit_gate: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 /// The backend: every connection it makes shares its tables.
@@ -204,6 +210,14 @@ impl MemoryStore {
         self.lock().faults.push((n, fault));
     }
 
+    /// Holds every later commit until the returned semaphore gives it a
+    /// permit (one per commit).
+    pub(crate) fn hold_commits(&self) -> Arc<tokio::sync::Semaphore> {
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        self.lock().commit_gate = Some(gate.clone());
+        gate
+    }
+
     /// Calls made so far.
     pub(crate) fn calls(&self) -> u64 {
         self.lock().calls
@@ -233,6 +247,7 @@ impl Backend for MemoryStore {
         Ok(MemoryConn {
             store: self.clone(),
             group: Group::Off,
+            begun: Tables::new(),
             place: 0,
         })
     }
@@ -248,6 +263,7 @@ impl Backend for MemoryStore {
         Ok(MemoryConn {
             store: self.clone(),
             group: Group::Off,
+            begun: Tables::new(),
             place,
         })
     }
@@ -277,6 +293,9 @@ enum Group {
 pub(crate) struct MemoryConn {
     store: MemoryStore,
     group: Group,
+    /// The group's tables as they were at its start: its commit applies
+    /// only what it changed since.
+    begun: Tables,
     /// The place it reads from (`connect_at`); 0 is the primary.
     place: usize,
 }
@@ -439,16 +458,28 @@ impl StorageConn for MemoryConn {
             .iter()
             .filter(|(_, t)| t.meta.transactional)
             .map(|(k, t)| (k.clone(), t.clone()))
-            .collect();
+            .collect::<Tables>();
+        self.begun = copy.clone();
         self.group = Group::Open(copy);
         Ok(())
     }
 
     async fn commit(&mut self) -> Committed {
         let called = self.call("commit".into());
+        let gate = self.store.lock().commit_gate.clone();
+        if let Some(gate) = gate {
+            if let Ok(permit) = gate.acquire().await {
+                permit.forget();
+            }
+        }
         match (std::mem::replace(&mut self.group, Group::Off), called) {
             (Group::Open(tables), Ok(())) => {
-                self.store.lock().committed.extend(tables);
+                let begun = std::mem::take(&mut self.begun);
+                let mut state = self.store.lock();
+                for (key, mine) in tables {
+                    let before = begun.get(&key);
+                    apply_changes(&mut state.committed, key.clone(), mine, before);
+                }
                 Committed::done()
             }
             (Group::Doomed(e), _) | (_, Err(e)) => Committed::failed(CommitFailure::all(e)),
@@ -460,6 +491,33 @@ impl StorageConn for MemoryConn {
         self.store.lock().log.push("rollback".into());
         self.group = Group::Off;
     }
+}
+
+/// Applies to the committed `key` table what a group changed in its copy
+/// `mine` since `before` (rows added, changed, removed), leaving rows other
+/// groups committed meanwhile as they are.
+fn apply_changes(
+    committed: &mut Tables,
+    key: (String, String),
+    mine: Table,
+    before: Option<&Table>,
+) {
+    let Some(target) = committed.get_mut(&key) else {
+        committed.insert(key, mine);
+        return;
+    };
+    let empty = BTreeMap::new();
+    let old = before.map_or(&empty, |t| &t.rows);
+    for rowid in old.keys().filter(|r| !mine.rows.contains_key(r)) {
+        target.rows.remove(rowid);
+    }
+    for (rowid, row) in &mine.rows {
+        if old.get(rowid) != Some(row) {
+            target.rows.insert(*rowid, row.clone());
+        }
+    }
+    target.next_rowid = target.next_rowid.max(mine.next_rowid);
+    target.next_id = target.next_id.max(mine.next_id);
 }
 
 /// A row as a scan hands it out.

@@ -499,9 +499,9 @@ impl StorageConn for MysqlConn {
                         Committed::done()
                     }
                     Ok(Answer::Refused(e)) if vitess && self.wrote => {
-                        // vtgate commits a group's shards one after another
-                        // (transaction mode MULTI): a refused COMMIT may
-                        // have committed some of them.
+                        // A COMMIT over several shards that vtgate refuses
+                        // may have committed some (MULTI commits them one
+                        // after another) or all (TWOPC after its decision).
                         self.roll_back_link().await;
                         tracing::error!(error = %e, "vtgate refused a COMMIT; its writes are answered 1 1 {ERR_COMMIT_IN_DOUBT}");
                         Committed::failed(CommitFailure::all(StorageError::Refused {

@@ -841,27 +841,47 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(30)).await;
     }
 
+    /// A committer with `groups` write groups over `store`, whose commits
+    /// are held, and clients incrementing rows `ids`, each sent once the
+    /// one before it ran as far as it could: the committer, the commits'
+    /// gate, the clients.
+    async fn clients_behind_held_commits(
+        store: &MemoryStore,
+        index: &Arc<OpenedIndex>,
+        groups: usize,
+        ids: &[u32],
+    ) -> (
+        Rc<GroupCommitter<ResponseWriter>>,
+        Arc<tokio::sync::Semaphore>,
+        Vec<tokio::task::JoinHandle<Vec<String>>>,
+    ) {
+        let mut s = shared(store.clone());
+        s.write_groups = groups;
+        let committer = Rc::new(GroupCommitter::start(s));
+        let gate = store.hold_commits();
+        let mut sent = Vec::new();
+        for &id in ids {
+            sent.push(increment(&committer, index, id));
+            let_run().await;
+        }
+        (committer, gate, sent)
+    }
+
     #[test]
     fn with_two_write_groups_the_next_runs_while_a_commit_waits() {
         let (store, table) = store(WriteBatching::OneAtATime);
         let index = open(&table, 1, 0, &[2], &[]);
         local(async {
-            let mut s = shared(store.clone());
-            s.write_groups = 2;
-            let committer = Rc::new(GroupCommitter::start(s));
-            let gate = store.hold_commits();
-            let first = increment(&committer, &index, 1);
-            let_run().await;
-            assert_eq!(calls_of(&store, "commit"), 1, "{:?}", store.log());
             // The first group's COMMIT waits; the second client's write
             // runs its statements and reaches its own COMMIT meanwhile.
-            let second = increment(&committer, &index, 2);
-            let_run().await;
+            let (committer, gate, sent) =
+                clients_behind_held_commits(&store, &index, 2, &[1, 2]).await;
             assert_eq!(calls_of(&store, "begin"), 2, "{:?}", store.log());
             assert_eq!(calls_of(&store, "commit"), 2, "{:?}", store.log());
             gate.add_permits(2);
-            assert_eq!(first.await.expect("first"), ["0\t1\t1\n"]);
-            assert_eq!(second.await.expect("second"), ["0\t1\t1\n"]);
+            for client in sent {
+                assert_eq!(client.await.expect("client"), ["0\t1\t1\n"]);
+            }
             // Both commits applied their own row (1 % 3 + 10, 2 % 3 + 10).
             assert_eq!(n_of(&store, "1"), "11");
             assert_eq!(n_of(&store, "2"), "12");
@@ -874,25 +894,19 @@ mod tests {
         let (store, table) = store(WriteBatching::OneAtATime);
         let index = open(&table, 1, 0, &[2], &[]);
         local(async {
-            let mut s = shared(store.clone());
-            s.write_groups = 2;
-            let committer = Rc::new(GroupCommitter::start(s));
-            let gate = store.hold_commits();
-            let first = increment(&committer, &index, 1);
-            let_run().await;
-            let second = increment(&committer, &index, 2);
-            let_run().await;
-            let third = increment(&committer, &index, 3);
-            let_run().await;
+            let (committer, gate, mut sent) =
+                clients_behind_held_commits(&store, &index, 2, &[1, 2, 3]).await;
             // Two COMMITs wait: the third write waits for a connection.
             assert_eq!(calls_of(&store, "begin"), 2, "{:?}", store.log());
             gate.add_permits(1);
+            let first = sent.remove(0);
             assert_eq!(first.await.expect("first"), ["0\t1\t1\n"]);
             let_run().await;
             assert_eq!(calls_of(&store, "begin"), 3, "{:?}", store.log());
             gate.add_permits(2);
-            assert_eq!(second.await.expect("second"), ["0\t1\t1\n"]);
-            assert_eq!(third.await.expect("third"), ["0\t1\t1\n"]);
+            for client in sent {
+                assert_eq!(client.await.expect("client"), ["0\t1\t1\n"]);
+            }
             assert_eq!(n_of(&store, "3"), "10");
             committer.shut_down().await;
         });
@@ -903,16 +917,13 @@ mod tests {
         let (store, table) = store(WriteBatching::OneAtATime);
         let index = open(&table, 1, 0, &[2], &[]);
         local(async {
-            let committer = Rc::new(GroupCommitter::start(shared(store.clone())));
-            let gate = store.hold_commits();
-            let first = increment(&committer, &index, 1);
-            let_run().await;
-            let second = increment(&committer, &index, 2);
-            let_run().await;
+            let (committer, gate, sent) =
+                clients_behind_held_commits(&store, &index, 1, &[1, 2]).await;
             assert_eq!(calls_of(&store, "begin"), 1, "{:?}", store.log());
             gate.add_permits(2);
-            assert_eq!(first.await.expect("first"), ["0\t1\t1\n"]);
-            assert_eq!(second.await.expect("second"), ["0\t1\t1\n"]);
+            for client in sent {
+                assert_eq!(client.await.expect("client"), ["0\t1\t1\n"]);
+            }
             assert_eq!(calls_of(&store, "commit"), 2, "{:?}", store.log());
             committer.shut_down().await;
         });

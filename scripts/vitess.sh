@@ -264,7 +264,7 @@ start_once() {
         --port "$base" \
         --data-dir "$DATA" \
         --keyspaces ks --num-shards 2 \
-        --mysql-bind-host 127.0.0.1 --vtcombo-bind-host 127.0.0.1 \
+        --mysql-bind-host 127.0.0.1 --vtcombo-bind-host 127.0.0.1 --grpc-bind-address 127.0.0.1 \
         --tablet-hostname 127.0.0.1 \
         --extra-my-cnf "$DIR/extra.cnf" \
         --schema-dir "$DIR/schema" \

@@ -31,7 +31,10 @@ esac
 #   galera-4         scripts/galera.sh (the Galera provider library)
 #   rsync, iproute2  scripts/galera.sh: rsync state transfer (its script looks
 #                    for listening ports with ss)
-#   memcached        scripts/bench.sh side-by-side figures
+#   memcached        scripts/bench.sh side-by-side figures; the memcached
+#                    front's reference in tests
+#   sasl2-bin        saslpasswd2: the login of the reference memcached -S
+#                    (tests/memcached_sasl.rs)
 #   redis-server     scripts/bench.sh side-by-side figures
 #   gnuplot-nox      scripts/bench.sh chart (PNG, docs/bench-throughput.png)
 #   netcat-openbsd   protocol smoke tests from shell (nc -q/-N)
@@ -59,6 +62,7 @@ wanted=(
     "rsync rsync"
     "iproute2 ss"
     "memcached memcached"
+    "sasl2-bin saslpasswd2"
     "redis-server redis-server"
     "gnuplot-nox gnuplot"
     "netcat-openbsd -"

@@ -213,8 +213,8 @@ pub struct ServeOptions {
     /// limit [default: 10].
     #[arg(long, env = "HSD_LINE_TIMEOUT")]
     pub(crate) line_timeout: Option<u64>,
-    /// Seconds a client of a port with a secret may take to authenticate;
-    /// 0 no limit [default: 10].
+    /// Seconds a client of a port with a secret (or of the memcached port
+    /// with SASL) may take to authenticate; 0 no limit [default: 10].
     #[arg(long, env = "HSD_AUTH_TIMEOUT")]
     pub(crate) auth_timeout: Option<u64>,
     /// Bytes of unfinished request lines all connections together may hold
@@ -284,9 +284,10 @@ pub struct ServeOptions {
     /// apply hsd's writes before it runs on the primary, 0 to 60 [default: 1].
     #[arg(long, env = "HSD_REPLICA_WAIT")]
     pub(crate) replica_wait: Option<f64>,
-    /// Serve the memcached text protocol on ADDR:PORT, over the tables of
-    /// the containers (docs/memcached.md). It has no authentication: bind
-    /// it to loopback or a private network [default: off].
+    /// Serve the memcached protocols on ADDR:PORT, over the tables of the
+    /// containers (docs/memcached.md). Without --memcached-sasl-user anyone
+    /// who can connect reads and writes: bind it to loopback or a private
+    /// network [default: off].
     #[arg(long, env = "HSD_MEMCACHED_ADDRESS")]
     #[serde(alias = "memcached_address")]
     pub(crate) memcached_address: Option<String>,
@@ -294,6 +295,31 @@ pub struct ServeOptions {
     #[arg(long, env = "HSD_MEMCACHED_MAX_ITEM_SIZE")]
     #[serde(alias = "memcached_max_item_size")]
     pub(crate) memcached_max_item_size: Option<usize>,
+    /// SASL PLAIN user of the memcached port: with it, clients must
+    /// authenticate on the binary protocol, and the text protocol is
+    /// refused, as by memcached -S (needs a password too).
+    #[arg(long, env = "HSD_MEMCACHED_SASL_USER")]
+    #[serde(alias = "memcached_sasl_user")]
+    pub(crate) memcached_sasl_user: Option<String>,
+    /// That user's password (prefer --memcached-sasl-password-file: argv is
+    /// visible in ps).
+    #[arg(long, env = "HSD_MEMCACHED_SASL_PASSWORD", hide_env_values = true)]
+    #[serde(alias = "memcached_sasl_password")]
+    pub(crate) memcached_sasl_password: Option<String>,
+    /// File holding that password (trailing newline ignored).
+    #[arg(long, env = "HSD_MEMCACHED_SASL_PASSWORD_FILE")]
+    #[serde(alias = "memcached_sasl_password_file")]
+    pub(crate) memcached_sasl_password_file: Option<PathBuf>,
+    /// Seconds between sweeps of expired rows, in containers with an expiry
+    /// column; 0 no sweep (expired rows are still never returned) [default: 60].
+    #[arg(long, env = "HSD_MEMCACHED_SWEEP_INTERVAL")]
+    #[serde(alias = "memcached_sweep_interval")]
+    pub(crate) memcached_sweep_interval: Option<u64>,
+    /// Expired rows one sweep deletes at most, per container, 1 to 100000
+    /// [default: 1000].
+    #[arg(long, env = "HSD_MEMCACHED_SWEEP_LIMIT")]
+    #[serde(alias = "memcached_sweep_limit")]
+    pub(crate) memcached_sweep_limit: Option<usize>,
     /// The config file's `[memcached]` table: containers and options.
     #[arg(skip)]
     #[serde(default)]
@@ -583,10 +609,39 @@ impl ServeOptions {
             (None, None) => None,
             _ => anyhow::bail!("TLS needs both tls-cert and tls-key"),
         };
+        let memcached_sasl = match (
+            self.memcached_sasl_user.or(file.memcached_sasl_user),
+            read_secret(
+                "--memcached-sasl-password",
+                self.memcached_sasl_password
+                    .or(file.memcached_sasl_password),
+                self.memcached_sasl_password_file
+                    .or(file.memcached_sasl_password_file),
+            )?,
+        ) {
+            (Some(user), Some(password)) => {
+                Some(crate::memcached::SaslLogin::new(user, password)?)
+            }
+            (None, None) => None,
+            (Some(_), None) => anyhow::bail!(
+                "--memcached-sasl-user needs --memcached-sasl-password or --memcached-sasl-password-file"
+            ),
+            (None, Some(_)) => {
+                anyhow::bail!("--memcached-sasl-password needs --memcached-sasl-user")
+            }
+        };
         let memcached = crate::memcached::MemcachedConfig::resolve(
-            self.memcached_address.or(file.memcached_address),
-            self.memcached_max_item_size
-                .or(file.memcached_max_item_size),
+            crate::memcached::MemcachedOptions {
+                address: self.memcached_address.or(file.memcached_address),
+                max_item_size: self
+                    .memcached_max_item_size
+                    .or(file.memcached_max_item_size),
+                sasl: memcached_sasl,
+                sweep_interval: self
+                    .memcached_sweep_interval
+                    .or(file.memcached_sweep_interval),
+                sweep_limit: self.memcached_sweep_limit.or(file.memcached_sweep_limit),
+            },
             file.memcached,
         )?;
         let mut config = Config {

@@ -58,6 +58,11 @@ pub(crate) trait Front<B: Backend>: Send + 'static {
         place: Place,
         shutdown: Shutdown,
     ) -> Close;
+
+    /// Work of the front's own that runs on the loop beside its
+    /// connections, until shutdown (memcached's sweep of expired rows);
+    /// none unless a front has some.
+    async fn beside(&self, _dispatcher: Rc<Dispatcher<B, Self::Answer>>, _shutdown: Shutdown) {}
 }
 
 /// HandlerSocket's front: lines framed by `connection`, run by `Session`.
@@ -159,6 +164,10 @@ async fn run_loop<B: Backend, F: Front<B>>(
         global.recv().await;
         relay.trigger();
     });
+    {
+        let (front, dispatcher, local) = (front.clone(), dispatcher.clone(), local.clone());
+        tokio::task::spawn_local(async move { front.beside(dispatcher, local).await });
+    }
     let metrics = shared.metrics.clone();
     let drain = port.drain;
     let port = Rc::new(port);

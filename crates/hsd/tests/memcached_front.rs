@@ -230,7 +230,58 @@ fn differences(store: Store, db: &str) {
         );
     }
     assert!(stats.ends_with("END\r\n"));
-    assert_eq!(ours.ask("stats slabs\r\n"), "ERROR\r\n");
+    // Groups: settings with hsd's values; items, slabs and sizes as an
+    // empty memcached answers them (no item is in memory); reset as
+    // memcached; the rest unknown.
+    let settings = ours.ask("stats settings\r\n");
+    let port = front
+        .server
+        .memcached_addr
+        .as_deref()
+        .and_then(|a| a.rsplit(':').next());
+    for line in [
+        format!("STAT tcpport {}\r\n", port.expect("port")),
+        "STAT item_size_max 1048576\r\n".into(),
+        "STAT auth_enabled_sasl no\r\n".into(),
+        "STAT flush_enabled no\r\n".into(),
+        "STAT evictions off\r\n".into(),
+    ] {
+        assert!(settings.contains(&line), "{line:?} not in {settings}");
+    }
+    assert!(settings.ends_with("END\r\n"));
+    assert_eq!(ours.ask("stats items\r\n"), "END\r\n");
+    assert_eq!(
+        ours.ask("stats slabs\r\n"),
+        "STAT active_slabs 0\r\nSTAT total_malloced 0\r\nEND\r\n"
+    );
+    for group in [
+        "stats sizes\r\n",
+        "stats reset\r\n",
+        "stats nosuchgroup\r\n",
+    ] {
+        assert_eq!(ours.ask(group), theirs.ask(group), "{group}");
+    }
+    assert_eq!(ours.ask("stats conns\r\n"), "ERROR\r\n");
+    // me: the expiry, cas and value size a row has; a miss as memcached's.
+    assert_eq!(ours.ask("me nokey\r\n"), theirs.ask("me nokey\r\n"));
+    ours.ask("set dbg 0 0 5\r\nhello\r\n");
+    let cas = ours.ask("gets dbg\r\n");
+    let cas = cas
+        .split("\r\n")
+        .next()
+        .and_then(|l| l.split(' ').nth(4))
+        .expect("cas");
+    assert_eq!(
+        ours.ask("me dbg\r\n"),
+        format!("ME dbg exp=-1 cas={cas} size=5\r\n")
+    );
+    ours.ask("touch dbg 100\r\n");
+    let debug = ours.ask("me dbg\r\n");
+    assert!(
+        debug == format!("ME dbg exp=100 cas={cas} size=5\r\n")
+            || debug == format!("ME dbg exp=99 cas={cas} size=5\r\n"),
+        "{debug}"
+    );
     // version: hsd's own.
     assert_eq!(
         ours.ask("version\r\n"),
@@ -555,6 +606,15 @@ fn binary_commands(store: Store, db: &str) {
     };
     assert_eq!(ours.ask(&req(0x08, b"", b"", b"", 0)), unknown(0x08));
     assert_eq!(ours.ask(&req(0x20, b"", b"", b"", 0)), unknown(0x20));
+    // Stat groups: an unknown one as memcached's; slabs as an empty
+    // memcached's (no item is in memory).
+    for group in [&b"nosuchgroup"[..], b"reset", b"sizes"] {
+        let stat = req(0x10, group, b"", b"", 0);
+        assert_eq!(ours.ask(&stat), theirs.ask(&stat), "Stat {group:?}");
+    }
+    let slabs = ours.ask(&req(0x10, b"slabs", b"", b"", 0));
+    let bodies: Vec<&[u8]> = slabs.iter().map(|r| &r[24..]).collect();
+    assert_eq!(bodies, [&b"active_slabs0"[..], b"total_malloced0", b""]);
 }
 
 every_store!(binary_protocol, binary_commands, "hst_mc_binary");

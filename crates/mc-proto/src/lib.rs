@@ -4,7 +4,8 @@
 //! (`text::parse_text` for the text and meta commands, `binary::parse_binary`
 //! for the binary protocol), answers encoded back to bytes (`response` for
 //! text and meta, `binary` for binary), and the InnoDB memcached plugin's
-//! key and value syntax (`keys`). No I/O, no storage: the server decides
+//! key and value syntax (`keys`). Both protocols' decoders answer in one
+//! shape (`decoded`), so a server reads either with one loop. No I/O, no storage: the server decides
 //! what a command does; this crate decides what the bytes mean and what a
 //! refusal looks like.
 //!
@@ -50,6 +51,7 @@
 //! tables); they are listed with it in `docs/memcached.md`.
 
 pub mod binary;
+pub mod decoded;
 pub mod keys;
 pub mod meta;
 pub mod number;
@@ -60,11 +62,12 @@ pub use binary::{
     parse_binary, BinaryCommand, BinaryDecoded, BinaryDecoder, BinaryError, BinaryFrame,
     BinaryRequest, Opcode,
 };
+pub use decoded::{Decoded, Refusal};
 pub use keys::{join_columns, parse_key, split_columns, KeyTarget};
 pub use meta::{MetaFlags, MetaKey};
 pub use response::{MetaCode, MetaCommand, MetaFacts, Status};
 pub use text::{
-    is_valid_key, parse_text, Command, Decoded, ErrorReply, StoreMode, TextDecoder, TextError,
+    is_valid_key, parse_text, Command, ErrorReply, StoreMode, TextDecoded, TextDecoder, TextError,
     TextFrame, TextLimits, MAX_KEY_LEN,
 };
 

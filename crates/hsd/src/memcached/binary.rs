@@ -2,22 +2,25 @@
 //! text commands (`session`) and answered with mc-proto's binary encoders.
 //! Quiet opcodes leave out what memcached leaves out (`suppressed`). What
 //! differs from memcached: a storage failure answers status 0x82 (out of
-//! memory: memcached's answer when it cannot do a command), `Flush` and the
-//! SASL opcodes answer "Unknown command" (no flush of tables; no SASL yet),
-//! and a store's answer carries cas 0 (the next get shows the new cas).
+//! memory: memcached's answer when it cannot do a command), `Flush`
+//! answers "Unknown command" (no flush of tables), and a store's answer
+//! carries cas 0 (the next get shows the new cas). The SASL opcodes answer
+//! "Unknown command" too unless the port has SASL (`sasl`), as memcached's
+//! without `-S`.
 
-use super::item::now;
+use super::sasl::SaslOutcome;
 use super::session::{Counted, Flow, McSession, Outcome};
+use super::stats::{self, StatsAnswer};
 use crate::backend::Backend;
 use mc_proto::binary::{
-    suppressed, write_counter, write_error, write_get_hit, write_response, write_stat, BinaryStore,
-    ResponseHeader, Status,
+    sasl, suppressed, write_counter, write_error, write_get_hit, write_response, write_stat,
+    BinaryStore, ResponseHeader, Status,
 };
 use mc_proto::{BinaryCommand, BinaryRequest, StoreMode};
 
 /// Appends `status` for `req` unless its quiet form leaves it out; an error
 /// status carries memcached's message.
-fn reply(out: &mut Vec<u8>, req: &BinaryRequest<'_>, status: Status, value: &[u8]) {
+pub(super) fn reply(out: &mut Vec<u8>, req: &BinaryRequest<'_>, status: Status, value: &[u8]) {
     if suppressed(&req.command, status) {
         return;
     }
@@ -152,21 +155,55 @@ impl<B: Backend> McSession<B> {
                 Status::NoError,
                 env!("CARGO_PKG_VERSION").as_bytes(),
             ),
-            BinaryCommand::Stat { group: [] } => {
-                let now = now();
-                write_stat(out, &req.header, "pid", std::process::id());
-                write_stat(out, &req.header, "uptime", now.saturating_sub(self.started));
-                write_stat(out, &req.header, "time", now);
-                write_stat(out, &req.header, "version", env!("CARGO_PKG_VERSION"));
-                write_stat(out, &req.header, "containers", containers.list.len());
-                write_stat(out, &req.header, "", "");
+            BinaryCommand::Stat { group } => {
+                let group = (!group.is_empty()).then_some(*group);
+                match stats::answer(group, &self.stats) {
+                    StatsAnswer::Lines(lines) => {
+                        for (name, value) in lines {
+                            write_stat(out, &req.header, name, value);
+                        }
+                        write_stat(out, &req.header, "", "");
+                    }
+                    StatsAnswer::Reset => write_stat(out, &req.header, "", ""),
+                    StatsAnswer::Unknown => reply(out, &req, Status::KeyNotFound, b""),
+                }
             }
-            BinaryCommand::Stat { .. } => reply(out, &req, Status::KeyNotFound, b""),
+            BinaryCommand::SaslListMechs if self.sasl.enabled() => {
+                reply(out, &req, Status::NoError, sasl::MECHANISMS.as_bytes())
+            }
+            BinaryCommand::SaslAuth { mechanism, data } if self.sasl.enabled() => {
+                let outcome = self.sasl.auth(mechanism, data);
+                return sasl_reply(out, &req, outcome);
+            }
+            BinaryCommand::SaslStep { mechanism, data } if self.sasl.enabled() => {
+                let outcome = self.sasl.step(mechanism, data);
+                return sasl_reply(out, &req, outcome);
+            }
             BinaryCommand::Flush { .. }
             | BinaryCommand::SaslListMechs
             | BinaryCommand::SaslAuth { .. }
             | BinaryCommand::SaslStep { .. } => reply(out, &req, Status::UnknownCommand, b""),
         }
+        Flow::Continue
+    }
+}
+
+/// Answers a SASL request as memcached does: "Authenticated", an empty
+/// "continue", or "Auth failure." (after which the connection goes on,
+/// unless it failed too often).
+fn sasl_reply(out: &mut Vec<u8>, req: &BinaryRequest<'_>, outcome: SaslOutcome) -> Flow {
+    match outcome {
+        SaslOutcome::Authenticated => {
+            reply(out, req, Status::NoError, sasl::AUTHENTICATED.as_bytes())
+        }
+        SaslOutcome::Continue => reply(out, req, Status::AuthContinue, b""),
+        SaslOutcome::Failed | SaslOutcome::FailedTooOften => {
+            reply(out, req, Status::AuthError, b"")
+        }
+    }
+    if outcome == SaslOutcome::FailedTooOften {
+        Flow::Close
+    } else {
         Flow::Continue
     }
 }

@@ -5,6 +5,7 @@
 //! `innodb_memcache.config_options`, read once at start.
 
 use super::answer::McAnswer;
+use super::sasl::SaslLogin;
 use crate::backend::{Backend, OpenedIndex, StorageConn, TableMeta};
 use crate::exec::{open_index, run_reads, Catalog, ReadTask};
 use anyhow::Context;
@@ -12,6 +13,7 @@ use hs_proto::{FindOp, FindRequest, OpenIndexRequest};
 use mc_proto::keys::{DEFAULT_CONTAINER_DELIMITER, DEFAULT_VALUE_SEPARATOR};
 use serde::Deserialize;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// `--memcached-max-item-size` unless set (memcached's default item size).
 pub(crate) const DEFAULT_MAX_ITEM_SIZE: usize = 1 << 20;
@@ -52,28 +54,71 @@ pub(crate) struct FileSettings {
     pub(crate) table_map_delimiter: Option<String>,
 }
 
+/// `--memcached-sweep-interval` unless set, in seconds.
+const DEFAULT_SWEEP_INTERVAL: u64 = 60;
+/// `--memcached-sweep-limit` unless set: rows per container and sweep.
+const DEFAULT_SWEEP_LIMIT: usize = 1000;
+/// The most `--memcached-sweep-limit` may be: one sweep of a container is
+/// one delete of this many rows in a group commit.
+const MAX_SWEEP_LIMIT: usize = 100_000;
+
+/// The `--memcached-*` options as given (flags, environment, config file).
+#[derive(Debug, Default)]
+pub(crate) struct MemcachedOptions {
+    pub(crate) address: Option<String>,
+    pub(crate) max_item_size: Option<usize>,
+    pub(crate) sasl: Option<SaslLogin>,
+    pub(crate) sweep_interval: Option<u64>,
+    pub(crate) sweep_limit: Option<usize>,
+}
+
 /// `--memcached-address` and its settings, checked.
 #[derive(Debug, Clone)]
 pub(crate) struct MemcachedConfig {
     pub(crate) address: String,
     pub(crate) max_item_size: usize,
+    /// SASL's one login (None: no authentication, text protocol served).
+    pub(crate) sasl: Option<SaslLogin>,
+    /// Sweeps of expired rows (None: none).
+    pub(crate) sweep: Option<SweepSettings>,
     pub(crate) file: FileSettings,
+}
+
+/// How often the sweep of expired rows runs and how much one deletes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SweepSettings {
+    pub(crate) interval: Duration,
+    /// Rows one sweep deletes at most, per container.
+    pub(crate) limit: usize,
 }
 
 impl MemcachedConfig {
     pub(crate) fn resolve(
-        address: Option<String>,
-        max_item_size: Option<usize>,
+        options: MemcachedOptions,
         file: Option<FileSettings>,
     ) -> anyhow::Result<Option<MemcachedConfig>> {
-        let Some(address) = address.filter(|a| !a.is_empty()) else {
+        let Some(address) = options.address.filter(|a| !a.is_empty()) else {
+            anyhow::ensure!(
+                options.sasl.is_none(),
+                "--memcached-sasl-user needs --memcached-address (the memcached port it protects)"
+            );
             return Ok(None);
         };
-        let max_item_size = max_item_size.unwrap_or(DEFAULT_MAX_ITEM_SIZE);
+        let max_item_size = options.max_item_size.unwrap_or(DEFAULT_MAX_ITEM_SIZE);
         anyhow::ensure!(
             (1..=64 << 20).contains(&max_item_size),
             "--memcached-max-item-size must be 1 to 67108864 bytes, not {max_item_size}"
         );
+        let interval = options.sweep_interval.unwrap_or(DEFAULT_SWEEP_INTERVAL);
+        let limit = options.sweep_limit.unwrap_or(DEFAULT_SWEEP_LIMIT);
+        anyhow::ensure!(
+            (1..=MAX_SWEEP_LIMIT).contains(&limit),
+            "--memcached-sweep-limit must be 1 to {MAX_SWEEP_LIMIT} rows, not {limit}"
+        );
+        let sweep = (interval > 0).then(|| SweepSettings {
+            interval: Duration::from_secs(interval),
+            limit,
+        });
         let file = file.unwrap_or_default();
         for spec in &file.containers {
             Container::from_spec(spec.clone())?;
@@ -81,6 +126,8 @@ impl MemcachedConfig {
         Ok(Some(MemcachedConfig {
             address,
             max_item_size,
+            sasl: options.sasl,
+            sweep,
             file,
         }))
     }
@@ -449,8 +496,11 @@ value_columns = "v"
 "#;
         let options: crate::config::ServeOptions = toml::from_str(text).expect("parses");
         let config = MemcachedConfig::resolve(
-            options.memcached_address,
-            options.memcached_max_item_size,
+            MemcachedOptions {
+                address: options.memcached_address,
+                max_item_size: options.memcached_max_item_size,
+                ..MemcachedOptions::default()
+            },
             options.memcached,
         )
         .expect("valid")
@@ -462,10 +512,58 @@ value_columns = "v"
         let unknown: Result<crate::config::ServeOptions, _> =
             toml::from_str("[memcached]\nseperator = \";\"\n");
         assert!(unknown.is_err(), "a misspelt key is an error");
-        assert!(MemcachedConfig::resolve(None, None, None)
+        assert_eq!(
+            config.sweep,
+            Some(SweepSettings {
+                interval: Duration::from_secs(DEFAULT_SWEEP_INTERVAL),
+                limit: DEFAULT_SWEEP_LIMIT
+            })
+        );
+        assert!(config.sasl.is_none());
+        assert!(MemcachedConfig::resolve(MemcachedOptions::default(), None)
             .expect("off")
             .is_none());
-        assert!(MemcachedConfig::resolve(Some("x:1".into()), Some(0), None).is_err());
+        let on = |o: MemcachedOptions| {
+            MemcachedConfig::resolve(
+                MemcachedOptions {
+                    address: Some("x:1".into()),
+                    ..o
+                },
+                None,
+            )
+        };
+        assert!(on(MemcachedOptions {
+            max_item_size: Some(0),
+            ..MemcachedOptions::default()
+        })
+        .is_err());
+        for limit in [0, MAX_SWEEP_LIMIT + 1] {
+            assert!(on(MemcachedOptions {
+                sweep_limit: Some(limit),
+                ..MemcachedOptions::default()
+            })
+            .is_err());
+        }
+        let off = on(MemcachedOptions {
+            sweep_interval: Some(0),
+            ..MemcachedOptions::default()
+        });
+        assert_eq!(off.expect("valid").expect("on").sweep, None);
+        let login = || {
+            SaslLogin::new(
+                "u".into(),
+                crate::secrets::Secret::new(b"p".to_vec(), "pw").expect("secret"),
+            )
+            .expect("login")
+        };
+        let sasl_without_port = MemcachedConfig::resolve(
+            MemcachedOptions {
+                sasl: Some(login()),
+                ..MemcachedOptions::default()
+            },
+            None,
+        );
+        assert!(sasl_without_port.is_err());
     }
 
     #[test]

@@ -6,23 +6,83 @@
 //! budget, an unfinished request must be completed within the line timeout,
 //! an idle connection is closed after the idle timeout, and a newcomer
 //! takes a seat with its first command (`admission`). The first byte picks
-//! the protocol (0x80: binary, as in memcached). One request is at
+//! the protocol (0x80: binary, as in memcached). With SASL only the binary
+//! protocol is served: a connection whose first byte is not 0x80 is closed
+//! without an answer, and one that has not authenticated within the auth
+//! timeout is closed. One request is at
 //! most a multi-get line or a storage line with its data block
 //! (`--memcached-max-item-size`).
 
-use super::session::{Flow, McSession};
+use super::gets::{plain_get_keys, MAX_BATCHED_KEYS};
+use super::session::{Flow, McSession, Request};
 use crate::admission::Place;
 use crate::backend::Backend;
 use crate::connection::{Close, INPUT_ALLOWANCE};
 use crate::limits::ConnectionLimits;
 use crate::shutdown::Shutdown;
-use mc_proto::{BinaryDecoded, BinaryDecoder, Decoded, Protocol, TextDecoder, TextLimits};
+use mc_proto::{BinaryDecoder, Decoded, Protocol, Refusal, TextDecoder, TextLimits};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
 const READ_CHUNK: usize = 16 * 1024;
 /// Answers buffered beyond this are written before more commands run.
 const OUT_HIGH_WATER: usize = 256 * 1024;
+
+/// The connection's decoder, as its first byte chose.
+#[derive(Clone)]
+enum Framing {
+    Text(TextDecoder),
+    Binary(BinaryDecoder),
+}
+
+/// A refusal of either protocol: its answer, and whether it closes.
+struct Refused {
+    answer: Vec<u8>,
+    close: bool,
+}
+
+fn refused(error: impl Refusal) -> Refused {
+    let mut answer = Vec::new();
+    error.encode(&mut answer);
+    Refused {
+        answer,
+        close: error.closes(),
+    }
+}
+
+impl Framing {
+    /// What the start of `buf` holds, in the same terms for both protocols.
+    fn next<'a>(&mut self, buf: &'a [u8]) -> Decoded<Request<'a>, Refused> {
+        match self {
+            Framing::Text(decoder) => decoder.decode(buf).map(Request::Text, refused),
+            Framing::Binary(decoder) => decoder.decode(buf).map(Request::Binary, refused),
+        }
+    }
+}
+
+/// The plain gets that follow in `buf` (while the batch holds at most
+/// `MAX_BATCHED_KEYS` keys with the `keys` it has), and the bytes they
+/// take. Looked at with a copy of the decoder: a request that is not a
+/// plain get, or a refusal, is left for the decoder itself.
+fn pipelined_gets<'a>(
+    framing: &Framing,
+    buf: &'a [u8],
+    mut keys: usize,
+) -> (Vec<Request<'a>>, usize) {
+    let mut probe = framing.clone();
+    let (mut gets, mut used) = (Vec::new(), 0);
+    while let Decoded::Request { request, consumed } = probe.next(&buf[used..]) {
+        match plain_get_keys(&request) {
+            Some(n) if keys + n <= MAX_BATCHED_KEYS => {
+                keys += n;
+                used += consumed;
+                gets.push(request);
+            }
+            _ => break,
+        }
+    }
+    (gets, used)
+}
 
 pub(crate) async fn serve<S, B>(
     mut stream: S,
@@ -36,19 +96,19 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
     B: Backend,
 {
-    let mut decoder = TextDecoder::new(TextLimits {
+    let text_limits = TextLimits {
         max_item_size,
         ..TextLimits::default()
-    });
-    let max_request = decoder.limits().max_request_len() + READ_CHUNK;
+    };
+    let max_request = text_limits.max_request_len() + READ_CHUNK;
     let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut charged = 0usize;
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut partial_since: Option<Instant> = None;
+    let opened = Instant::now();
     let mut watcher = shutdown.clone();
-    // The first byte decides the protocol, as in memcached.
-    let mut binary: Option<BinaryDecoder> = None;
-    let mut first_read = true;
+    // Chosen by the first byte, as in memcached.
+    let mut framing: Option<Framing> = None;
     let why = 'conn: loop {
         if shutdown.is_triggered() {
             break Close::Shutdown;
@@ -68,11 +128,17 @@ where
             }
             buf.reserve_exact(wanted - buf.len());
         }
-        let deadline = match (limits.line_timeout, partial_since, limits.idle_timeout) {
+        let mut deadline = match (limits.line_timeout, partial_since, limits.idle_timeout) {
             (Some(t), Some(since), _) => Some((since + t, Close::LineTimeout)),
             (_, _, Some(t)) => Some((Instant::now() + t, Close::Idle)),
             _ => None,
         };
+        if let (Some(t), true) = (limits.auth_timeout, session.auth_required()) {
+            let at = opened + t;
+            if deadline.as_ref().is_none_or(|(due, _)| at < *due) {
+                deadline = Some((at, Close::AuthTimeout));
+            }
+        }
         let sleep = async {
             match &deadline {
                 Some((at, _)) => tokio::time::sleep_until(*at).await,
@@ -91,61 +157,58 @@ where
             Ok(_) => {}
             Err(_) => break Close::Io,
         }
-        if std::mem::take(&mut first_read)
-            && buf.first().map(|&b| Protocol::detect(b)) == Some(Protocol::Binary)
-        {
-            binary = Some(BinaryDecoder::new(max_item_size));
-        }
+        let framing = match (&mut framing, buf.first()) {
+            (Some(framing), _) => framing,
+            (None, Some(&first)) => match Protocol::detect(first) {
+                Protocol::Binary => {
+                    framing.insert(Framing::Binary(BinaryDecoder::new(max_item_size)))
+                }
+                // memcached -S refuses text by closing (once it has read a
+                // header's worth of bytes); no answer either way.
+                Protocol::Text if session.sasl_enabled() => break Close::PeerClosed,
+                Protocol::Text => {
+                    framing.insert(Framing::Text(TextDecoder::new(text_limits.clone())))
+                }
+            },
+            (None, None) => continue,
+        };
         let mut start = 0;
-        while let Some(decoder) = binary.as_mut() {
-            match decoder.decode(&buf[start..]) {
-                BinaryDecoded::Incomplete => break,
-                BinaryDecoded::Skipped(n) => start += n,
-                BinaryDecoded::Error { error, consumed } => {
-                    error.encode(&mut out);
-                    start += consumed;
-                    if error.close {
-                        let _ = write(&mut stream, &mut out, &limits).await;
-                        break 'conn Close::LineTooLong;
-                    }
-                }
-                BinaryDecoded::Request { request, consumed } => {
-                    if !place.is_seated() && !place.take_seat() {
-                        break 'conn Close::NoSeat;
-                    }
-                    let flow = session.handle_binary(request, &mut out).await;
-                    start += consumed;
-                    if flow == Flow::Close {
-                        let _ = write(&mut stream, &mut out, &limits).await;
-                        break 'conn Close::PeerClosed;
-                    }
-                }
+        loop {
+            if let Framing::Binary(decoder) = framing {
+                decoder.require_auth(session.auth_required());
             }
-            if out.len() >= OUT_HIGH_WATER {
-                if let Err(why) = write(&mut stream, &mut out, &limits).await {
-                    break 'conn why;
-                }
-            }
-        }
-        while binary.is_none() {
-            let decoded = decoder.decode(&buf[start..]);
-            match decoded {
+            match framing.next(&buf[start..]) {
                 Decoded::Incomplete => break,
                 Decoded::Skipped(n) => start += n,
                 Decoded::Error { error, consumed } => {
-                    error.encode(&mut out);
+                    out.extend_from_slice(&error.answer);
                     start += consumed;
                     if error.close {
                         let _ = write(&mut stream, &mut out, &limits).await;
                         break 'conn Close::LineTooLong;
                     }
                 }
-                Decoded::Command { command, consumed } => {
+                Decoded::Request { request, consumed } => {
                     if !place.is_seated() && !place.take_seat() {
                         break 'conn Close::NoSeat;
                     }
-                    let flow = session.handle(command, &mut out).await;
                     start += consumed;
+                    // Plain gets pipelined behind this one are read with it.
+                    let flow = match plain_get_keys(&request) {
+                        Some(keys) => {
+                            let mut gets = vec![request];
+                            let (more, used) = pipelined_gets(framing, &buf[start..], keys);
+                            start += used;
+                            gets.extend(more);
+                            if gets.len() == 1 {
+                                session.handle_request(gets.remove(0), &mut out).await
+                            } else {
+                                session.handle_gets(gets, &mut out).await;
+                                Flow::Continue
+                            }
+                        }
+                        None => session.handle_request(request, &mut out).await,
+                    };
                     if flow == Flow::Close {
                         let _ = write(&mut stream, &mut out, &limits).await;
                         break 'conn Close::PeerClosed;

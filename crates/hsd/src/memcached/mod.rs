@@ -7,22 +7,34 @@
 //! - `connection`: framing (mc-proto's `TextDecoder`), with the port's
 //!   budgets and timeouts;
 //! - `binary`: the binary protocol's commands, run by the same session;
+//! - `gets`: pipelined plain gets read as one batch;
+//! - `sasl`: `--memcached-sasl-user`'s login and a connection's PLAIN
+//!   authentication on the binary protocol;
 //! - `session`: one command at a time, turned into the executor's finds
 //!   and writes (`ops`) and answered in memcached's words;
 //! - `ops`: what get, store, delete, arithmetic and touch do to a row;
 //! - `item`: a row read back as a memcached item (value, flags, cas, expiry);
-//! - `answer`: the `exec::Answer` the executor fills for this front.
+//! - `answer`: the `exec::Answer` the executor fills for this front;
+//! - `sweep`: the bounded background deletion of expired rows;
+//! - `stats`: the `stats` groups that apply to tables.
 
 mod answer;
 mod binary;
 mod config;
 mod connection;
+mod gets;
 mod item;
 mod ops;
+mod sasl;
 mod session;
+mod stats;
+mod sweep;
 
 pub(crate) use answer::McAnswer;
-pub(crate) use config::{load_containers, Containers, FileSettings, MemcachedConfig};
+pub(crate) use config::{
+    load_containers, Containers, FileSettings, MemcachedConfig, MemcachedOptions,
+};
+pub(crate) use sasl::SaslLogin;
 
 use crate::admission::Place;
 use crate::backend::Backend;
@@ -32,7 +44,6 @@ use crate::event_loop::Front;
 use crate::port::Port;
 use crate::shutdown::Shutdown;
 use std::rc::Rc;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -46,8 +57,13 @@ pub(crate) struct Memcached {
     pub(crate) clock: Arc<item::CasClock>,
     /// Turns for read-modify-writes of one key, shared by every loop.
     pub(crate) locks: Arc<ops::KeyLocks>,
-    /// Seconds since the epoch when the server started (`stats uptime`).
-    pub(crate) started: Arc<AtomicU64>,
+    /// What `stats` reports (start time, `stats settings`).
+    pub(crate) stats: Arc<stats::StatsContext>,
+    /// What clients must authenticate with (None: no SASL).
+    pub(crate) sasl: Option<Arc<SaslLogin>>,
+    /// The sweep of expired rows, run by this loop's copy (only one loop's
+    /// copy has it).
+    sweep: Option<config::SweepSettings>,
 }
 
 impl Memcached {
@@ -55,26 +71,39 @@ impl Memcached {
         containers: Arc<Containers>,
         max_item_size: usize,
         max_answer: usize,
+        sasl: Option<SaslLogin>,
+        sweep: Option<config::SweepSettings>,
+        stats_settings: Vec<(&'static str, String)>,
     ) -> Memcached {
+        let stats = stats::StatsContext {
+            started: item::now(),
+            containers: containers.list.len(),
+            settings: stats_settings,
+        };
         Memcached {
             containers,
             max_item_size,
             max_answer,
             clock: Arc::new(item::CasClock::new()),
             locks: Arc::new(ops::KeyLocks::new()),
-            started: Arc::new(AtomicU64::new(item::now())),
+            stats: Arc::new(stats),
+            sasl: sasl.map(Arc::new),
+            sweep,
         }
     }
 
-    /// Another loop's copy: the same containers and cas clock.
-    pub(crate) fn share(&self) -> Memcached {
+    /// Another loop's copy: the same containers and cas clock; the sweep
+    /// only if `sweeps`.
+    pub(crate) fn share(&self, sweeps: bool) -> Memcached {
         Memcached {
             containers: self.containers.clone(),
             max_item_size: self.max_item_size,
             max_answer: self.max_answer,
             clock: self.clock.clone(),
             locks: self.locks.clone(),
-            started: self.started.clone(),
+            stats: self.stats.clone(),
+            sasl: self.sasl.clone(),
+            sweep: self.sweep.filter(|_| sweeps),
         }
     }
 }
@@ -101,6 +130,12 @@ impl<B: Backend> Front<B> for Memcached {
         )
         .await
     }
+
+    async fn beside(&self, dispatcher: Rc<Dispatcher<B, McAnswer>>, shutdown: Shutdown) {
+        if let Some(settings) = self.sweep {
+            sweep::run(settings, self.containers.clone(), dispatcher, shutdown).await;
+        }
+    }
 }
 
 /// Reads the containers, listens on `--memcached-address` and starts the
@@ -117,16 +152,34 @@ pub(crate) async fn listen<B: Backend>(
     let containers = load_containers(&*shared.backend, &shared.catalog, &settings.file).await?;
     tracing::info!(
         containers = containers.list.len(),
+        sasl = settings.sasl.is_some(),
+        sweep = ?settings.sweep,
         default = %String::from_utf8_lossy(&containers.list[containers.default].name),
         "memcached containers"
     );
     let listener = tokio::net::TcpListener::bind(&settings.address)
         .await
         .with_context(|| format!("listening on {} (--memcached-address)", settings.address))?;
+    let address = listener
+        .local_addr()
+        .map_or_else(|_| settings.address.clone(), |a| a.to_string());
+    let stats_settings = stats::Settings {
+        address: &address,
+        max_connections: config.max_connections,
+        threads: config.threads.max(1),
+        max_item_size: settings.max_item_size,
+        idle_timeout: config.idle_timeout.map_or(0, |t| t.as_secs()),
+        sasl: settings.sasl.is_some(),
+        tls: config.tls.is_some(),
+    }
+    .lines();
     let front = Memcached::new(
         Arc::new(containers),
         settings.max_item_size,
         shared.max_response_bytes,
+        settings.sasl.clone(),
+        settings.sweep,
+        stats_settings,
     );
     let port = Port::new(
         crate::port::PortKind::Memcached,
@@ -140,7 +193,8 @@ pub(crate) async fn listen<B: Backend>(
         loops.push(
             crate::event_loop::EventLoop::spawn(
                 format!("hsd-mc-{i}"),
-                front.share(),
+                // One loop sweeps expired rows.
+                front.share(i == 0),
                 port.clone(),
                 shared.clone(),
                 shutdown.clone(),

@@ -10,21 +10,29 @@ use super::answer::McAnswer;
 use super::config::Containers;
 use super::item::{expiry_of, now, CasClock, Item, Layout};
 use super::ops::{self, Decision, Failure, NewRow, Target, ERR_DATA_TOO_LONG};
+use super::sasl::SaslState;
+use super::stats::{self, StatsAnswer, StatsContext};
 use super::Memcached;
 use crate::backend::{Backend, OpenedIndex};
 use crate::dispatch::Dispatcher;
 use crate::exec::find::ERR_ANSWER_TOO_LARGE;
 use hs_proto::{ErrorKind, Value};
 use mc_proto::response::{
-    write_error, write_meta, write_meta_noop, write_number, write_stat, write_status, write_value,
-    write_version,
+    write_error, write_meta, write_meta_debug, write_meta_noop, write_number, write_stat,
+    write_status, write_value, write_version,
 };
 use mc_proto::{
-    Command, ErrorReply, KeyTarget, MetaCode, MetaCommand, MetaFacts, Status, StoreMode,
+    BinaryRequest, Command, ErrorReply, KeyTarget, MetaCode, MetaCommand, MetaFacts, MetaFlags,
+    MetaKey, Status, StoreMode,
 };
 use std::rc::Rc;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+/// A request of either protocol.
+pub(crate) enum Request<'a> {
+    Text(Command<'a>),
+    Binary(BinaryRequest<'a>),
+}
 
 /// Whether the connection goes on after a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,14 +43,15 @@ pub(crate) enum Flow {
 
 /// Keys of a multi-get read as one batch (as HandlerSocket's pending
 /// batches are bounded).
-const GET_BATCH: usize = 128;
+pub(super) const GET_BATCH: usize = 128;
 
 /// Expired rows one batch of gets deletes at most (each is a write).
 const MAX_LAZY_DELETES: usize = 16;
 
 /// memcached's answer to a get it cannot hold (the executor's answers to
 /// one batch, or the whole answer, past --max-response-bytes).
-const TOO_LARGE_ANSWER: ErrorReply = ErrorReply::ServerError("out of memory writing get response");
+pub(super) const TOO_LARGE_ANSWER: ErrorReply =
+    ErrorReply::ServerError("out of memory writing get response");
 
 pub(crate) struct McSession<B: Backend> {
     dispatcher: Rc<Dispatcher<B, McAnswer>>,
@@ -53,13 +62,15 @@ pub(crate) struct McSession<B: Backend> {
     default: usize,
     clock: Arc<CasClock>,
     locks: Arc<ops::KeyLocks>,
-    pub(super) started: u64,
+    pub(super) stats: Arc<StatsContext>,
     /// `--max-response-bytes`: what one get's answer may hold.
-    max_answer: usize,
+    pub(super) max_answer: usize,
+    /// Where the connection stands with SASL.
+    pub(super) sasl: SaslState,
 }
 
 /// What a key names, resolved against the containers.
-enum Resolved<'a> {
+pub(super) enum Resolved<'a> {
     Key(usize, &'a [u8]),
     /// `@@name`: the default was switched (or the name is unknown).
     Switched,
@@ -111,11 +122,23 @@ impl<B: Backend> McSession<B> {
             clock: front.clock.clone(),
             locks: front.locks.clone(),
             max_answer: front.max_answer,
-            started: front.started.load(Ordering::Relaxed),
+            stats: front.stats.clone(),
+            sasl: SaslState::new(front.sasl.clone()),
         }
     }
 
-    fn resolve<'k>(&mut self, key: &'k [u8]) -> Resolved<'k> {
+    /// Whether the port has SASL: then the connection speaks only the
+    /// binary protocol, as memcached's under `-S`.
+    pub(crate) fn sasl_enabled(&self) -> bool {
+        self.sasl.enabled()
+    }
+
+    /// Whether only SASL and Version requests may run now.
+    pub(crate) fn auth_required(&self) -> bool {
+        self.sasl.required()
+    }
+
+    pub(super) fn resolve<'k>(&mut self, key: &'k [u8]) -> Resolved<'k> {
         match mc_proto::parse_key(key, &self.containers.delimiter) {
             KeyTarget::Default(k) => Resolved::Key(self.default, k),
             KeyTarget::InContainer { container, key } => match self.containers.find(container) {
@@ -152,6 +175,14 @@ impl<B: Backend> McSession<B> {
             separator: &[],
             key,
         })
+    }
+
+    /// Handles one request of either protocol; its answer goes to `out`.
+    pub(crate) async fn handle_request(&mut self, request: Request<'_>, out: &mut Vec<u8>) -> Flow {
+        match request {
+            Request::Text(command) => self.handle(command, out).await,
+            Request::Binary(request) => self.handle_binary(request, out).await,
+        }
     }
 
     /// Handles one command; its answer goes to `out`.
@@ -260,7 +291,7 @@ impl<B: Backend> McSession<B> {
             Command::Stats { args } => self.stats(&args, out),
             Command::Quit => return Flow::Close,
             Command::MetaNoop => write_meta_noop(out),
-            Command::MetaDebug { .. } => write_error(out, ErrorReply::Error),
+            Command::MetaDebug { key } => self.debug(&key, sep, out).await,
             Command::MetaGet { key, flags } => {
                 let facts_of = |item: &Item, now: u64| MetaFacts {
                     cas: Some(item.cas),
@@ -410,19 +441,42 @@ impl<B: Backend> McSession<B> {
     }
 
     fn stats(&self, args: &[&[u8]], out: &mut Vec<u8>) {
-        if !args.is_empty() {
-            // Groups (items, slabs, settings, ...) describe a cache's memory.
-            write_error(out, ErrorReply::Error);
-            return;
+        match stats::answer(args.first().copied(), &self.stats) {
+            StatsAnswer::Lines(lines) => {
+                for (name, value) in lines {
+                    write_stat(out, name, value);
+                }
+                write_status(out, Status::End);
+            }
+            StatsAnswer::Reset => write_status(out, Status::Reset),
+            StatsAnswer::Unknown => write_error(out, ErrorReply::Error),
         }
-        let now = now();
-        write_stat(out, "pid", std::process::id());
-        write_stat(out, "uptime", now.saturating_sub(self.started));
-        write_stat(out, "time", now);
-        write_stat(out, "version", env!("CARGO_PKG_VERSION"));
-        write_stat(out, "pointer_size", usize::BITS);
-        write_stat(out, "containers", self.containers.list.len());
-        write_status(out, Status::End);
+    }
+
+    /// `me`: what memcached's item debug shows that a row has: `exp` (the
+    /// seconds left, -1 for never), `cas`, `size` (the value's bytes).
+    async fn debug(&mut self, key: &MetaKey<'_>, sep: &[u8], out: &mut Vec<u8>) {
+        match self.fetch_one(&key.bytes, sep).await {
+            Ok(Some(item)) => write_meta_debug(
+                out,
+                key,
+                &[
+                    ("exp", item.ttl(now()).to_string()),
+                    ("cas", item.cas.to_string()),
+                    ("size", item.value.len().to_string()),
+                ],
+            ),
+            Ok(None) => write_meta(
+                out,
+                MetaCommand::Get,
+                MetaCode::En,
+                key,
+                &MetaFlags::default(),
+                &MetaFacts::default(),
+                b"",
+            ),
+            Err(f) => write_error(out, failure_reply(f)),
+        }
     }
 
     /// get, gets, gat, gats: the keys in batches of `GET_BATCH`, the answer
@@ -470,7 +524,7 @@ impl<B: Backend> McSession<B> {
     }
 
     /// The items of keys resolved to containers, read as one batch.
-    async fn fetch_all(
+    pub(super) async fn fetch_all(
         &mut self,
         asked: &[(&[u8], usize, &[u8])],
         sep: &[u8],

@@ -1,23 +1,12 @@
 //! `BinaryDecoder`: the binary parser plus the bytes still to skip (the
 //! body of an unknown opcode, a value over the item size).
 
-use super::{parse_binary, BinaryError, BinaryFrame, BinaryRequest};
+use super::{parse_binary_gated, BinaryError, BinaryFrame, BinaryRequest};
+use crate::decoded::Decoded;
 
-/// What `BinaryDecoder::decode` found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BinaryDecoded<'a> {
-    /// Wait for more bytes.
-    Incomplete,
-    /// Drop this many bytes: the rest of a refused request's body.
-    Skipped(usize),
-    Request {
-        request: BinaryRequest<'a>,
-        consumed: usize,
-    },
-    /// Answer the error (`BinaryError::encode`), then drop `consumed` bytes
-    /// (and close the connection if `error.close`).
-    Error { error: BinaryError, consumed: usize },
-}
+/// What `BinaryDecoder::decode` found (`Skipped`: the rest of a refused
+/// request's body).
+pub type BinaryDecoded<'a> = Decoded<BinaryRequest<'a>, BinaryError>;
 
 /// `parse_binary` plus the one piece of state a binary connection keeps
 /// between reads.
@@ -25,6 +14,8 @@ pub enum BinaryDecoded<'a> {
 pub struct BinaryDecoder {
     max_item_size: usize,
     swallow: usize,
+    /// SASL is on and the connection has not authenticated yet.
+    auth_required: bool,
 }
 
 impl BinaryDecoder {
@@ -32,7 +23,15 @@ impl BinaryDecoder {
         BinaryDecoder {
             max_item_size,
             swallow: 0,
+            auth_required: false,
         }
+    }
+
+    /// Whether requests other than SASL's and Version are refused
+    /// ("Auth failure.", then close): set while a connection to a server
+    /// with SASL has not authenticated.
+    pub fn require_auth(&mut self, required: bool) {
+        self.auth_required = required;
     }
 
     /// Bytes of a refused body still to be dropped.
@@ -43,26 +42,19 @@ impl BinaryDecoder {
     /// Looks at the unconsumed bytes of the connection's buffer; the caller
     /// drops the bytes each answer says and calls again.
     pub fn decode<'a>(&mut self, buf: &'a [u8]) -> BinaryDecoded<'a> {
-        if self.swallow > 0 {
-            if buf.is_empty() {
-                return BinaryDecoded::Incomplete;
-            }
-            let dropped = self.swallow.min(buf.len());
-            self.swallow -= dropped;
-            return BinaryDecoded::Skipped(dropped);
+        if let Some(step) = Decoded::swallowed(&mut self.swallow, buf) {
+            return step;
         }
-        match parse_binary(buf, self.max_item_size) {
-            BinaryFrame::Incomplete => BinaryDecoded::Incomplete,
-            BinaryFrame::Request { request, consumed } => {
-                BinaryDecoded::Request { request, consumed }
-            }
+        match parse_binary_gated(buf, self.max_item_size, self.auth_required) {
+            BinaryFrame::Incomplete => Decoded::Incomplete,
+            BinaryFrame::Request { request, consumed } => Decoded::Request { request, consumed },
             BinaryFrame::Error {
                 error,
                 consumed,
                 swallow,
             } => {
                 self.swallow = swallow;
-                BinaryDecoded::Error { error, consumed }
+                Decoded::Error { error, consumed }
             }
         }
     }

@@ -17,11 +17,12 @@
 mod decoder;
 mod request;
 mod response;
+pub mod sasl;
 #[cfg(test)]
 mod tests;
 
 pub use decoder::{BinaryDecoded, BinaryDecoder};
-pub use request::{parse_binary, suppressed};
+pub use request::{parse_binary, parse_binary_gated, suppressed};
 pub use response::{
     write_counter, write_error, write_get_hit, write_response, write_stat, ResponseHeader,
 };

@@ -23,6 +23,19 @@ fn be_u64(bytes: &[u8]) -> u64 {
 /// Parses the binary request at the start of `buf`; `max_item_size` bounds
 /// the values of storage commands.
 pub fn parse_binary(buf: &[u8], max_item_size: usize) -> BinaryFrame<'_> {
+    parse_binary_gated(buf, max_item_size, false)
+}
+
+/// `parse_binary` on a connection that must authenticate first when
+/// `auth_required`: a request other than the SASL ones and Version is
+/// answered "Auth failure." and closes the connection, as memcached `-S`
+/// does once the request's extras and key are in (before it looks at their
+/// lengths or the opcode).
+pub fn parse_binary_gated(
+    buf: &[u8],
+    max_item_size: usize,
+    auth_required: bool,
+) -> BinaryFrame<'_> {
     let Some(header) = RequestHeader::parse(buf) else {
         return BinaryFrame::Incomplete;
     };
@@ -48,6 +61,9 @@ pub fn parse_binary(buf: &[u8], max_item_size: usize) -> BinaryFrame<'_> {
     }
     if key_len > body_len || key_len + extras_len > body_len {
         return refuse(Some(Status::UnknownCommand), true, head_len, 0);
+    }
+    if auth_required && !super::sasl::allowed_before_auth(header.opcode) {
+        return refuse(Some(Status::AuthError), true, head_len, 0);
     }
     if key_len > crate::text::MAX_KEY_LEN {
         return refuse(Some(Status::InvalidArguments), true, head_len, 0);

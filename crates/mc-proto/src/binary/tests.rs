@@ -258,3 +258,58 @@ fn decoder_skips_a_refused_body_across_reads() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn before_auth_only_sasl_and_version_run() {
+    fn gated(buf: &[u8]) -> Result<BinaryCommand<'_>, (Option<Status>, bool, usize)> {
+        match parse_binary_gated(buf, 1 << 20, true) {
+            BinaryFrame::Error {
+                error, consumed, ..
+            } => Err((error.status, error.close, consumed)),
+            BinaryFrame::Request { request, .. } => Ok(request.command),
+            BinaryFrame::Incomplete => panic!("incomplete"),
+        }
+    }
+    let auth = request(0x21, &[], b"PLAIN", b"\0u\0p");
+    assert_eq!(
+        gated(&auth),
+        Ok(BinaryCommand::SaslAuth {
+            mechanism: b"PLAIN",
+            data: b"\0u\0p"
+        })
+    );
+    assert_eq!(
+        gated(&request(0x20, &[], &[], &[])),
+        Ok(BinaryCommand::SaslListMechs)
+    );
+    assert_eq!(
+        gated(&request(0x0b, &[], &[], &[])),
+        Ok(BinaryCommand::Version)
+    );
+    // Everything else, known or not, of any shape: Auth failure, close,
+    // once the extras and key are in (memcached -S, 1.6.18).
+    for (buf, head) in [
+        (request(0x00, &[], b"k", &[]), 25),
+        (request(0x0a, &[], &[], &[]), 24),
+        (request(0x07, &[], &[], &[]), 24),
+        (request(0x55, &[], &[], &[]), 24),
+        (request(0x00, &[], &[b'k'; 300], &[]), 324),
+        (request(0x01, &[0; 8], b"k", &[b'v'; 10]), 33),
+    ] {
+        assert_eq!(
+            gated(&buf),
+            Err((Some(Status::AuthError), true, head)),
+            "{:#x}",
+            buf[1]
+        );
+    }
+    // The SASL opcodes keep their shape checks; a key longer than the body
+    // is refused before the gate, as in memcached.
+    assert_eq!(
+        gated(&request(0x21, &[0; 4], b"PLAIN", &[])),
+        Err((Some(Status::InvalidArguments), true, 33))
+    );
+    let mut buf = request(0x00, &[], b"k", &[]);
+    buf[11] = 0;
+    assert_eq!(gated(&buf), Err((Some(Status::UnknownCommand), true, 25)));
+}

@@ -1,21 +1,11 @@
 //! `TextDecoder`: the text parser plus the bytes still to swallow.
 
 use super::{parse_text, Command, TextError, TextFrame, TextLimits};
+use crate::decoded::Decoded;
 
-/// What `TextDecoder::decode` found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decoded<'a> {
-    /// Wait for more bytes.
-    Incomplete,
-    /// Drop this many bytes: the rest of a refused request's data block.
-    Skipped(usize),
-    Command {
-        command: Command<'a>,
-        consumed: usize,
-    },
-    /// Answer the error (`TextError::encode`), then drop `consumed` bytes.
-    Error { error: TextError, consumed: usize },
-}
+/// What `TextDecoder::decode` found (`Skipped`: the rest of a refused
+/// request's data block).
+pub type TextDecoded<'a> = Decoded<Command<'a>, TextError>;
 
 /// `parse_text` plus the one piece of state a text connection keeps
 /// between reads: how much of a refused data block is still to be dropped.
@@ -41,18 +31,16 @@ impl TextDecoder {
 
     /// Looks at the unconsumed bytes of the connection's buffer; the caller
     /// drops the bytes each answer says and calls again.
-    pub fn decode<'a>(&mut self, buf: &'a [u8]) -> Decoded<'a> {
-        if self.swallow > 0 {
-            if buf.is_empty() {
-                return Decoded::Incomplete;
-            }
-            let dropped = self.swallow.min(buf.len());
-            self.swallow -= dropped;
-            return Decoded::Skipped(dropped);
+    pub fn decode<'a>(&mut self, buf: &'a [u8]) -> TextDecoded<'a> {
+        if let Some(step) = Decoded::swallowed(&mut self.swallow, buf) {
+            return step;
         }
         match parse_text(buf, &self.limits) {
             TextFrame::Incomplete => Decoded::Incomplete,
-            TextFrame::Command { command, consumed } => Decoded::Command { command, consumed },
+            TextFrame::Command { command, consumed } => Decoded::Request {
+                request: command,
+                consumed,
+            },
             TextFrame::Error {
                 error,
                 consumed,

@@ -21,7 +21,7 @@ mod parser;
 #[cfg(test)]
 mod tests;
 
-pub use decoder::{Decoded, TextDecoder};
+pub use decoder::{TextDecoded, TextDecoder};
 pub use parser::parse_text;
 
 use crate::meta::{MetaFlags, MetaKey};

@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 
 use super::*;
+use crate::Decoded;
 
 fn limits() -> TextLimits {
     TextLimits {
@@ -636,8 +637,8 @@ fn decoder_swallows_across_reads() {
     assert_eq!(decoder.decode(&rest), Decoded::Skipped(192));
     assert_eq!(
         decoder.decode(&rest[192..]),
-        Decoded::Command {
-            command: Command::MetaNoop,
+        Decoded::Request {
+            request: Command::MetaNoop,
             consumed: 4
         }
     );

@@ -10,7 +10,8 @@
 use std::collections::HashMap;
 
 use mc_proto::response::{self, write_meta, MetaCode, MetaCommand, MetaFacts, Status};
-use mc_proto::text::{Command, Decoded, StoreMode, TextDecoder, TextLimits};
+use mc_proto::text::{Command, StoreMode, TextDecoder, TextLimits};
+use mc_proto::Decoded;
 use mc_proto::{number, ErrorReply, MetaFlags, MetaKey};
 
 #[derive(Clone, Debug)]
@@ -68,7 +69,10 @@ impl Model {
                         };
                     }
                 }
-                Decoded::Command { command, consumed } => {
+                Decoded::Request {
+                    request: command,
+                    consumed,
+                } => {
                     at += consumed;
                     if command == Command::Quit {
                         return Outcome {

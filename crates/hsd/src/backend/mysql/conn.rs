@@ -9,6 +9,7 @@ use super::errors::{doomed, dooms_transaction, refused_error};
 use super::handler::Handles;
 use super::in_doubt::{resolve, Fate, Session};
 use super::link::{Answer, Discard, Failure, Link};
+use super::topology::gtid::Position;
 use super::topology::{Commit, Topology};
 use super::{meta, scan};
 use crate::backend::{
@@ -73,6 +74,9 @@ pub(crate) struct MysqlConn {
     group_seq: u64,
     /// The open group sent a write statement.
     pub(super) wrote: bool,
+    /// What the writer's topology had noted before this connection's next
+    /// commit was sent (`Topology::note_commit_since`).
+    noted_before: Position,
 }
 
 impl MysqlConn {
@@ -88,6 +92,7 @@ impl MysqlConn {
             writer: writer_id(),
             group_seq: 0,
             wrote: false,
+            noted_before: Position::default(),
         }
     }
 
@@ -134,17 +139,22 @@ impl MysqlConn {
         let Placement::Writer { topology, at, .. } = &self.placement else {
             return;
         };
+        let before = &self.noted_before;
         // No link: the COMMIT's answer was lost and the server was asked
         // afterwards whether it committed; its GTID is not known.
-        let Some(link) = self.link.as_mut() else {
-            topology.note_commit(*at, Commit::Untracked);
-            return;
-        };
-        if !link.tracks_gtids() {
-            topology.note_commit(*at, Commit::Untracked);
-        } else if let Some(gtid) = link.take_reported_gtid() {
-            topology.note_commit(*at, Commit::Gtid(&gtid));
+        match self.link.as_mut() {
+            None => topology.note_commit_since(*at, Commit::Untracked, before),
+            Some(link) if !link.tracks_gtids() => {
+                topology.note_commit_since(*at, Commit::Untracked, before)
+            }
+            Some(link) => {
+                if let Some(gtid) = link.take_reported_gtid() {
+                    topology.note_commit_since(*at, Commit::Gtid(&gtid), before);
+                }
+            }
         }
+        // The next autocommitted write is sent after this one was noted.
+        self.noted_before = topology.noted();
     }
 
     /// On a Galera node read causally, a read that timed out waited for a
@@ -428,6 +438,9 @@ impl StorageConn for MysqlConn {
         }
         self.follow_writer(true).await?;
         self.refuse_writes_for_marker().await?;
+        if let Placement::Writer { topology, .. } = &self.placement {
+            self.noted_before = topology.noted();
+        }
         self.txn = Txn::Wanted;
         self.wrote = false;
         Ok(())

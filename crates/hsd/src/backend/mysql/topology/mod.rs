@@ -132,7 +132,8 @@ struct State {
     last_logged: Option<(usize, Position)>,
     /// The MariaDB GTIDs of the commits hsd noted (per domain the latest),
     /// apart from what polls merged into the frontier: a new commit's GTID
-    /// that is not past them shows the writer's history started again.
+    /// that is not past what was noted before it was sent shows the
+    /// writer's history started again.
     noted: Position,
 }
 
@@ -247,8 +248,27 @@ impl Topology {
         lock(&self.state).frontier.clone()
     }
 
-    /// Records a commit made on `server`, before it is answered.
+    /// The MariaDB GTIDs of the commits noted so far: taken by a write
+    /// connection before it sends a COMMIT, for `note_commit_since`.
+    pub(crate) fn noted(&self) -> Position {
+        lock(&self.state).noted.clone()
+    }
+
+    /// Records a commit made on `server`, before it is answered, as the
+    /// only commit in flight (tests).
+    #[cfg(test)]
     pub(crate) fn note_commit(&self, server: usize, commit: Commit<'_>) {
+        let before = self.noted();
+        self.note_commit_since(server, commit, &before);
+    }
+
+    /// Records a commit made on `server`, before it is answered. `before`
+    /// is what was noted when its COMMIT (or autocommitted write) was sent:
+    /// its GTID, assigned after that, must be past it, or the writer's
+    /// history started again. Commits in flight on other connections at the
+    /// same time may be noted in either order (their answers race), so a
+    /// GTID below one noted meanwhile proves nothing.
+    pub(crate) fn note_commit_since(&self, server: usize, commit: Commit<'_>, before: &Position) {
         let flavor = {
             let st = lock(&self.state);
             st.health
@@ -281,7 +301,7 @@ impl Topology {
         };
         let mut st = lock(&self.state);
         match parsed {
-            Some(p) if st.noted.reuses(&p) && st.writer == Writer::One(server) => {
+            Some(p) if before.reuses(&p) && st.writer == Writer::One(server) => {
                 st.noted = p.domains_only();
                 self.history_restarted(&mut st, server, p, "a commit's GTID was not past the last");
             }
@@ -719,6 +739,29 @@ mod tests {
         assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 1);
         // The writer's logged position going backwards does the same.
         t.apply_poll(0, Instant::now(), &t.frontier(), up(false, "0-1-0", false));
+        assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 0);
+    }
+
+    /// Two write connections' COMMITs in flight at once: their answers may
+    /// be noted in either order, and the lower GTID noted second is no
+    /// restarted history (it was not past what was noted before it was
+    /// sent, only past what was noted meanwhile).
+    #[test]
+    fn commits_in_flight_together_may_be_noted_in_either_order() {
+        let t = topology(ReadFrom::Replicas, 0);
+        poll_all(&t, "0-1-10", "0-1-10", "0-1-10");
+        let before = t.noted();
+        t.note_commit_since(0, Commit::Gtid(b"0-1-12"), &before);
+        t.note_commit_since(0, Commit::Gtid(b"0-1-11"), &before);
+        assert_eq!(*t.frontier(), pos("0-1-12"));
+        let rt = rt();
+        t.apply_poll(1, Instant::now(), &t.frontier(), up(true, "0-1-12", true));
+        assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 1);
+        // A commit sent after both were noted, with a GTID not past them:
+        // the history started again.
+        let after = t.noted();
+        t.note_commit_since(0, Commit::Gtid(b"0-1-2"), &after);
+        assert_eq!(*t.frontier(), pos("0-1-2"));
         assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 0);
     }
 

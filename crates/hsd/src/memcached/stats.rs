@@ -1,0 +1,155 @@
+//! `stats` (text) and Stat (binary): the groups that mean something for a
+//! server whose items are table rows, in memcached's names. The general
+//! group; `settings` with hsd's own values for the settings that apply;
+//! `items`, `slabs` and `sizes` as memcached answers them with no item in
+//! memory (hsd keeps none: rows live in their tables); `reset`. Other
+//! groups (`conns`, `detail`, `cachedump`, ...) are unknown: `ERROR`, or
+//! "Not found" on the binary protocol, as memcached answers a group it
+//! does not have.
+
+use super::item::now;
+
+/// What a group comes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StatsAnswer {
+    /// `STAT <name> <value>` lines (maybe none), then the end.
+    Lines(Vec<(&'static str, String)>),
+    /// `stats reset`: `RESET` (an empty end on the binary protocol).
+    Reset,
+    Unknown,
+}
+
+/// What the general group and `stats settings` report, fixed at start.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StatsContext {
+    /// Seconds since the epoch when the server started.
+    pub(crate) started: u64,
+    pub(crate) containers: usize,
+    /// `stats settings`: hsd's values of memcached's settings that apply.
+    pub(crate) settings: Vec<(&'static str, String)>,
+}
+
+/// The settings lines, from the memcached port's configuration.
+pub(crate) struct Settings<'a> {
+    pub(crate) address: &'a str,
+    pub(crate) max_connections: usize,
+    pub(crate) threads: usize,
+    pub(crate) max_item_size: usize,
+    pub(crate) idle_timeout: u64,
+    pub(crate) sasl: bool,
+    pub(crate) tls: bool,
+}
+
+impl Settings<'_> {
+    pub(crate) fn lines(&self) -> Vec<(&'static str, String)> {
+        let (inter, port) = self.address.rsplit_once(':').unwrap_or((self.address, "0"));
+        let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
+        vec![
+            ("maxconns", self.max_connections.to_string()),
+            ("tcpport", port.to_string()),
+            ("udpport", "0".into()),
+            ("inter", inter.trim_matches(['[', ']']).to_string()),
+            // Rows are never evicted.
+            ("evictions", "off".into()),
+            ("num_threads", self.threads.to_string()),
+            ("cas_enabled", "yes".into()),
+            (
+                "binding_protocol",
+                if self.sasl {
+                    "binary"
+                } else {
+                    "auto-negotiate"
+                }
+                .into(),
+            ),
+            ("auth_enabled_sasl", yes_no(self.sasl)),
+            ("auth_enabled_ascii", "no".into()),
+            ("item_size_max", self.max_item_size.to_string()),
+            // flush_all is refused (it would empty tables).
+            ("flush_enabled", "no".into()),
+            ("idle_timeout", self.idle_timeout.to_string()),
+            ("ssl_enabled", yes_no(self.tls)),
+        ]
+    }
+}
+
+/// The answer to `stats <group>` (None: the general group). Words after
+/// the group are ignored, as memcached ignores them.
+pub(crate) fn answer(group: Option<&[u8]>, context: &StatsContext) -> StatsAnswer {
+    let lines = match group {
+        None => {
+            let now = now();
+            vec![
+                ("pid", std::process::id().to_string()),
+                ("uptime", now.saturating_sub(context.started).to_string()),
+                ("time", now.to_string()),
+                ("version", env!("CARGO_PKG_VERSION").to_string()),
+                ("pointer_size", usize::BITS.to_string()),
+                ("containers", context.containers.to_string()),
+            ]
+        }
+        Some(b"settings") => context.settings.clone(),
+        Some(b"items") => Vec::new(),
+        Some(b"slabs") => vec![("active_slabs", "0".into()), ("total_malloced", "0".into())],
+        Some(b"sizes") => vec![("sizes_status", "disabled".into())],
+        Some(b"reset") => return StatsAnswer::Reset,
+        Some(_) => return StatsAnswer::Unknown,
+    };
+    StatsAnswer::Lines(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups() {
+        let settings = Settings {
+            address: "127.0.0.1:11211",
+            max_connections: 100,
+            threads: 2,
+            max_item_size: 4096,
+            idle_timeout: 300,
+            sasl: true,
+            tls: false,
+        };
+        let context = StatsContext {
+            started: 1,
+            containers: 3,
+            settings: settings.lines(),
+        };
+        let StatsAnswer::Lines(general) = answer(None, &context) else {
+            panic!("the general group");
+        };
+        let names: Vec<&str> = general.iter().map(|(n, _)| *n).collect();
+        assert_eq!(
+            names,
+            [
+                "pid",
+                "uptime",
+                "time",
+                "version",
+                "pointer_size",
+                "containers"
+            ]
+        );
+        assert_eq!(general[5].1, "3");
+        let StatsAnswer::Lines(set) = answer(Some(b"settings"), &context) else {
+            panic!("settings");
+        };
+        let get = |name: &str| {
+            set.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("tcpport"), Some("11211"));
+        assert_eq!(get("inter"), Some("127.0.0.1"));
+        assert_eq!(get("maxconns"), Some("100"));
+        assert_eq!(get("item_size_max"), Some("4096"));
+        assert_eq!(get("binding_protocol"), Some("binary"));
+        assert_eq!(get("auth_enabled_sasl"), Some("yes"));
+        assert_eq!(answer(Some(b"items"), &context), StatsAnswer::Lines(vec![]));
+        assert_eq!(answer(Some(b"reset"), &context), StatsAnswer::Reset);
+        assert_eq!(answer(Some(b"conns"), &context), StatsAnswer::Unknown);
+    }
+}

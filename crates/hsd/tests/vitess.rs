@@ -423,6 +423,39 @@ fn an_insert_without_the_vindex_column_is_refused() {
     );
 }
 
+/// Read your writes: a write acknowledged on the write port is seen by
+/// the next find on the read port (another connection, another loop),
+/// every time, for rows of both shards: every read goes through vtgate to
+/// the shards' primaries.
+#[test]
+fn a_find_after_an_acknowledged_write_sees_it() {
+    let Some(url) = vitess_url() else { return };
+    let table = "read_your_writes";
+    let mut sql = sharded_table(&url, table);
+    let values: Vec<String> = (1..=4)
+        .map(|id| format!("({id}, {id}, 'r', {id}, 0)"))
+        .collect();
+    exec(
+        &mut sql,
+        &format!(
+            "INSERT INTO {table} ({COLUMNS}) VALUES {}",
+            values.join(", ")
+        ),
+    );
+    let hsd = Hsd::start(&url, &[]);
+    let (mut w, mut r) = (hsd.writer(), hsd.reader());
+    let open = format!("P|0|{KEYSPACE}|{table}|PRIMARY|c");
+    assert_eq!(w.q(&open), "0|1");
+    assert_eq!(r.q(&open), "0|1");
+    for round in 1..=40 {
+        let id = round % 4 + 1;
+        assert_eq!(w.q(&format!("0|=|1|{id}|1|0|U|{round}")), "0|1|1");
+        assert_eq!(r.q(&format!("0|=|1|{id}")), format!("0|1|{round}"));
+    }
+    let spread = rows_per_shard(&url, table);
+    assert!(spread.iter().all(|&n| n > 0), "{spread:?}");
+}
+
 /// Increments from 4 clients, half going up the keys and half down, over
 /// rows of both shards; returns the answers and the sum stored.
 fn increments(url: &str, table: &str, hsd_args: &[&str]) -> (Vec<String>, String) {

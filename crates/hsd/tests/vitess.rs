@@ -456,9 +456,10 @@ fn a_find_after_an_acknowledged_write_sees_it() {
     assert!(spread.iter().all(|&n| n > 0), "{spread:?}");
 }
 
-/// Increments from 4 clients, half going up the keys and half down, over
-/// rows of both shards; returns the answers and the sum stored.
-fn increments(url: &str, table: &str, hsd_args: &[&str]) -> (Vec<String>, String) {
+/// `rounds` increments from each of 4 clients, half going up the keys and
+/// half down, over rows of both shards; returns the answers and the sum
+/// stored.
+fn increments(url: &str, table: &str, rounds: u32, hsd_args: &[&str]) -> (Vec<String>, String) {
     let mut sql = sharded_table(url, table);
     let values: Vec<String> = (1..=8)
         .map(|id| format!("({id}, {id}, 'c', {id}, 0)"))
@@ -478,7 +479,7 @@ fn increments(url: &str, table: &str, hsd_args: &[&str]) -> (Vec<String>, String
             std::thread::spawn(move || {
                 let mut c = Hs::connect(&addr);
                 let mut all = vec![format!("P|0|{KEYSPACE}|{table}|PRIMARY|c")];
-                for round in 0..24 {
+                for round in 0..rounds {
                     let id = if client % 2 == 0 {
                         round % 8 + 1
                     } else {
@@ -507,7 +508,7 @@ fn increments(url: &str, table: &str, hsd_args: &[&str]) -> (Vec<String>, String
 #[test]
 fn increments_from_many_clients_on_one_write_loop_are_all_stored() {
     let Some(url) = vitess_url() else { return };
-    let (answers, sum) = increments(&url, "counters_one_loop", &["--threads-wr", "1"]);
+    let (answers, sum) = increments(&url, "counters_one_loop", 24, &["--threads-wr", "1"]);
     assert!(answers.iter().all(|a| a == "0|1|1"), "{answers:?}");
     assert_eq!(sum, answers.len().to_string());
 }
@@ -521,7 +522,7 @@ fn increments_from_many_clients_on_one_write_loop_are_all_stored() {
 fn increments_on_two_write_loops_answered_done_are_stored() {
     let Some(url) = vitess_url() else { return };
     let args = ["--threads-wr", "2", "--mysql-timeout", "2"];
-    let (answers, sum) = increments(&url, "counters_two_loops", &args);
+    let (answers, sum) = increments(&url, "counters_two_loops", 8, &args);
     let done = answers.iter().filter(|a| *a == "0|1|1").count();
     for a in answers.iter().filter(|a| *a != "0|1|1") {
         assert!(a.starts_with("1|1|"), "{answers:?}");

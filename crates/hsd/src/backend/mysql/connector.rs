@@ -179,7 +179,7 @@ impl Connector {
                 return Ok(());
             }
             if link.server.vitess {
-                tracing::warn!("{}", super::preflight::VITESS_NO_MARKER);
+                tracing::info!("{}", super::preflight::VITESS_NO_MARKER);
                 *state = MarkerState::Unusable;
                 return Ok(());
             }

@@ -9,6 +9,11 @@
 #   memcached     memcached (Debian package), one string per row
 #   redis         redis-server (Debian package), persistence off
 #   mysql-sql     the same MariaDB table over SQL (prepared statements)
+#   hsd-mc-embedded  hsd's memcached port (docs/memcached.md) on its
+#                 embedded store, one container over the table (key id,
+#                 values name, email, created joined by a tab, as the
+#                 memcached system's value): memcached clients' view of it
+#   hsd-mc-mysql  the same on MariaDB's table
 # and, only when named in --systems (docs/replication.md):
 #   hsd-repl-primary   hsd serve --backend PRIMARY --replica R1 --replica R2
 #                      --read-from primary, on a GTID primary with two
@@ -166,7 +171,7 @@ IFS=, read -r -a WORKLOADS <<<"$workloads"
 IFS=, read -r -a CONNS <<<"$conns"
 IFS=, read -r -a DEPTHS <<<"$depths"
 for s in "${SYSTEMS[@]}"; do
-    case "$s" in hs-original|hsd-embedded|hsd-mysql|memcached|redis|mysql-sql|hsd-repl-primary|hsd-repl-replicas) ;;
+    case "$s" in hs-original|hsd-embedded|hsd-mysql|memcached|redis|mysql-sql|hsd-repl-primary|hsd-repl-replicas|hsd-mc-embedded|hsd-mc-mysql) ;;
         hsd-embedded-base|hsd-mysql-base) [[ -n "$baseline" ]] || { echo "bench.sh: $s needs --baseline BIN" >&2; exit 2; } ;;
         *) echo "bench.sh: unknown system $s" >&2; exit 2 ;; esac
 done
@@ -279,6 +284,8 @@ start_hsd() {
     [[ -n "$line" ]] || { cat "$log" >&2; die "$name (hsd) did not start within 30 s"; }
     HSD_RPORT=$(sed -E 's/.* read=[^ ]*:([0-9]+) .*/\1/' <<<"$line")
     HSD_WPORT=$(sed -E 's/.* write=[^ ]*:([0-9]+) .*/\1/' <<<"$line")
+    HSD_MCPORT=""
+    [[ $line == *" memcached="* ]] && HSD_MCPORT=$(sed -E 's/.* memcached=[^ ]*:([0-9]+).*/\1/' <<<"$line")
     say "$name: pid $HSD_PID, read port $HSD_RPORT, write port $HSD_WPORT"
 }
 
@@ -338,7 +345,7 @@ TABLE=user
 declare -A SPID RPORT WPORT   # per system: server pid(s), read port, write port
 
 # MariaDB (for mysql-sql, hsd-mysql and the original plugin)
-if want mysql-sql || want hsd-mysql || want hs-original; then
+if want mysql-sql || want hsd-mysql || want hs-original || want hsd-mc-mysql; then
     if mdb status >/dev/null 2>&1; then
         [[ $io_bound -eq 1 ]] && die "--io-bound starts MariaDB with its own buffer pool and flush method: stop the one in $MDB_DIR first (HSD_MARIADB_DIR=$MDB_DIR scripts/mariadb.sh stop)"
         say "MariaDB in $MDB_DIR already runs: reusing it (left running)"
@@ -431,6 +438,32 @@ for hm in hsd-mysql hsd-mysql-base; do
     SPID[$hm]=$HSD_PID,$MDB_PID RPORT[$hm]=$HSD_RPORT WPORT[$hm]=$HSD_WPORT
 done
 
+# hsd's memcached port: one container over the bench table, the value
+# columns joined by a tab as the memcached system's values are.
+mc_config() {
+    printf '[memcached]\nseparator = "\\t"\n\n[[memcached.containers]]\nname = "default"\ndb_schema = "%s"\ndb_table = "%s"\nkey_columns = "id"\nvalue_columns = "name,email,created"\n' \
+        "$DB" "$TABLE" >"$1"
+}
+if want hsd-mc-embedded; then
+    data=$OUT/hsd-mc-embedded-data
+    rm -rf "$data"
+    "$BIN/hsd" sql --data-dir "$data" "$DB" \
+        "CREATE TABLE $TABLE (id INTEGER PRIMARY KEY, name TEXT, email TEXT, created TEXT)"
+    mc_config "$OUT/hsd-mc-embedded.toml"
+    start_hsd hsd-mc-embedded --data-dir "$data" --config "$OUT/hsd-mc-embedded.toml" \
+        --memcached-address 127.0.0.1:0
+    SPID[hsd-mc-embedded]=$HSD_PID RPORT[hsd-mc-embedded]=$HSD_MCPORT WPORT[hsd-mc-embedded]=$HSD_MCPORT
+    say "loading $rows rows into hsd-mc-embedded over HandlerSocket inserts"
+    "$BIN/hsbench" load --system hs --port "$HSD_WPORT" --db "$DB" --table "$TABLE" --rows "$rows" >&2
+fi
+if want hsd-mc-mysql; then
+    mc_config "$OUT/hsd-mc-mysql.toml"
+    # shellcheck disable=SC2086
+    start_hsd hsd-mc-mysql --backend "$MYSQL_URL" --data-dir "$OUT/hsd-mc-mysql-data" \
+        --config "$OUT/hsd-mc-mysql.toml" --memcached-address 127.0.0.1:0 $hsd_mysql_args
+    SPID[hsd-mc-mysql]=$HSD_PID,$MDB_PID RPORT[hsd-mc-mysql]=$HSD_MCPORT WPORT[hsd-mc-mysql]=$HSD_MCPORT
+fi
+
 # A GTID primary with two replicas, and hsd in front of it twice: reads on
 # the primary, reads on the replicas.
 if want hsd-repl-primary || want hsd-repl-replicas; then
@@ -480,6 +513,7 @@ run_point() {
     args=(--workload "$wl" -c "$c" -d "$d" --duration "$duration" --warmup "$warmup"
           --keys "$KEYS" --server-pid "${SPID[$sys]}" --json --timeout 20)
     case "$sys" in
+        hsd-mc-*) args+=(--system memcached --port "${RPORT[$sys]}" --key-prefix "") ;;
         hsd-*|hs-original)
             if [[ $wl == insert || $wl == update ]]; then port=${WPORT[$sys]}; else port=${RPORT[$sys]}; fi
             args+=(--system hs --port "$port" --db "$DB" --table "$TABLE") ;;

@@ -20,7 +20,8 @@ import sys
 from collections import defaultdict
 
 SYSTEMS = ["hs-original", "hsd-embedded", "hsd-embedded-base", "hsd-mysql", "hsd-mysql-base",
-           "memcached", "redis", "mysql-sql", "hsd-repl-primary", "hsd-repl-replicas"]
+           "memcached", "redis", "mysql-sql", "hsd-repl-primary", "hsd-repl-replicas",
+           "hsd-mc-embedded", "hsd-mc-mysql"]
 WORKLOADS = ["get", "multiget10", "update", "insert"]
 COLORS = {
     "hs-original": "#9467bd",
@@ -33,6 +34,8 @@ COLORS = {
     "mysql-sql": "#7f7f7f",
     "hsd-repl-primary": "#8c564b",
     "hsd-repl-replicas": "#e377c2",
+    "hsd-mc-embedded": "#17becf",
+    "hsd-mc-mysql": "#bcbd22",
 }
 
 
@@ -79,11 +82,11 @@ def rows_hs(port, db, table, keys):
     return out
 
 
-def rows_memcached(port, keys):
+def rows_memcached(port, keys, prefix=b"key:"):
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     out = {}
     for k in keys:
-        s.sendall(b"get key:%d\r\n" % k)
+        s.sendall(b"get %s%d\r\n" % (prefix, k))
         buf = recv_until(s, lambda b: b.endswith(b"END\r\n"))
         parts = buf.split(b"\r\n")
         if not parts[0].startswith(b"VALUE "):
@@ -137,7 +140,9 @@ def cmd_check(a):
     for spec in a.system:
         name, port = spec.split("=")
         port = int(port)
-        if name.startswith("hsd-") or name == "hs-original":
+        if name.startswith("hsd-mc-"):
+            got[name] = rows_memcached(port, keys, prefix=b"")
+        elif name.startswith("hsd-") or name == "hs-original":
             got[name] = rows_hs(port, a.db, a.table, keys)
         elif name == "memcached":
             got[name] = rows_memcached(port, keys)

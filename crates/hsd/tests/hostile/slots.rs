@@ -164,8 +164,11 @@ fn slowloris_clients_cannot_keep_others_out() {
     let opened = attack.stop();
     eprintln!("hostile: slowloris: {opened} attacking connections; slowest real client {worst:?}");
     assert!(opened > 200, "the attackers were never refused or closed");
+    // What the attack would cause is a wait for --idle-timeout (5 s) or a
+    // refusal; quiet runs take about a millisecond, and a machine at load
+    // 12 once took 1.08 s, so the bound is half the idle timeout.
     assert!(
-        worst < Duration::from_secs(1),
+        worst < Duration::from_millis(2500),
         "a real client waited {worst:?}"
     );
     s.case_done("slowloris at 2x --max-connections");

@@ -133,26 +133,41 @@ impl Position {
             })
     }
 
-    /// Whether `commit`, a new commit's GTID on the writer (MariaDB), is
-    /// not past what this position holds in its domain. A writer's
-    /// sequence numbers only grow, so when `self` holds the commits noted
-    /// before, this means its history started again (`RESET MASTER`, a
-    /// restored backup), and positions from before no longer compare with
-    /// those after. (MySQL's GTID sets are not judged so: another writer's
-    /// interleaving makes no sequence to compare.)
+    /// Whether `commit`, a new commit's GTID on the writer, is not past
+    /// what this position holds: on MariaDB its sequence number in its
+    /// domain, on MySQL its transaction number from its source (the writer
+    /// numbers its own transactions upwards, whoever sends them). When
+    /// `self` holds the commits noted before `commit` was sent, this means
+    /// the writer's history started again (`RESET MASTER`, a restored
+    /// backup), and positions from before no longer compare with those
+    /// after.
     pub(crate) fn reuses(&self, commit: &Position) -> bool {
-        commit
+        let in_domain = commit
             .domains
             .iter()
-            .any(|(d, &(_, n))| self.domains.get(d).is_some_and(|&(_, have)| have >= n))
+            .any(|(d, &(_, n))| self.domains.get(d).is_some_and(|&(_, have)| have >= n));
+        let from_source = commit.sources.iter().any(|(src, ranges)| {
+            let have = self
+                .sources
+                .get(src)
+                .and_then(|r| r.last())
+                .map(|&(_, b)| b);
+            have.is_some_and(|have| ranges.iter().any(|&(a, _)| a <= have))
+        });
+        in_domain || from_source
     }
 
-    /// Only the MariaDB domains of this position (per domain one number:
-    /// what `reuses` compares).
-    pub(crate) fn domains_only(&self) -> Position {
+    /// What `reuses` compares, kept small: per MariaDB domain the latest
+    /// GTID, per MySQL source its highest transaction number (as the range
+    /// from 1), whatever gaps other writers' transactions leave.
+    pub(crate) fn commit_marks(&self) -> Position {
         Position {
             domains: self.domains.clone(),
-            sources: BTreeMap::new(),
+            sources: self
+                .sources
+                .iter()
+                .filter_map(|(src, r)| r.last().map(|&(_, b)| (src.clone(), vec![(1, b)])))
+                .collect(),
         }
     }
 

@@ -130,7 +130,8 @@ struct State {
     polled: Vec<Option<Instant>>,
     /// The writer's logged position at its last poll, and which server.
     last_logged: Option<(usize, Position)>,
-    /// The MariaDB GTIDs of the commits hsd noted (per domain the latest),
+    /// The GTIDs of the commits hsd noted (`Position::commit_marks`: per
+    /// MariaDB domain the latest, per MySQL source the highest number),
     /// apart from what polls merged into the frontier: a new commit's GTID
     /// that is not past what was noted before it was sent shows the
     /// writer's history started again.
@@ -248,7 +249,7 @@ impl Topology {
         lock(&self.state).frontier.clone()
     }
 
-    /// The MariaDB GTIDs of the commits noted so far: taken by a write
+    /// The GTIDs of the commits noted so far: taken by a write
     /// connection before it sends a COMMIT, for `note_commit_since`.
     pub(crate) fn noted(&self) -> Position {
         lock(&self.state).noted.clone()
@@ -302,16 +303,16 @@ impl Topology {
         let mut st = lock(&self.state);
         match parsed {
             Some(p) if before.reuses(&p) && st.writer == Writer::One(server) => {
-                st.noted = p.domains_only();
+                st.noted = p.commit_marks();
                 self.history_restarted(&mut st, server, p, "a commit's GTID was not past the last");
             }
             Some(p) if !st.frontier.covers(&p) => {
-                st.noted.merge(&p.domains_only());
+                st.noted.merge(&p.commit_marks());
                 let mut f = (*st.frontier).clone();
                 f.merge(&p);
                 st.frontier = Arc::new(f);
             }
-            Some(p) => st.noted.merge(&p.domains_only()),
+            Some(p) => st.noted.merge(&p.commit_marks()),
             None => {
                 st.untracked_since.get_or_insert_with(Instant::now);
             }
@@ -651,13 +652,22 @@ mod tests {
         .expect("topology")
     }
 
+    /// A position in MariaDB's form, or MySQL's (`uuid:1-5`).
     pub(super) fn pos(s: &str) -> Position {
-        Position::parse_mariadb(s).expect("position")
+        if s.contains(':') {
+            Position::parse_mysql(s).expect("position")
+        } else {
+            Position::parse_mariadb(s).expect("position")
+        }
     }
 
     fn up(read_only: bool, pos_text: &str, replicating: bool) -> Health {
         Health::Up(Observation {
-            flavor: Flavor::Mariadb,
+            flavor: if pos_text.contains(':') {
+                Flavor::Mysql
+            } else {
+                Flavor::Mariadb
+            },
             read_only,
             log_bin: true,
             applied: pos(if replicating { pos_text } else { "" }),
@@ -763,6 +773,37 @@ mod tests {
         t.note_commit_since(0, Commit::Gtid(b"0-1-2"), &after);
         assert_eq!(*t.frontier(), pos("0-1-2"));
         assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 0);
+    }
+
+    /// The same on MySQL: the writer numbers its own transactions upwards,
+    /// so a commit numbered not past what was noted before it was sent
+    /// shows a restarted history at once, and commits in flight together
+    /// may be noted in either order.
+    #[test]
+    fn a_restarted_mysql_history_is_seen_at_the_commit() {
+        const W: &str = "3e11fa47-71ca-11e1-9e33-c80aa9429562";
+        let t = topology(ReadFrom::Replicas, 0);
+        let at = |n: &str| format!("{W}:{n}");
+        poll_all(&t, &at("1-300"), &at("1-300"), &at("1-300"));
+        let rt = rt();
+        let before = t.noted();
+        t.note_commit_since(0, Commit::Gtid(at("302").as_bytes()), &before);
+        t.note_commit_since(0, Commit::Gtid(at("301").as_bytes()), &before);
+        assert!(t.frontier().covers(&pos(&at("301-302"))));
+        t.apply_poll(
+            1,
+            Instant::now(),
+            &t.frontier(),
+            up(true, &at("1-302"), true),
+        );
+        assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 1);
+        // RESET MASTER: the writer numbers from 1 again.
+        let before = t.noted();
+        t.note_commit_since(0, Commit::Gtid(at("1").as_bytes()), &before);
+        assert_eq!(*t.frontier(), pos(&at("1")));
+        for _ in 0..4 {
+            assert_eq!(rt.block_on(t.route_read(&t.frontier(), 1)).server, 0);
+        }
     }
 
     #[test]

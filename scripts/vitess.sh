@@ -312,7 +312,10 @@ do_stop() {
     if pid=$(pid_of_server); then
         mapfile -t left < <(started_pids "$pid")
         say "stopping vttestserver (pid $pid)"
-        kill -TERM "$pid" 2>/dev/null || true
+        # SIGINT: its own handler tears the cluster down (vtcombo, then
+        # mysqld through the hook, then the data directory); on SIGTERM the
+        # Vitess library's handler exits first and leaves mysqld running.
+        kill -INT "$pid" 2>/dev/null || true
         deadline=$(( SECONDS + TIMEOUT ))
         while alive "$pid" && (( SECONDS < deadline )); do sleep 0.2; done
         alive "$pid" && { say "vttestserver still running after ${TIMEOUT}s; SIGKILL"; kill -9 "$pid" 2>/dev/null || true; }

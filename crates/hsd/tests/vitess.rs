@@ -554,7 +554,7 @@ fn a_write_group_over_both_shards_commits_in_two_phases() {
     let Some(url) = vitess_url() else { return };
     let table = "atomic";
     let mut sql = sharded_table(&url, table);
-    let hsd = Hsd::start(&url, &["--threads-wr", "1"]);
+    let hsd = Hsd::start(&url, &["--threads-wr", "1", "--write-groups", "1"]);
     let before = two_phase_commits();
     let mut c = hsd.writer();
     let mut all = vec![format!("P|0|{KEYSPACE}|{table}|PRIMARY|{COLUMNS}")];
@@ -675,7 +675,18 @@ fn a_commit_whose_answer_was_lost_is_answered_outcome_unknown() {
     let table = "in_doubt";
     let mut sql = sharded_table(&url, table);
     let proxy = common::commit_proxy::Proxy::start(&url);
-    let hsd = Hsd::start(&proxy.url, &["--mysql-timeout", "1", "--threads-wr", "1"]);
+    // One group in flight: the four writes are one group, one COMMIT.
+    let hsd = Hsd::start(
+        &proxy.url,
+        &[
+            "--mysql-timeout",
+            "1",
+            "--threads-wr",
+            "1",
+            "--write-groups",
+            "1",
+        ],
+    );
     let mut w = hsd.writer();
     assert_eq!(
         w.q(&format!("P|0|{KEYSPACE}|{table}|PRIMARY|{COLUMNS}")),

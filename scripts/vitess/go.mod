@@ -1,3 +1,6 @@
+// The Go module of scripts/vitess.sh: it builds Vitess's vttestserver, vtcombo
+// and mysqlctl (its tools, below) for the tests; see docs/vitess.md.
+
 module hsd.test/vitess
 
 go 1.26.8

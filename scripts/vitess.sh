@@ -118,6 +118,8 @@ need_tools() {
 }
 
 # vttestserver (and so mysqlctl and mysqld) runs as mysql when we are root.
+# Run in the background only: it replaces the (sub)shell it runs in, so
+# that the pid of `&` is vttestserver's.
 run_as() {
     if [[ $(id -u) -eq 0 ]]; then
         exec setpriv --reuid=mysql --regid=mysql --init-groups -- "$@"

@@ -1059,3 +1059,141 @@ fn lockstep_clients_on_replicas_answer_as_the_original() {
     eprintln!("lockstep on replicas: {changed_reads} reads met a changed row; {replica_reads} finds on the replicas");
     assert!(replica_reads > 0.0);
 }
+
+/// Reads on one hsd's read port (replicas) of a row written through
+/// another hsd on the same primary, with the replicas `lag` seconds behind
+/// (`--read-consistency` as `consistency`): how many of `rounds` answered
+/// an older value, and the slowest read.
+fn reads_of_another_hsds_writes(
+    c: &Cluster,
+    table: &str,
+    consistency: &str,
+    rounds: i64,
+) -> (usize, Duration) {
+    let writer_hsd = Hsd::start(c, &[]);
+    let reader_hsd = Hsd::start(
+        c,
+        &[
+            "--read-from",
+            "replicas",
+            "--topology-interval",
+            "0.2",
+            "--replica-wait",
+            "0.3",
+            "--read-consistency",
+            consistency,
+        ],
+    );
+    for i in [1, 2] {
+        let _ = eventually(Duration::from_secs(5), "replicas in use", || {
+            reader_hsd.metric("hsd_server_role", &c.address(i), "role=\"replica\"") == 1.0
+        });
+    }
+    block_on(async {
+        let mut writer = client(&writer_hsd.write).await;
+        let mut reader = client(&reader_hsd.read).await;
+        open(&mut writer, 1, table).await;
+        open(&mut reader, 1, table).await;
+        let mut stale = 0;
+        let mut slowest = Duration::ZERO;
+        for i in 1..=rounds {
+            assert_eq!(set(&mut writer, 1, 1, i).await, "0|1|1");
+            let t = Instant::now();
+            let got = get(&mut reader, 1, 1).await;
+            slowest = slowest.max(t.elapsed());
+            if got != format!("0|2|1|{i}") {
+                stale += 1;
+            }
+        }
+        (stale, slowest)
+    })
+}
+
+/// Issue 30 row 4: a client writes through one hsd and reads through
+/// another's read port, the replicas 2 s behind. `strict`: every read
+/// sees the write (the reading hsd asks the writer's position, finds no
+/// replica that has it within --replica-wait, and reads on the primary).
+/// `acknowledged` is per process: the reading hsd never saw the write, a
+/// replica serves, and the reads miss it - the same check fails there.
+#[test]
+fn strict_reads_see_writes_made_through_another_hsd() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_two_hsd");
+    c.sql(0, "INSERT INTO hsdtest.rr_two_hsd VALUES (1,0)");
+    c.settle_data();
+    let mut restore = Restore::new(&c);
+    restore.then(&["delay", "2", "0"]);
+    restore.then(&["delay", "3", "0"]);
+    c.script(&["delay", "2", "2"]);
+    c.script(&["delay", "3", "2"]);
+    let (stale, slowest) = reads_of_another_hsds_writes(&c, "rr_two_hsd", "strict", 10);
+    eprintln!("strict: {stale} of 10 reads stale, slowest {slowest:?}");
+    assert_eq!(stale, 0, "strict: reads missed another hsd's writes");
+    assert!(slowest < Duration::from_millis(1500), "{slowest:?}");
+    let (stale, _) = reads_of_another_hsds_writes(&c, "rr_two_hsd", "acknowledged", 10);
+    eprintln!("acknowledged: {stale} of 10 reads stale");
+    assert!(
+        stale > 0,
+        "acknowledged: the replicas lag 2 s, yet no read missed another hsd's write"
+    );
+    c.script(&["delay", "2", "0"]);
+    c.script(&["delay", "3", "0"]);
+    c.settle_data();
+
+    // Caught-up replicas still serve strict reads; what a read costs, in
+    // either mode.
+    let other = Hsd::start(&c, &[]);
+    for consistency in ["acknowledged", "strict"] {
+        let hsd = Hsd::start(
+            &c,
+            &[
+                "--read-from",
+                "replicas",
+                "--topology-interval",
+                "0.2",
+                "--read-consistency",
+                consistency,
+            ],
+        );
+        block_on(async {
+            let mut writer = client(&other.write).await;
+            let mut reader = client(&hsd.read).await;
+            open(&mut writer, 1, "rr_two_hsd").await;
+            open(&mut reader, 1, "rr_two_hsd").await;
+            let v = get(&mut reader, 1, 1).await;
+            let t = Instant::now();
+            for _ in 1..=200 {
+                assert_eq!(get(&mut reader, 1, 1).await, v);
+            }
+            eprintln!(
+                "{consistency}, nothing written: 200 reads in {:?}",
+                t.elapsed()
+            );
+        });
+        if consistency == "strict" {
+            block_on(async {
+                let mut writer = client(&other.write).await;
+                let mut reader = client(&hsd.read).await;
+                open(&mut writer, 1, "rr_two_hsd").await;
+                open(&mut reader, 1, "rr_two_hsd").await;
+                let t = Instant::now();
+                for i in 100..=140 {
+                    assert_eq!(set(&mut writer, 1, 1, i).await, "0|1|1");
+                    assert_eq!(get(&mut reader, 1, 1).await, format!("0|2|1|{i}"));
+                }
+                eprintln!("strict, write then read: 41 pairs in {:?}", t.elapsed());
+            });
+            let on = |i: usize, m: &str| hsd.metric(m, &c.address(i), "");
+            let replica_reads = on(1, "hsd_server_reads_total") + on(2, "hsd_server_reads_total");
+            eprintln!(
+                "strict: {replica_reads} of 242 reads on replicas, {} on the primary",
+                on(0, "hsd_server_reads_total")
+            );
+            assert!(replica_reads >= 150.0, "{replica_reads} reads on replicas");
+        }
+    }
+}

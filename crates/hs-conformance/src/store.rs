@@ -122,10 +122,6 @@ impl Store {
                 sharded,
             } => {
                 let name = table.name;
-                if *sharded {
-                    // The vschema entry outlives the table; none the first time.
-                    let _ = conn.query_drop(format!("ALTER VSCHEMA DROP TABLE `{db}`.`{name}`"));
-                }
                 conn.query_drop(format!("DROP TABLE IF EXISTS `{db}`.`{name}`"))
                     .with_context(|| format!("drop {db}.{name}"))?;
                 conn.query_drop(format!("USE `{db}`"))
@@ -133,11 +129,17 @@ impl Store {
                 conn.query_drop(table.mysql_create())
                     .with_context(|| format!("create {db}.{name}"))?;
                 if *sharded {
+                    // The vschema entry outlives the table: after the first
+                    // reset the vindex is there already.
                     let column = table.primary().column(0);
-                    conn.query_drop(format!(
+                    let alter = format!(
                         "ALTER VSCHEMA ON `{db}`.`{name}` ADD VINDEX xxhash(`{column}`) USING xxhash"
-                    ))
-                    .with_context(|| format!("shard {db}.{name}"))?;
+                    );
+                    if let Err(e) = conn.query_drop(&alter) {
+                        if !e.to_string().contains("already defined") {
+                            return Err(e).with_context(|| format!("shard {db}.{name}"));
+                        }
+                    }
                 }
                 conn.query_drop(mysql_insert(table, *sharded))
                     .with_context(|| format!("seed {db}.{name}"))?;

@@ -1,6 +1,7 @@
 //! Settings for `hsd serve`: command-line flags, environment variables
 //! (`HSD_*`) and a TOML file, in that order of precedence, then defaults.
 
+use crate::backend::mysql::cache::{CacheSettings, ReadConsistency};
 use crate::backend::mysql::ReadFrom;
 use crate::backend::sqlite::Synchronous;
 use crate::secrets::{read_trimmed, Secret};
@@ -284,6 +285,20 @@ pub struct ServeOptions {
     /// apply hsd's writes before it runs on the primary, 0 to 60 [default: 1].
     #[arg(long, env = "HSD_REPLICA_WAIT")]
     pub(crate) replica_wait: Option<f64>,
+    /// MySQL backend: MiB of memory for the row cache, which answers
+    /// lookups by a whole unique key from memory and is kept exact by the
+    /// server's binary log (docs/mysql.md); 0 turns it off [default: 0].
+    #[arg(long, env = "HSD_ROW_CACHE_MIB")]
+    #[serde(alias = "row_cache_mib")]
+    pub(crate) row_cache_mib: Option<u64>,
+    /// What a read answered elsewhere than the writer (the row cache, a
+    /// replica) must see: `acknowledged` (every write this hsd process
+    /// acknowledged before it arrived) or `strict` (every write committed
+    /// on the writer before it arrived, from any client or hsd process; one
+    /// position query to the writer per batch) [default: acknowledged].
+    #[arg(long, env = "HSD_READ_CONSISTENCY", value_enum)]
+    #[serde(alias = "read_consistency")]
+    pub(crate) read_consistency: Option<ReadConsistency>,
     /// Serve the memcached protocols on ADDR:PORT, over the tables of the
     /// containers (docs/memcached.md). Without --memcached-sasl-user anyone
     /// who can connect reads and writes: bind it to loopback or a private
@@ -436,6 +451,10 @@ pub struct Config {
     pub(crate) read_from: ReadFrom,
     pub(crate) topology_interval: Duration,
     pub(crate) replica_wait: Duration,
+    /// `--row-cache-mib` (more than 0) and `--read-consistency`.
+    pub(crate) row_cache: Option<CacheSettings>,
+    /// `--read-consistency` (the replicas' reads; the cache's is above).
+    pub(crate) read_consistency: ReadConsistency,
     /// Certificate, key and the acceptor built from them when TLS is on.
     pub(crate) tls: Option<Tls>,
     /// `--memcached-address` and what goes with it (None: off).
@@ -542,6 +561,23 @@ impl ServeOptions {
             self.replica_wait.or(file.replica_wait).unwrap_or(1.0),
             0.0..=60.0,
         )?;
+        let row_cache_mib = self.row_cache_mib.or(file.row_cache_mib).unwrap_or(0);
+        anyhow::ensure!(
+            row_cache_mib <= 1 << 20,
+            "--row-cache-mib {row_cache_mib}: at most 1048576 (1 TiB)"
+        );
+        anyhow::ensure!(
+            row_cache_mib == 0 || matches!(backend, BackendChoice::Mysql(_)),
+            "--row-cache-mib needs a mysql:// --backend (the embedded store reads at memory speed already)"
+        );
+        let consistency = self
+            .read_consistency
+            .or(file.read_consistency)
+            .unwrap_or(ReadConsistency::Acknowledged);
+        let row_cache = (row_cache_mib > 0).then_some(CacheSettings {
+            bytes: (row_cache_mib as usize) << 20,
+            consistency,
+        });
         let threads = in_range(
             "--threads",
             self.threads
@@ -702,6 +738,8 @@ impl ServeOptions {
                 .unwrap_or(ReadFrom::Primary),
             topology_interval,
             replica_wait,
+            row_cache,
+            read_consistency: consistency,
             mysql_timeout: Duration::from_secs(
                 self.mysql_timeout
                     .or(file.mysql_timeout)

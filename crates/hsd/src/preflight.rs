@@ -83,6 +83,8 @@ pub(crate) fn mysql_settings(config: &Config, url: &mysql_wire::MysqlUrl) -> Mys
         read_from: config.read_from,
         topology_interval: config.topology_interval,
         replica_wait: config.replica_wait,
+        row_cache: config.row_cache.clone(),
+        read_consistency: config.read_consistency,
     }
 }
 

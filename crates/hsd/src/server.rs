@@ -69,6 +69,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
                     read_from: config.read_from,
                     topology_interval: config.topology_interval,
                     replica_wait: config.replica_wait,
+                    row_cache: config.row_cache.clone(),
+                    read_consistency: config.read_consistency,
                 },
                 &metrics.registry,
             )

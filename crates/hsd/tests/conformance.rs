@@ -104,6 +104,31 @@ fn mysql_backend_answers_as_the_original() {
     short_run(Mode::Mysql, MYSQL_FIRST_SEED, plugin, hsd);
 }
 
+/// The same with the row cache on: lookups answered from memory answer
+/// byte for byte as the server path (strict: the suite also changes rows
+/// through SQL).
+#[test]
+fn mysql_backend_with_the_row_cache_answers_as_the_original() {
+    let Some(ports) = common::original_ports() else {
+        return;
+    };
+    let Some(url) = common::mysql_url() else {
+        return;
+    };
+    let cached = ["--row-cache-mib", "16", "--read-consistency", "strict"];
+    let server =
+        TestServer::start(Backend::Mysql, "hst_conf_cache", &cached).expect("hsd on MariaDB");
+    let plugin = Side {
+        endpoint: plugin_endpoint(ports, "hst_conf_orig_c"),
+        store: Store::mysql(&url, "hst_conf_orig_c").expect("plugin's database"),
+    };
+    let hsd = Side {
+        endpoint: hsd_endpoint(&server),
+        store: Store::mysql(&url, &server.db).expect("hsd's database"),
+    };
+    short_run(Mode::Mysql, MYSQL_FIRST_SEED, plugin, hsd);
+}
+
 /// (b) the type-independent part: plugin on MariaDB tables vs hsd's embedded
 /// store on equivalent SQLite tables.
 #[test]

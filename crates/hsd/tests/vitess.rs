@@ -26,16 +26,25 @@ fn create_table(name: &str) -> String {
 fn sharded_table(url: &str, name: &str) -> mysql::Conn {
     let mut c = sql_conn(url);
     exec(&mut c, &format!("USE {KEYSPACE}"));
-    // Left by an earlier run on the same Vitess: the vschema entry outlives
-    // the table.
-    let _ = c.query_drop(format!("ALTER VSCHEMA DROP TABLE {KEYSPACE}.{name}"));
     exec(&mut c, &format!("DROP TABLE IF EXISTS {name}"));
     exec(&mut c, &create_table(name));
-    exec(
+    shard(
         &mut c,
         &format!("ALTER VSCHEMA ON {KEYSPACE}.{name} ADD VINDEX hash(id) USING hash"),
     );
     c
+}
+
+/// Runs an `ALTER VSCHEMA ... ADD VINDEX`: the table may have that vindex
+/// from an earlier run on the same Vitess already (the vschema entry
+/// outlives the table).
+fn shard(c: &mut mysql::Conn, alter: &str) {
+    if let Err(e) = c.query_drop(alter) {
+        assert!(
+            e.to_string().contains("already defined"),
+            "{alter:?} failed: {e}"
+        );
+    }
 }
 
 /// The same table, unsharded, in database `db` of the one MySQL 8.
@@ -346,7 +355,6 @@ fn case_insensitive_text_keys_need_a_vindex_that_folds_case() {
         let table = format!("names_{vindex}");
         let mut sql = sql_conn(&url);
         exec(&mut sql, &format!("USE {KEYSPACE}"));
-        let _ = sql.query_drop(format!("ALTER VSCHEMA DROP TABLE {KEYSPACE}.{table}"));
         exec(&mut sql, &format!("DROP TABLE IF EXISTS {table}"));
         exec(
             &mut sql,
@@ -355,7 +363,7 @@ fn case_insensitive_text_keys_need_a_vindex_that_folds_case() {
                  CHARACTER SET utf8mb4 COLLATE utf8mb4_0900_ai_ci"
             ),
         );
-        exec(
+        shard(
             &mut sql,
             &format!(
                 "ALTER VSCHEMA ON {KEYSPACE}.{table} ADD VINDEX {vindex}(name) USING {vindex}"
@@ -396,13 +404,12 @@ fn an_insert_without_the_vindex_column_is_refused() {
     let table = "numbered";
     let mut sql = sql_conn(&url);
     exec(&mut sql, &format!("USE {KEYSPACE}"));
-    let _ = sql.query_drop(format!("ALTER VSCHEMA DROP TABLE {KEYSPACE}.{table}"));
     exec(&mut sql, &format!("DROP TABLE IF EXISTS {table}"));
     exec(
         &mut sql,
         &format!("CREATE TABLE {table} (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, v INT)"),
     );
-    exec(
+    shard(
         &mut sql,
         &format!("ALTER VSCHEMA ON {KEYSPACE}.{table} ADD VINDEX hash(id) USING hash"),
     );
@@ -600,7 +607,6 @@ fn the_memcached_port_serves_a_sharded_container() {
     let table = "mc_items";
     let mut sql = sql_conn(&url);
     exec(&mut sql, &format!("USE {KEYSPACE}"));
-    let _ = sql.query_drop(format!("ALTER VSCHEMA DROP TABLE {KEYSPACE}.{table}"));
     exec(&mut sql, &format!("DROP TABLE IF EXISTS {table}"));
     exec(
         &mut sql,
@@ -610,7 +616,7 @@ fn the_memcached_port_serves_a_sharded_container() {
              expiry INT UNSIGNED NOT NULL DEFAULT 0) ENGINE=InnoDB"
         ),
     );
-    exec(
+    shard(
         &mut sql,
         &format!("ALTER VSCHEMA ON {KEYSPACE}.{table} ADD VINDEX xxhash(k) USING xxhash"),
     );
@@ -742,4 +748,39 @@ fn what_vtgate_cannot_give_is_said() {
         stdout.contains("--replica cannot be used with it"),
         "{stdout}"
     );
+    // The row cache needs the server's binary log, which vtgate does not
+    // serve: refused by check and by serve, with the same words.
+    let out = std::process::Command::new(hsd_bin())
+        .args(["check", "--backend", &url, "--row-cache-mib", "16"])
+        .env_remove("HSD_CONFIG")
+        .output()
+        .expect("run hsd check");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let want = "--row-cache-mib cannot be used with a Vitess --backend";
+    assert!(stdout.contains(&format!("error: {want}")), "{stdout}");
+    let (port, port_wr) = {
+        let a = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let b = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        (
+            a.local_addr().expect("addr").port().to_string(),
+            b.local_addr().expect("addr").port().to_string(),
+        )
+    };
+    let served = common::run_hsd(
+        &[
+            "serve",
+            "--backend",
+            &url,
+            "--row-cache-mib",
+            "16",
+            "--port",
+            &port,
+            "--port-wr",
+            &port_wr,
+        ],
+        &[],
+    );
+    assert_eq!(served.code, Some(1), "serve: {}", served.stderr);
+    assert!(served.stderr.contains(want), "{}", served.stderr);
 }

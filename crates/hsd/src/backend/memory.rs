@@ -407,6 +407,22 @@ impl StorageConn for MemoryConn {
         Ok(())
     }
 
+    /// Every row as `scan_many` reads it: nothing reports a change of the
+    /// embedded store before it is visible.
+    async fn read_for_cache(
+        &mut self,
+        scans: &[Scan<'_>],
+    ) -> Result<Vec<super::CacheRead>, StorageError> {
+        let mut read: Vec<Vec<super::OwnedRow>> = vec![Vec::new(); scans.len()];
+        let mut keep = |i: usize, row: &dyn RowView| {
+            let n = scans[i].index.columns.len();
+            read[i].push((0..n).map(|c| row.column(c).map(Box::from)).collect());
+            ScanStep::Continue
+        };
+        self.scan_many(scans, &mut keep).await?;
+        Ok(read.into_iter().map(Some).collect())
+    }
+
     fn write_batching(&self) -> WriteBatching {
         self.store.batching
     }

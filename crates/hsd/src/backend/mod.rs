@@ -9,6 +9,7 @@ pub(crate) mod floats;
 #[cfg(test)]
 pub(crate) mod memory;
 pub(crate) mod mysql;
+pub(crate) mod row_cache;
 pub(crate) mod scan_sql;
 pub(crate) mod sqlite;
 pub(crate) mod values;
@@ -500,6 +501,14 @@ pub(crate) enum ScanStep {
 /// The visitor `scan_many` calls with each row: (scan number, row).
 pub(crate) type RowVisitor<'v> = dyn FnMut(usize, &dyn RowView) -> ScanStep + 'v;
 
+/// A row read whole, every opened column as the server's text or NULL.
+pub(crate) type OwnedRow = Vec<Option<Box<[u8]>>>;
+
+/// What `read_for_cache` read for one scan: its rows, or `None` where the
+/// read could not be ordered after the commit of every write to them (the
+/// caller reads that scan with `scan_many` and stores nothing).
+pub(crate) type CacheRead = Option<Vec<OwnedRow>>;
+
 /// One connection to a database, owned by one event-loop thread.
 ///
 /// The methods are `async` because a network database answers later; the
@@ -519,6 +528,16 @@ pub(crate) trait StorageConn {
         scans: &[Scan<'_>],
         visit: &mut RowVisitor<'_>,
     ) -> Result<(), StorageError>;
+
+    /// Reads rows for a cache that a change feed keeps exact (the row
+    /// cache), outside any transaction. A row is handed back only if no
+    /// write to it can still be uncommitted: the feed may report a change
+    /// before its commit is visible, and a row read in between must not be
+    /// stored. MySQL: a locking read that does not wait (a row a writer
+    /// holds answers `None`). The default reads nothing for the cache.
+    async fn read_for_cache(&mut self, scans: &[Scan<'_>]) -> Result<Vec<CacheRead>, StorageError> {
+        Ok(vec![None; scans.len()])
+    }
 
     /// How this connection takes a group's writes.
     fn write_batching(&self) -> WriteBatching;

@@ -11,11 +11,11 @@ use super::in_doubt::{resolve, Fate, Session};
 use super::link::{Answer, Discard, Failure, Link};
 use super::topology::gtid::Position;
 use super::topology::{Commit, Topology};
-use super::{meta, scan};
+use super::{fill, meta, scan};
 use crate::backend::{
-    Change, CommitFailure, Committed, RowInsert, RowVisitor, RowWrite, Scan, StorageConn,
-    StorageError, TableMeta, WriteBatching, ERR_COMMIT_IN_DOUBT, ERR_LOCK_WAIT_TIMEOUT,
-    ERR_STATEMENT_TIMEOUT,
+    CacheRead, Change, CommitFailure, Committed, RowInsert, RowVisitor, RowWrite, Scan,
+    StorageConn, StorageError, TableMeta, WriteBatching, ERR_COMMIT_IN_DOUBT,
+    ERR_LOCK_WAIT_TIMEOUT, ERR_STATEMENT_TIMEOUT,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -376,6 +376,29 @@ impl StorageConn for MysqlConn {
                     return Err(self.causal_read_error(f.error));
                 }
                 Err(f) => self.after_failure(f, true, progressed, attempt)?,
+            }
+        }
+    }
+
+    /// Locking reads that do not wait (`fill`), outside any transaction
+    /// only: inside one, the share locks would last until its commit.
+    async fn read_for_cache(&mut self, scans: &[Scan<'_>]) -> Result<Vec<CacheRead>, StorageError> {
+        if !matches!(self.txn, Txn::Off) || scans.is_empty() {
+            return Ok(vec![None; scans.len()]);
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = async {
+                self.ensure_session().await?;
+                let link = live_link(&mut self.link, &mut self.handles, &self.connector).await?;
+                fill::read_locked(link, scans).await
+            }
+            .await;
+            match result {
+                Ok(read) => return Ok(read),
+                Err(f) if !f.link_lost => return Err(f.error),
+                Err(f) => self.after_failure(f, true, false, attempt)?,
             }
         }
     }

@@ -17,6 +17,8 @@ pub(super) mod codes {
     pub(crate) const ER_DUP_ENTRY_WITH_KEY_NAME: u16 = 1586;
     pub(crate) const ER_CONNECTION_KILLED: u16 = 1927;
     pub(crate) const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
+    /// MySQL 8: a locking read with NOWAIT met a lock.
+    pub(crate) const ER_LOCK_NOWAIT: u16 = 3572;
     pub(crate) const ER_ROW_IS_REFERENCED_2: u16 = 1451;
     pub(crate) const ER_NO_REFERENCED_ROW_2: u16 = 1452;
     pub(crate) const ER_AUTOINC_READ_FAILED: u16 = 1467;

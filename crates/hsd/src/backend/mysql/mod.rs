@@ -2,9 +2,9 @@
 //! (`--backend mysql://user:password@host:port`).
 //!
 //! Each event loop owns its `MysqlConn`s, each one server connection
-//! (`link::Link`) driven by the loop itself. There is no row or metadata
-//! cache: every find reads the server's current rows, every `P` re-reads the
-//! table's metadata.
+//! (`link::Link`) driven by the loop itself. Every `P` re-reads the table's
+//! metadata; finds read the server's current rows, unless the row cache
+//! (`--row-cache-mib`, `cache`) may answer them.
 //!
 //! - `connector`: makes server connections; fails fast while the server is down.
 //! - `link`: one server connection: pipelined statements, answers read in
@@ -16,12 +16,14 @@
 //! - `meta`: describe a table (information_schema, SHOW INDEX).
 //! - `scan`: `scan_many`: routes each scan to grouped lookups (`points`),
 //!   `HANDLER` reads (`handler`) or SELECTs; `rows` is a result row as the
-//!   executor sees it.
+//!   executor sees it; `fill`: the row cache's reads, locking and not
+//!   waiting.
 //! - `literal`: values as SQL literals; `batch_sql`: a group's merged writes.
 //! - `in_doubt`: a COMMIT whose answer never came, resolved from another
 //!   connection before its writes are answered.
 //! - `binlog`: the binary log reader (a replica's stream of row changes),
-//!   the row cache's source of evictions.
+//!   the row cache's source of evictions; `cache`: the row cache on this
+//!   backend (its feed, when reads may use it, its metrics).
 //! - `preflight`: what `hsd check` looks at on the servers, and the words
 //!   for the problems a start meets.
 //! - `topology`: with `--replica`, which server takes writes and where the
@@ -45,10 +47,12 @@
 
 mod batch_sql;
 pub(crate) mod binlog;
+pub(crate) mod cache;
 mod conn;
 mod conn_writes;
 mod connector;
 mod errors;
+mod fill;
 mod handler;
 mod in_doubt;
 mod link;
@@ -62,17 +66,20 @@ mod rows;
 mod scan;
 pub(crate) mod topology;
 
+pub(crate) use self::cache::ReadConsistency;
+use self::cache::{CacheSettings, MustSee, RowCacheService};
 pub(crate) use self::conn::MysqlConn;
 use self::conn::Placement;
 use self::connector::Connector;
 use self::link::Replicated;
 pub(crate) use self::topology::ReadFrom;
-use self::topology::{ServerSpec, Topology, TopologySettings};
+use self::topology::{ServerSpec, Topology, TopologySettings, WriterPositions};
+use super::row_cache::CachedConn;
 use super::{Backend, LongReads, ReadPlacement, ReadRouter, ReadSide, Route, StorageError};
 use crate::finding::Severity;
 use mysql_wire::MysqlUrl;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Settings the backend needs from the configuration.
 #[derive(Debug, Clone)]
@@ -93,6 +100,10 @@ pub(crate) struct MysqlSettings {
     pub(crate) topology_interval: Duration,
     /// `--replica-wait`.
     pub(crate) replica_wait: Duration,
+    /// `--row-cache-mib` (more than 0) and `--read-consistency`.
+    pub(crate) row_cache: Option<CacheSettings>,
+    /// `--read-consistency`, for reads on replicas.
+    pub(crate) read_consistency: ReadConsistency,
 }
 
 pub(crate) struct MysqlBackend {
@@ -100,6 +111,7 @@ pub(crate) struct MysqlBackend {
     connector: Arc<Connector>,
     links_per_loop: usize,
     servers: Option<Servers>,
+    cache: Option<Arc<RowCacheService>>,
 }
 
 /// Several servers: the topology and a connector per server.
@@ -110,6 +122,8 @@ struct Servers {
     plain: Arc<[Arc<Connector>]>,
     /// Per server: connections for causal reads on a Galera node.
     causal: Vec<Arc<Connector>>,
+    /// With `--read-consistency strict`: asks the writer's position.
+    strict: Option<Arc<WriterPositions>>,
 }
 
 impl MysqlBackend {
@@ -135,6 +149,10 @@ impl MysqlBackend {
                     link.quit().await;
                     anyhow::bail!(preflight::VITESS_NO_REPLICAS);
                 }
+                Ok(link) if link.server.vitess && settings.row_cache.is_some() => {
+                    link.quit().await;
+                    anyhow::bail!(preflight::VITESS_NO_ROW_CACHE);
+                }
                 Ok(link) => {
                     connector::announce(&link, &base);
                     link.quit().await
@@ -145,12 +163,23 @@ impl MysqlBackend {
             bases.push(base);
         }
         if settings.replicas.is_empty() {
+            let cache = match settings.row_cache {
+                Some(c) => Some(
+                    RowCacheService::start(c, &settings.url, settings.timeout, registry).await?,
+                ),
+                None => None,
+            };
             return Ok(MysqlBackend {
                 connector: Arc::new(Connector::new(bases.remove(0), settings.target)),
                 links_per_loop,
                 servers: None,
+                cache,
             });
         }
+        anyhow::ensure!(
+            settings.row_cache.is_none(),
+            "--row-cache-mib works with one server for now, not with --replica (its binary log reader follows the --backend server only)"
+        );
         let connectors = |replicated: Replicated| -> Vec<Arc<Connector>> {
             bases
                 .iter()
@@ -189,6 +218,8 @@ impl MysqlBackend {
             registry,
         )
         .await?;
+        let strict = (settings.read_consistency == ReadConsistency::Strict)
+            .then(|| WriterPositions::start(topology.clone()));
         Ok(MysqlBackend {
             connector: plain[0].clone(),
             links_per_loop,
@@ -196,7 +227,9 @@ impl MysqlBackend {
                 topology,
                 plain: plain.into(),
                 causal,
+                strict,
             }),
+            cache: None,
         })
     }
 }
@@ -210,13 +243,16 @@ impl Drop for MysqlBackend {
 }
 
 impl Backend for MysqlBackend {
-    type Storage = MysqlConn;
+    type Storage = CachedConn<MysqlConn>;
     type Router = MysqlReads;
 
     /// With replicas, a connection that follows the server taking writes.
-    async fn connect(&self) -> Result<MysqlConn, StorageError> {
+    /// With the row cache, its writes are counted (reads that must see
+    /// them wait for the cache to have seen them too).
+    async fn connect(&self) -> Result<CachedConn<MysqlConn>, StorageError> {
+        let cache = self.cache.as_ref().map(|c| c.cache.clone());
         // The server connection itself is made on first use.
-        Ok(match &self.servers {
+        let conn = match &self.servers {
             None => MysqlConn::new(self.connector.clone(), Placement::Single),
             Some(s) => {
                 let at = s.topology.read_primary();
@@ -229,16 +265,20 @@ impl Backend for MysqlBackend {
                     },
                 )
             }
-        })
+        };
+        Ok(CachedConn::counting(conn, cache))
     }
 
     /// The read port's finds go where the topology says with `--read-from
     /// replicas`; every other find runs on the connection that follows
     /// the writer.
     fn read_router(&self, side: ReadSide) -> Arc<MysqlReads> {
+        if let Some(cache) = &self.cache {
+            return Arc::new(MysqlReads::Cached(cache.clone()));
+        }
         Arc::new(match &self.servers {
             Some(s) if side == ReadSide::Reads && s.topology.read_from() == ReadFrom::Replicas => {
-                MysqlReads::Routed(s.topology.clone())
+                MysqlReads::Routed(s.topology.clone(), s.strict.clone())
             }
             _ => MysqlReads::Writer,
         })
@@ -246,13 +286,18 @@ impl Backend for MysqlBackend {
 
     /// Routed: a connection to server `place`; to a Galera node, one that
     /// reads causally (it serves reads the routing sent to a peer of the
-    /// writer).
+    /// writer). The row cache's place: a connection that answers from it
+    /// and fills it from the server.
     async fn connect_at(
         &self,
         router: &MysqlReads,
         place: usize,
-    ) -> Result<MysqlConn, StorageError> {
-        let (MysqlReads::Routed(_), Some(s)) = (router, &self.servers) else {
+    ) -> Result<CachedConn<MysqlConn>, StorageError> {
+        if let (MysqlReads::Cached(c), CACHE_PLACE) = (router, place) {
+            let conn = MysqlConn::new(self.connector.clone(), Placement::Single);
+            return Ok(CachedConn::new(conn, c.cache.clone()));
+        }
+        let (MysqlReads::Routed(..), Some(s)) = (router, &self.servers) else {
             return self.connect().await;
         };
         let Some(plain) = s.plain.get(place) else {
@@ -260,9 +305,9 @@ impl Backend for MysqlBackend {
         };
         let causal = s.topology.is_galera(place);
         let connector = if causal { &s.causal[place] } else { plain };
-        Ok(MysqlConn::new(
-            connector.clone(),
-            Placement::Fixed { causal },
+        Ok(CachedConn::counting(
+            MysqlConn::new(connector.clone(), Placement::Fixed { causal }),
+            None,
         ))
     }
 
@@ -281,28 +326,51 @@ impl Backend for MysqlBackend {
 }
 
 /// Where a batcher's finds run: on the connection that follows the
-/// writer, or on the servers of the topology (numbered as configured),
-/// as it routes them.
+/// writer, on the servers of the topology (numbered as configured), as it
+/// routes them (with `--read-consistency strict`, on one that has what the
+/// writer had when they arrived), or from the row cache (place
+/// `CACHE_PLACE`) when it has seen what they must see, else on the server
+/// (place 0).
 pub(crate) enum MysqlReads {
     Writer,
-    Routed(Arc<Topology>),
+    Routed(Arc<Topology>, Option<Arc<WriterPositions>>),
+    Cached(Arc<RowCacheService>),
+}
+
+/// The row cache's place in `MysqlReads::Cached`.
+const CACHE_PLACE: usize = 1;
+
+/// What a read must have seen: the frontier of the writes hsd
+/// acknowledged (replicas) and when it arrived (strict: what the writer
+/// had then, too), or what the row cache must have applied.
+pub(crate) enum ReadPosition {
+    Frontier {
+        frontier: Arc<topology::gtid::Position>,
+        arrived: Instant,
+    },
+    Cache(MustSee),
 }
 
 impl ReadRouter for MysqlReads {
-    type Position = topology::gtid::Position;
+    type Position = ReadPosition;
     type Lease = Option<topology::ReadRoute>;
 
     fn places(&self) -> usize {
         match self {
             MysqlReads::Writer => 1,
-            MysqlReads::Routed(t) => t.server_count(),
+            MysqlReads::Routed(t, _) => t.server_count(),
+            MysqlReads::Cached(_) => 2,
         }
     }
 
     fn must_see(&self) -> Option<Arc<Self::Position>> {
         match self {
             MysqlReads::Writer => None,
-            MysqlReads::Routed(t) => Some(t.frontier()),
+            MysqlReads::Routed(t, _) => Some(Arc::new(ReadPosition::Frontier {
+                frontier: t.frontier(),
+                arrived: Instant::now(),
+            })),
+            MysqlReads::Cached(c) => Some(Arc::new(ReadPosition::Cache(c.must_see()))),
         }
     }
 
@@ -311,31 +379,54 @@ impl ReadRouter for MysqlReads {
         must_see: Option<&Self::Position>,
         reads: usize,
     ) -> Route<Option<topology::ReadRoute>> {
-        match self {
-            MysqlReads::Writer => Route {
-                place: 0,
-                _lease: None,
-            },
-            MysqlReads::Routed(t) => {
-                let none = topology::gtid::Position::default();
-                let route = t.route_read(must_see.unwrap_or(&none), reads).await;
+        let place = |place| Route {
+            place,
+            _lease: None,
+        };
+        match (self, must_see) {
+            (MysqlReads::Writer, _) => place(0),
+            (MysqlReads::Routed(t, strict), must_see) => {
+                let (frontier, arrived) = match must_see {
+                    Some(ReadPosition::Frontier { frontier, arrived }) => {
+                        (frontier.clone(), *arrived)
+                    }
+                    _ => (Arc::default(), Instant::now()),
+                };
+                // A Galera peer reads causally: it has every commit
+                // before the read already.
+                let frontier = match strict {
+                    Some(w) if !t.is_galera(t.read_primary()) => match w.since(arrived).await {
+                        Some(writer) => {
+                            let mut both = (*frontier).clone();
+                            both.merge(&writer);
+                            Arc::new(both)
+                        }
+                        None => return place(t.read_primary()),
+                    },
+                    _ => frontier,
+                };
+                let route = t.route_read(&frontier, reads).await;
                 Route {
                     place: route.server,
                     _lease: Some(route),
                 }
             }
+            (MysqlReads::Cached(c), Some(ReadPosition::Cache(m))) if c.may_serve(m).await => {
+                place(CACHE_PLACE)
+            }
+            (MysqlReads::Cached(_), _) => place(0),
         }
     }
 
     fn fallback(&self) -> usize {
         match self {
-            MysqlReads::Writer => 0,
-            MysqlReads::Routed(t) => t.read_primary(),
+            MysqlReads::Writer | MysqlReads::Cached(_) => 0,
+            MysqlReads::Routed(t, _) => t.read_primary(),
         }
     }
 
     fn unreachable(&self, place: usize, error: &StorageError) {
-        if let MysqlReads::Routed(t) = self {
+        if let MysqlReads::Routed(t, _) = self {
             t.note_unreachable(place, error);
         }
     }
@@ -360,7 +451,7 @@ mod tests {
     #[test]
     fn routed_reads_go_where_the_topology_says_and_leave_an_unreachable_server_out() {
         let t = topology::polled_for_tests(ReadFrom::Replicas);
-        let router = MysqlReads::Routed(t.clone());
+        let router = MysqlReads::Routed(t.clone(), None);
         assert_eq!(router.places(), 3);
         assert_eq!(router.fallback(), 0);
         let rt = rt();

@@ -12,7 +12,7 @@ use mysql_wire::TextRow;
 use std::collections::HashMap;
 
 /// Most distinct keys in one point-lookup statement.
-const POINTS_CHUNK: usize = 64;
+pub(super) const POINTS_CHUNK: usize = 64;
 
 /// Runs one group of point lookups (all of one opened index), filling each
 /// member scan's buffer with the row it finds.
@@ -102,7 +102,7 @@ pub(super) async fn run_points(
 /// (integers, binary strings): then a found row's own key names the lookup
 /// it answers, and the statement selects the key columns instead of a CASE
 /// over every key (which costs the server one comparison per key and row).
-fn exact_keys(scan: &Scan<'_>) -> bool {
+pub(super) fn exact_keys(scan: &Scan<'_>) -> bool {
     (0..scan.keys.len()).all(|i| {
         matches!(
             key_kind(scan, i),
@@ -140,7 +140,7 @@ pub(super) fn points_locator_len(scan: &Scan<'_>) -> usize {
 
 /// `SELECT (CASE WHEN k = v0 THEN 0 ... END), cols FROM t WHERE k IN (...)`,
 /// with the locator columns and `FOR UPDATE` when the rows are to change.
-fn points_sql<'k>(
+pub(super) fn points_sql<'k>(
     sql: &mut Vec<u8>,
     scan: &Scan<'_>,
     keys: impl Iterator<Item = &'k [Option<&'k [u8]>]> + Clone,

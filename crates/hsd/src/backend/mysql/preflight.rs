@@ -93,6 +93,11 @@ pub(super) const VITESS_NO_MARKER: &str = "the backend is Vitess: hsd keeps no c
      cannot be followed to the shards); a COMMIT whose answer is lost, or that vtgate \
      refuses, is answered 1 1 1180 (outcome unknown), never as failed";
 
+/// Why --row-cache-mib is refused behind vtgate.
+pub(super) const VITESS_NO_ROW_CACHE: &str = "--row-cache-mib cannot be used with a Vitess \
+     --backend: the cache is kept exact by the server's binary log, and vtgate serves none \
+     (each shard's primary has its own); leave it out";
+
 /// Why --replica is refused behind vtgate.
 pub(super) const VITESS_NO_REPLICAS: &str = "--backend is Vitess (vtgate): --replica cannot \
      be used with it (vtgate routes to each shard's primary itself and reports no GTID of a \
@@ -104,6 +109,7 @@ pub(crate) async fn check(settings: &MysqlSettings) -> Vec<Finding> {
     let mut all = vec![(settings.url.clone(), settings.target.clone())];
     all.extend(settings.replicas.iter().cloned());
     let single = all.len() == 1;
+    let mut vitess = false;
     for (i, (url, target)) in all.iter().enumerate() {
         let what = if i == 0 { "--backend" } else { "--replica" };
         let base = match link_settings(url, settings.timeout, target) {
@@ -125,6 +131,10 @@ pub(crate) async fn check(settings: &MysqlSettings) -> Vec<Finding> {
                 } else {
                     Finding::error(VITESS_NO_REPLICAS.to_string())
                 });
+                if settings.row_cache.is_some() {
+                    findings.push(Finding::error(VITESS_NO_ROW_CACHE.to_string()));
+                }
+                vitess = true;
                 link.quit().await;
             }
             Ok(mut link) => {
@@ -143,7 +153,31 @@ pub(crate) async fn check(settings: &MysqlSettings) -> Vec<Finding> {
     if !single {
         findings.extend(roles(settings).await);
     }
+    if settings.row_cache.is_some() && !vitess {
+        findings.extend(row_cache(settings).await);
+    }
     findings
+}
+
+/// With `--row-cache-mib`: what the binary log reader would refuse.
+async fn row_cache(settings: &MysqlSettings) -> Vec<Finding> {
+    let reader = super::binlog::ReaderSettings {
+        url: settings.url.clone(),
+        timeout: settings.timeout,
+        server_id: 0,
+    };
+    match super::binlog::BinlogReader::check(reader).await {
+        Ok(refused) if refused.is_empty() => vec![Finding::ok(
+            "--row-cache-mib: the binary log can be read as a replica reads it",
+        )],
+        Ok(refused) => refused
+            .into_iter()
+            .map(|r| Finding::error(format!("--row-cache-mib: {r}")))
+            .collect(),
+        Err(e) => vec![Finding::warning(format!(
+            "--row-cache-mib: the binary log settings could not be read ({e})"
+        ))],
+    }
 }
 
 /// What the account may do on one server: on a writable one, write and

@@ -45,8 +45,8 @@ const ER_UNKNOWN_TABLE: u16 = 1109;
 const ER_BAD_FIELD_ERROR: u32 = 1054;
 
 /// Writes a scan's values as literals for the shared SELECT.
-struct Literals<'a, 's> {
-    scan: &'a Scan<'s>,
+pub(super) struct Literals<'a, 's> {
+    pub(super) scan: &'a Scan<'s>,
 }
 
 impl ValueSink for Literals<'_, '_> {

@@ -154,7 +154,10 @@ fn global_privileges(line: &str) -> Vec<String> {
 }
 
 /// Runs one statement; its rows as text (None for NULL).
-pub(super) async fn query(link: &mut Link, sql: &str) -> Result<Vec<Vec<Option<String>>>, String> {
+pub(in crate::backend::mysql) async fn query(
+    link: &mut Link,
+    sql: &str,
+) -> Result<Vec<Vec<Option<String>>>, String> {
     link.queue(|out| out.extend_from_slice(sql.as_bytes()));
     let mut rows = Rows::default();
     match link.answer(&mut rows).await {

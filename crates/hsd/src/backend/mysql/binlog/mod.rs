@@ -22,6 +22,7 @@ mod decode;
 mod statement;
 mod stream;
 
+pub(in crate::backend::mysql) use checks::query;
 pub use stream::{BinlogReader, BinlogSink, ReaderSettings};
 
 /// One column of a row image.

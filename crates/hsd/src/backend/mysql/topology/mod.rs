@@ -15,7 +15,8 @@
 //! replica to report as soon as it has applied what they need
 //! (`MASTER_GTID_WAIT`). Its findings land here, under one lock; the
 //! decisions themselves are pure functions (`decide`). Reads are routed in
-//! `route`; the metric families are registered in `metrics`.
+//! `route`; the metric families are registered in `metrics`; `strict`
+//! asks the writer's position for `--read-consistency strict`.
 //!
 //! Servers are numbered as configured: 0 is `--backend`, then each
 //! `--replica` in order.
@@ -26,8 +27,10 @@ mod metrics;
 pub(crate) mod observe;
 mod poll;
 mod route;
+mod strict;
 
 pub(crate) use self::route::ReadRoute;
+pub(crate) use self::strict::WriterPositions;
 
 use self::decide::{Health, Role, Writer};
 use self::gtid::Position;

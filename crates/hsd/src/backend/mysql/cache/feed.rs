@@ -1,0 +1,115 @@
+//! The binary log reader's events applied to the row cache: each row
+//! change evicts the keys of its before and after images, a table change
+//! drops the table, anything else drops everything; `Applied` moves the
+//! position reads wait for, `Lost` stops serving until `Started`.
+
+use super::super::binlog::{BinlogSink, Cell, Change, Position, StreamEvent};
+use crate::backend::row_cache::{ImageCell, RowCache};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// What the feed has done, for reads and metrics.
+pub(super) struct FeedState {
+    /// Every transaction up to here has been applied to the cache.
+    pub(super) applied: tokio::sync::watch::Sender<Position>,
+    /// Seconds between a transaction's commit and its arrival (server
+    /// clock against ours; 0 while idle).
+    pub(super) lag_seconds: AtomicI64,
+    /// When the stream last delivered anything (heartbeats included).
+    pub(super) moved: Mutex<Instant>,
+    pub(super) restarts: AtomicU64,
+}
+
+impl FeedState {
+    pub(super) fn new() -> FeedState {
+        FeedState {
+            applied: tokio::sync::watch::Sender::new(Position::default()),
+            lag_seconds: AtomicI64::new(0),
+            moved: Mutex::new(Instant::now()),
+            restarts: AtomicU64::new(0),
+        }
+    }
+
+    pub(super) fn idle_seconds(&self) -> f64 {
+        self.moved
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .elapsed()
+            .as_secs_f64()
+    }
+
+    fn moved_now(&self) {
+        *self.moved.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+}
+
+/// The reader's sink.
+pub(super) struct Feed {
+    pub(super) cache: Arc<RowCache>,
+    pub(super) state: Arc<FeedState>,
+}
+
+fn image(row: &[Cell]) -> Vec<ImageCell<'_>> {
+    row.iter()
+        .map(|c| match c {
+            Cell::Null => ImageCell::Null,
+            Cell::Text(v) => ImageCell::Value(v),
+            Cell::Undecoded | Cell::Absent => ImageCell::Unknown,
+        })
+        .collect()
+}
+
+impl BinlogSink for Feed {
+    fn deliver(&mut self, event: StreamEvent) {
+        self.state.moved_now();
+        match event {
+            StreamEvent::Started { position, .. } => {
+                self.state.restarts.fetch_add(1, Ordering::Relaxed);
+                tracing::info!("row cache: the binary log streams from {position}");
+                // Streaming from here: it is what has been applied (the
+                // reader resumes at its last `Applied`, or starts where
+                // the server is, with an empty cache).
+                self.state.applied.send_replace(position);
+                self.cache.stream_started();
+            }
+            StreamEvent::Change(Change::Row(row)) => {
+                for im in [&row.before, &row.after].into_iter().flatten() {
+                    self.cache.row_changed(&row.db, &row.table, &image(im));
+                }
+            }
+            StreamEvent::Change(Change::Table { db, table }) => {
+                self.cache.table_changed(&db, &table);
+            }
+            StreamEvent::Change(Change::Everything { reason }) => {
+                tracing::info!("row cache: everything dropped: {reason}");
+                self.cache.drop_all();
+            }
+            StreamEvent::Applied {
+                position,
+                commit_time,
+            } => {
+                let lag = if commit_time == 0 {
+                    0
+                } else {
+                    let now = SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .map_or(0, |d| d.as_secs());
+                    (now as i64 - i64::from(commit_time)).max(0)
+                };
+                self.state.lag_seconds.store(lag, Ordering::Relaxed);
+                self.state.applied.send_if_modified(|p| {
+                    let ahead = position.reached(p) && position != *p;
+                    if ahead {
+                        *p = position;
+                    }
+                    ahead
+                });
+            }
+            StreamEvent::Lost { reason } => {
+                tracing::warn!("row cache: the binary log stream was lost ({reason}); reads go to the server until it streams again");
+                self.cache.stream_lost();
+            }
+        }
+    }
+}

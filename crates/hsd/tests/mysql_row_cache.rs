@@ -1,0 +1,691 @@
+//! The row cache (`--row-cache-mib`) against MariaDB and MySQL 8, both
+//! started with a ROW/FULL binary log by their scripts:
+//!
+//! - a consistency stress: hsd clients read by the primary key and by a
+//!   second unique key while one writer changes the table through SQL
+//!   (UPDATE, DELETE, INSERT, REPLACE, INSERT ... ON DUPLICATE KEY UPDATE,
+//!   multi-row and multi-table statements, TRUNCATE, ALTER) and through
+//!   hsd's write port. The writer is the table's only one, so after each
+//!   statement it reads the whole table: the history. Every answer is
+//!   checked against the states it could legally see (`strict`: none older
+//!   than the last statement committed before the read was sent;
+//!   `acknowledged`: none older than the last write hsd answered), and
+//!   after quiescence every key (twice: the second read is the cache's)
+//!   against the table.
+//! - a foreign key's cascade (not in the binary log) never leaves a stale
+//!   child row; rows a writer holds are read at once and not cached; the
+//!   reader's stream killed and resumed; the refusals.
+
+mod common;
+use common::blocking::*;
+use common::{mysql8_url, mysql_url, run_hsd};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const IDS: u32 = 40;
+
+/// A table's rows by id: (u, v), as the server's text.
+type Snapshot = HashMap<u32, (String, String)>;
+
+fn snapshot(sql: &mut mysql::Conn, db: &str) -> Snapshot {
+    rows(sql, &format!("SELECT id, u, v FROM `{db}`.kv"))
+        .into_iter()
+        .map(|r| {
+            let text =
+                |i: usize| String::from_utf8_lossy(r[i].as_deref().unwrap_or(b"")).into_owned();
+            (text(0).parse().expect("id"), (text(1), text(2)))
+        })
+        .collect()
+}
+
+/// What a find by the primary key (`by_u`: by `u`) answers in `state`.
+fn answer_in(state: &Snapshot, by_u: bool, key: u32) -> String {
+    let found = if by_u {
+        state
+            .iter()
+            .find(|(_, (u, _))| u.parse::<u32>().ok() == Some(key))
+    } else {
+        state.get_key_value(&key)
+    };
+    match found {
+        Some((id, (u, v))) => format!("0|3|{id}|{u}|{v}"),
+        None => "0|3".into(),
+    }
+}
+
+/// One read: what it asked, the states it may see (`lo..=hi`), the answer.
+struct Seen {
+    by_u: bool,
+    key: u32,
+    lo: usize,
+    hi: usize,
+    answer: String,
+}
+
+/// The writer's progress: statements begun and done, the last one that
+/// went through hsd, and the table after each.
+struct History {
+    begun: AtomicUsize,
+    done: AtomicUsize,
+    hsd_done: AtomicUsize,
+    states: Mutex<Vec<Snapshot>>,
+}
+
+/// A small xorshift generator: each thread's own, seeded.
+struct Random(u64);
+
+impl Random {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn metric(admin: &str, name: &str) -> f64 {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(admin).expect("admin port");
+    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").expect("ask");
+    let mut text = String::new();
+    c.read_to_string(&mut text).expect("metrics");
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no metric {name}"))
+}
+
+/// What a statement was.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wrote {
+    Sql,
+    /// TRUNCATE or ALTER: reads on the server may wait for its metadata
+    /// lock (the ones that waited too long answer `1 1 1969` on MariaDB,
+    /// `1 1 3024` on MySQL 8).
+    Ddl,
+    Hsd,
+}
+
+/// The statements the writer runs, by number: each through SQL except the
+/// hsd ones. `n` makes values unique.
+fn write_one(sql: &mut mysql::Conn, w: &mut Hs, rng: &mut Random, n: usize) -> Wrote {
+    let id = rng.below(u64::from(IDS)) as u32 + 1;
+    let other = rng.below(u64::from(IDS)) as u32 + 1;
+    let kind = rng.below(100);
+    let stmt = match kind {
+        0..=24 => format!("UPDATE kv SET v = 's{n}' WHERE id = {id}"),
+        25..=31 => format!("DELETE FROM kv WHERE id = {id}"),
+        32..=39 => format!("INSERT IGNORE INTO kv VALUES ({id}, {}, 'i{n}')", id * 10),
+        40..=46 => format!("REPLACE INTO kv VALUES ({id}, {}, 'r{n}')", id * 10),
+        47..=53 => format!(
+            "INSERT INTO kv VALUES ({id}, {}, 'o{n}') ON DUPLICATE KEY UPDATE v = 'd{n}'",
+            id * 10
+        ),
+        54..=59 => format!("UPDATE kv SET v = CONCAT('m{n}-', id) WHERE id IN ({id}, {other})"),
+        60..=64 => format!(
+            "UPDATE kv JOIN kv2 ON kv.id = kv2.id SET kv.v = 'j{n}', kv2.w = kv2.w + 1 WHERE kv.id IN ({id}, {other})"
+        ),
+        // The second unique key moves: the row leaves its old `u`.
+        65..=69 => format!("UPDATE IGNORE kv SET u = {} WHERE id = {id}", 10_000 + n),
+        70 => "TRUNCATE TABLE kv".into(),
+        71 => format!("ALTER TABLE kv COMMENT = 'c{n}'"),
+        72..=85 => {
+            let answer = w.q(&format!("0|=|1|{id}|1|0|U|{id}|{}|h{n}", id * 10));
+            assert!(answer.starts_with("0|1|"), "{answer}");
+            return Wrote::Hsd;
+        }
+        86..=92 => {
+            let answer = w.q(&format!("0|+|3|{id}|{}|a{n}", id * 10));
+            assert!(answer == "0|1" || answer.starts_with("1|1|"), "{answer}");
+            return Wrote::Hsd;
+        }
+        _ => {
+            let answer = w.q(&format!("0|=|1|{id}|1|0|D"));
+            assert!(answer.starts_with("0|1|"), "{answer}");
+            return Wrote::Hsd;
+        }
+    };
+    exec(sql, &stmt);
+    if matches!(kind, 70 | 71) {
+        Wrote::Ddl
+    } else {
+        Wrote::Sql
+    }
+}
+
+fn stress(url: &str, db: &str, consistency: &str) {
+    let mut sql = fresh_db(url, db);
+    exec(
+        &mut sql,
+        "CREATE TABLE kv (id INT NOT NULL PRIMARY KEY, u INT NOT NULL, v VARCHAR(40), UNIQUE KEY u (u)) ENGINE=InnoDB",
+    );
+    exec(
+        &mut sql,
+        "CREATE TABLE kv2 (id INT NOT NULL PRIMARY KEY, w INT NOT NULL) ENGINE=InnoDB",
+    );
+    for id in 1..=IDS {
+        exec(
+            &mut sql,
+            &format!("INSERT INTO kv VALUES ({id}, {}, 'v{id}')", id * 10),
+        );
+        exec(&mut sql, &format!("INSERT INTO kv2 VALUES ({id}, 0)"));
+    }
+    let hsd = Hsd::start(
+        url,
+        &[
+            "--row-cache-mib",
+            "8",
+            "--read-consistency",
+            consistency,
+            "--admin-address",
+            "127.0.0.1:0",
+            // A DDL's metadata lock on a loaded machine can hold a
+            // statement past the default 3 s.
+            "--mysql-timeout",
+            "10",
+        ],
+    );
+    let admin = hsd.admin.clone().expect("admin address");
+    let history = Arc::new(History {
+        begun: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+        hsd_done: AtomicUsize::new(0),
+        states: Mutex::new(vec![snapshot(&mut sql, db)]),
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let strict = consistency == "strict";
+    let readers: Vec<_> = (0..4)
+        .map(|t| {
+            let (history, stop, read) = (history.clone(), stop.clone(), hsd.read.clone());
+            let db = db.to_string();
+            std::thread::spawn(move || {
+                let mut r = Hs::connect(&read);
+                assert_eq!(r.q(&format!("P|0|{db}|kv|PRIMARY|id,u,v")), "0|1");
+                assert_eq!(r.q(&format!("P|1|{db}|kv|u|id,u,v")), "0|1");
+                let mut rng = Random(0x2545_f491_4f6c_dd1d ^ ((t + 1) * 0x9e37_79b9));
+                let mut seen = Vec::new();
+                while !stop.load(Ordering::Acquire) {
+                    let by_u = rng.below(3) == 0;
+                    let id = rng.below(u64::from(IDS)) as u32 + 1;
+                    let key = if by_u { id * 10 } else { id };
+                    let lo = if strict {
+                        history.done.load(Ordering::Acquire)
+                    } else {
+                        history.hsd_done.load(Ordering::Acquire)
+                    };
+                    let answer = r.q(&format!("{}|=|1|{key}", u8::from(by_u)));
+                    let hi = history.begun.load(Ordering::Acquire);
+                    seen.push(Seen {
+                        by_u,
+                        key,
+                        lo,
+                        hi,
+                        answer,
+                    });
+                }
+                seen
+            })
+        })
+        .collect();
+    let mut w = hsd.writer();
+    assert_eq!(w.q(&format!("P|0|{db}|kv|PRIMARY|id,u,v")), "0|1");
+    let mut rng = Random(0x9e37_79b9_7f4a_7c15);
+    let writes = 600;
+    let mut kinds = vec![Wrote::Sql];
+    for n in 1..=writes {
+        history.begun.store(n, Ordering::Release);
+        let wrote = write_one(&mut sql, &mut w, &mut rng, n);
+        kinds.push(wrote);
+        let state = snapshot(&mut sql, db);
+        history.states.lock().expect("states").push(state);
+        history.done.store(n, Ordering::Release);
+        if wrote == Wrote::Hsd {
+            history.hsd_done.store(n, Ordering::Release);
+        }
+        // Time for the readers (and the cache) between writes: bursts
+        // race fills with writes (a fill of a row a writer holds is not
+        // made); in the pauses rows are filled and served from the cache.
+        let pause = if n % 25 == 0 {
+            Duration::from_millis(150)
+        } else {
+            Duration::from_micros(300)
+        };
+        std::thread::sleep(pause);
+    }
+    stop.store(true, Ordering::Release);
+    let states = history.states.lock().expect("states").clone();
+    let mut checked = 0;
+    for reader in readers {
+        for s in reader.join().expect("reader") {
+            let legal: Vec<String> = (s.lo..=s.hi.min(writes))
+                .map(|k| answer_in(&states[k], s.by_u, s.key))
+                .collect();
+            // A read that waited for a DDL's metadata lock may time out
+            // (MariaDB's max_statement_time, MySQL's max_execution_time,
+            // or hsd's --mysql-timeout: 2013); it answers an error, never
+            // a row.
+            let ddl_then = (s.lo..=s.hi.min(writes)).any(|k| kinds[k] == Wrote::Ddl);
+            if ddl_then && ["1|1|1969", "1|1|3024", "1|1|2013"].contains(&s.answer.as_str()) {
+                continue;
+            }
+            assert!(
+                legal.contains(&s.answer),
+                "{consistency}: a find of {} {} answered {:?}, legal between states {} and {}: {legal:?}",
+                if s.by_u { "u" } else { "id" },
+                s.key,
+                s.answer,
+                s.lo,
+                s.hi
+            );
+            checked += 1;
+        }
+    }
+    // Quiescence: the reader catches up, then every key read twice (the
+    // second from the cache where it holds the row) is the table's.
+    let last = &states[writes];
+    let mut r = hsd.reader();
+    assert_eq!(r.q(&format!("P|0|{db}|kv|PRIMARY|id,u,v")), "0|1");
+    assert_eq!(r.q(&format!("P|1|{db}|kv|u|id,u,v")), "0|1");
+    let mut u_keys: Vec<u32> = (1..=IDS).map(|i| i * 10).collect();
+    u_keys.extend(last.values().filter_map(|(u, _)| u.parse::<u32>().ok()));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut stale = Vec::new();
+        for _ in 0..2 {
+            for id in 1..=IDS {
+                let want = answer_in(last, false, id);
+                let got = r.q(&format!("0|=|1|{id}"));
+                if got != want {
+                    stale.push((got, want));
+                }
+            }
+            for &u in &u_keys {
+                let want = answer_in(last, true, u);
+                let got = r.q(&format!("1|=|1|{u}"));
+                if got != want {
+                    stale.push((got, want));
+                }
+            }
+        }
+        if stale.is_empty() {
+            break;
+        }
+        assert!(
+            !strict && Instant::now() < deadline,
+            "{consistency}: after quiescence: {stale:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let hits = metric(&admin, "hsd_row_cache_hits_total");
+    let evictions = metric(&admin, "hsd_row_cache_binlog_evictions_total");
+    let held = metric(&admin, "hsd_row_cache_fills_held_total");
+    eprintln!(
+        "{db} {consistency}: {checked} reads checked, {hits} cache hits, {evictions} evictions by the binlog, {held} fills a writer held"
+    );
+    assert!(checked > 1000, "{checked}");
+    assert!(
+        hits > 100.0 && evictions > 50.0,
+        "hits {hits}, evictions {evictions}"
+    );
+}
+
+#[test]
+fn mariadb_strict_reads_see_every_committed_write() {
+    let Some(url) = mysql_url() else { return };
+    stress(&url, "hsdt_rc_strict", "strict");
+}
+
+#[test]
+fn mariadb_acknowledged_reads_see_hsd_writes_and_catch_up() {
+    let Some(url) = mysql_url() else { return };
+    stress(&url, "hsdt_rc_ack", "acknowledged");
+}
+
+#[test]
+fn mysql8_strict_reads_see_every_committed_write() {
+    let Some(url) = mysql8_url() else { return };
+    stress(&url, "hsdt_rc_strict", "strict");
+}
+
+#[test]
+fn mysql8_acknowledged_reads_see_hsd_writes_and_catch_up() {
+    let Some(url) = mysql8_url() else { return };
+    stress(&url, "hsdt_rc_ack", "acknowledged");
+}
+
+/// A child row a cascade deletes or changes is never answered stale: the
+/// child table is not cached at all.
+fn cascades(url: &str) {
+    let db = "hsdt_rc_fk";
+    let mut sql = fresh_db(url, db);
+    exec(
+        &mut sql,
+        "CREATE TABLE parent (id INT PRIMARY KEY) ENGINE=InnoDB",
+    );
+    exec(
+        &mut sql,
+        "CREATE TABLE child (id INT PRIMARY KEY, p INT, FOREIGN KEY (p) REFERENCES parent (id) ON DELETE CASCADE ON UPDATE CASCADE) ENGINE=InnoDB",
+    );
+    let hsd = Hsd::start(
+        url,
+        &[
+            "--row-cache-mib",
+            "8",
+            "--read-consistency",
+            "strict",
+            "--admin-address",
+            "127.0.0.1:0",
+        ],
+    );
+    let admin = hsd.admin.clone().expect("admin");
+    let mut r = hsd.reader();
+    assert_eq!(r.q(&format!("P|0|{db}|child|PRIMARY|id,p")), "0|1");
+    for round in 1..=5 {
+        exec(&mut sql, &format!("INSERT INTO parent VALUES ({round})"));
+        exec(
+            &mut sql,
+            &format!("INSERT INTO child VALUES ({round}, {round})"),
+        );
+        for _ in 0..3 {
+            assert_eq!(
+                r.q(&format!("0|=|1|{round}")),
+                format!("0|2|{round}|{round}")
+            );
+        }
+        exec(
+            &mut sql,
+            &format!("UPDATE parent SET id = {} WHERE id = {round}", round + 100),
+        );
+        assert_eq!(
+            r.q(&format!("0|=|1|{round}")),
+            format!("0|2|{round}|{}", round + 100)
+        );
+        exec(
+            &mut sql,
+            &format!("DELETE FROM parent WHERE id = {}", round + 100),
+        );
+        assert_eq!(r.q(&format!("0|=|1|{round}")), "0|2", "round {round}");
+    }
+    assert_eq!(metric(&admin, "hsd_row_cache_hits_total"), 0.0);
+}
+
+#[test]
+fn mariadb_tables_a_cascade_changes_are_not_cached() {
+    let Some(url) = mysql_url() else { return };
+    cascades(&url);
+}
+
+#[test]
+fn mysql8_tables_a_cascade_changes_are_not_cached() {
+    let Some(url) = mysql8_url() else { return };
+    cascades(&url);
+}
+
+/// Reads `query` until one is answered from the cache, each answering
+/// `expected`: on a server other tests write to, a strict read may wait
+/// longer than the reader's catch-up wait (it is then read on the server).
+fn read_until_a_hit(r: &mut Hs, admin: &str, query: &str, expected: &str, what: &str) {
+    let before = metric(admin, "hsd_row_cache_hits_total");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert_eq!(r.q(query), expected, "{what}");
+        if metric(admin, "hsd_row_cache_hits_total") > before {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: never served from the cache"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The reader's connection killed: while it is gone nothing is served from
+/// the cache, writes made meanwhile are seen, and it streams again.
+fn stream_killed(url: &str) {
+    let db = "hsdt_rc_kill";
+    let mut sql = fresh_db(url, db);
+    exec(
+        &mut sql,
+        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB",
+    );
+    exec(&mut sql, "INSERT INTO kv VALUES (1, 'a'), (2, 'b')");
+    let hsd = Hsd::start(
+        url,
+        &[
+            "--row-cache-mib",
+            "8",
+            "--read-consistency",
+            "strict",
+            "--admin-address",
+            "127.0.0.1:0",
+        ],
+    );
+    let admin = hsd.admin.clone().expect("admin");
+    let mut r = hsd.reader();
+    assert_eq!(r.q(&format!("P|0|{db}|kv|PRIMARY|id,v")), "0|1");
+    read_until_a_hit(&mut r, &admin, "0|=|1|1", "0|2|1|a", "before the kill");
+    for round in 0..3 {
+        let dumps = rows(
+            &mut sql,
+            "SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'",
+        );
+        assert!(!dumps.is_empty(), "no binlog dump thread");
+        for d in dumps {
+            let id = String::from_utf8_lossy(d[0].as_deref().unwrap_or(b"0")).into_owned();
+            let _ = mysql::prelude::Queryable::query_drop(&mut sql, format!("KILL {id}"));
+        }
+        exec(
+            &mut sql,
+            &format!("UPDATE kv SET v = 'k{round}' WHERE id = 1"),
+        );
+        for _ in 0..3 {
+            assert_eq!(r.q("0|=|1|1"), format!("0|2|1|k{round}"), "round {round}");
+        }
+        // It streams again and serves.
+        // Generous: the reader's reconnection waits grow with each loss,
+        // and other tests' hsd streams are killed too on a shared server.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while metric(&admin, "hsd_row_cache_serving") < 1.0
+            || metric(&admin, "hsd_binlog_reader_starts_total") < f64::from(round + 2)
+        {
+            assert!(Instant::now() < deadline, "the stream did not start again");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    read_until_a_hit(&mut r, &admin, "0|=|1|1", "0|2|1|k2", "after the kills");
+}
+
+/// Rows a writer holds (an open transaction updated one, inserted one,
+/// deleted one and moved one's unique key; nothing is in the binlog yet):
+/// a lookup of any key it touched, by either unique index, is answered at
+/// once with the committed state, read plainly and not cached (the fill's
+/// locking read meets the writer's lock, explicit or an insert's implicit
+/// one, and does not wait); once the writer commits, the new rows are
+/// read, cached and served.
+fn held_rows(url: &str) {
+    let db = "hsdt_rc_held";
+    let mut sql = fresh_db(url, db);
+    exec(
+        &mut sql,
+        "CREATE TABLE kv (id INT PRIMARY KEY, u INT NOT NULL, v VARCHAR(20), UNIQUE KEY u (u)) ENGINE=InnoDB",
+    );
+    exec(
+        &mut sql,
+        "INSERT INTO kv VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c'), (5, 50, 'e')",
+    );
+    let hsd = Hsd::start(
+        url,
+        &["--row-cache-mib", "8", "--admin-address", "127.0.0.1:0"],
+    );
+    let admin = hsd.admin.clone().expect("admin");
+    let mut r = hsd.reader();
+    assert_eq!(r.q(&format!("P|0|{db}|kv|PRIMARY|id,u,v")), "0|1");
+    assert_eq!(r.q(&format!("P|1|{db}|kv|u|id,u,v")), "0|1");
+    read_until_a_hit(&mut r, &admin, "0|=|1|5", "0|3|5|50|e", "warming up");
+    let mut writer = fresh_db_conn(url, db);
+    exec(&mut writer, "BEGIN");
+    exec(&mut writer, "UPDATE kv SET v = 'z' WHERE id = 1");
+    exec(&mut writer, "INSERT INTO kv VALUES (4, 40, 'd')");
+    exec(&mut writer, "DELETE FROM kv WHERE id = 2");
+    exec(&mut writer, "UPDATE kv SET u = 99 WHERE id = 3");
+    // (index, key, the committed answer): each read until its fill met
+    // the lock (on a server other tests write to, a read may go to the
+    // server while the reader catches up, and then tries no fill).
+    let cases = [
+        (0, 1, "0|3|1|10|a"),
+        (1, 10, "0|3|1|10|a"),
+        (0, 4, "0|3"),
+        (1, 40, "0|3"),
+        (0, 2, "0|3|2|20|b"),
+        (1, 20, "0|3|2|20|b"),
+        (0, 3, "0|3|3|30|c"),
+        (1, 30, "0|3|3|30|c"),
+        (1, 99, "0|3"),
+    ];
+    for (index, key, committed) in cases {
+        let held_before = metric(&admin, "hsd_row_cache_fills_held_total");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while metric(&admin, "hsd_row_cache_fills_held_total") == held_before {
+            assert!(
+                Instant::now() < deadline,
+                "index {index} key {key}: no fill met the writer's lock"
+            );
+            let t = Instant::now();
+            let got = r.q(&format!("{index}|=|1|{key}"));
+            assert_eq!(got, committed, "index {index} key {key}: not committed yet");
+            assert!(
+                t.elapsed() < Duration::from_secs(1),
+                "a read waited for the writer: {:?}",
+                t.elapsed()
+            );
+        }
+    }
+    assert_eq!(
+        metric(&admin, "hsd_row_cache_entries"),
+        1.0,
+        "only row 5 is cached"
+    );
+    exec(&mut writer, "COMMIT");
+    read_until_a_hit(&mut r, &admin, "0|=|1|1", "0|3|1|10|z", "after the commit");
+    read_until_a_hit(&mut r, &admin, "1|=|1|99", "0|3|3|99|c", "the moved key");
+    read_until_a_hit(&mut r, &admin, "1|=|1|40", "0|3|4|40|d", "the inserted row");
+    for (index, key) in [(0, 2), (1, 20), (1, 30)] {
+        assert_eq!(r.q(&format!("{index}|=|1|{key}")), "0|3", "{index} {key}");
+    }
+}
+
+/// A connection to `db` of its own.
+fn fresh_db_conn(url: &str, db: &str) -> mysql::Conn {
+    let mut c = sql_conn(url);
+    exec(&mut c, &format!("USE `{db}`"));
+    c
+}
+
+#[test]
+fn mariadb_rows_a_writer_holds_are_read_at_once_and_not_cached() {
+    let Some(url) = mysql_url() else { return };
+    held_rows(&url);
+}
+
+#[test]
+fn mysql8_rows_a_writer_holds_are_read_at_once_and_not_cached() {
+    let Some(url) = mysql8_url() else { return };
+    held_rows(&url);
+}
+
+#[test]
+fn mariadb_a_killed_stream_stops_serving_until_it_resumes() {
+    let Some(url) = mysql_url() else { return };
+    stream_killed(&url);
+}
+
+#[test]
+fn mysql8_a_killed_stream_stops_serving_until_it_resumes() {
+    let Some(url) = mysql8_url() else { return };
+    stream_killed(&url);
+}
+
+/// An account without the replication grants: refused at start with one
+/// line naming them; the embedded store refuses the option.
+fn refusals(url: &str, mariadb: bool) {
+    let user = "hsdt_rc_noprivs";
+    let mut sql = sql_conn(url);
+    exec(&mut sql, &format!("DROP USER IF EXISTS '{user}'@'%'"));
+    let plugin = if mariadb {
+        ""
+    } else {
+        "WITH mysql_native_password "
+    };
+    exec(
+        &mut sql,
+        &format!("CREATE USER '{user}'@'%' IDENTIFIED {plugin}BY 'pw'"),
+    );
+    exec(&mut sql, &format!("GRANT SELECT ON *.* TO '{user}'@'%'"));
+    let at = url.rsplit_once('@').expect("url with user").1;
+    let backend = format!("mysql://{user}:pw@{at}");
+    let run = run_hsd(
+        &[
+            "serve",
+            "--backend",
+            &backend,
+            "--port",
+            "0",
+            "--port-wr",
+            "0",
+            "--row-cache-mib",
+            "8",
+        ],
+        &[],
+    );
+    exec(&mut sql, &format!("DROP USER IF EXISTS '{user}'@'%'"));
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let lines: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("hsd: "))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(lines[0].contains("--row-cache-mib"), "{}", lines[0]);
+    assert!(lines[0].contains("REPLICATION SLAVE"), "{}", lines[0]);
+}
+
+#[test]
+fn mariadb_refusals() {
+    let Some(url) = mysql_url() else { return };
+    refusals(&url, true);
+}
+
+#[test]
+fn mysql8_refusals() {
+    let Some(url) = mysql8_url() else { return };
+    refusals(&url, false);
+}
+
+#[test]
+fn the_embedded_store_refuses_the_row_cache() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().display().to_string();
+    let run = run_hsd(
+        &[
+            "serve",
+            "--data-dir",
+            &data,
+            "--port",
+            "0",
+            "--port-wr",
+            "0",
+            "--row-cache-mib",
+            "8",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("--row-cache-mib needs a mysql:// --backend"),
+        "{}",
+        run.stderr
+    );
+}

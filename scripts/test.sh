@@ -30,6 +30,11 @@
 #     build, installs it, verifies and runs its unit's command line, runs
 #     `hsd check` on good and bad configs, upgrades and purges it (root
 #     only, as CI runs; it refuses a machine where hsd is installed).
+#   - Vitess (scripts/vitess.sh, started with the others: its first start
+#     builds vttestserver, vtcombo and mysqlctl with Go, minutes on a cold
+#     Go cache, while cargo builds): vtgate in front of the keyspace `ks` in
+#     two shards; HSD_TEST_VITESS_URL is exported for tests/vitess.rs, which
+#     runs within `cargo test -p hsd`, and Vitess is stopped right after.
 # Any failure, in any half, including a server failing to start, fails the
 # whole run.
 #
@@ -75,10 +80,13 @@ stop_repl=1
 bash "$ROOT/scripts/replication.sh" status >/dev/null 2>&1 && stop_repl=0
 stop_galera=1
 bash "$ROOT/scripts/galera.sh" status >/dev/null 2>&1 && stop_galera=0
+stop_vitess=1
+bash "$ROOT/scripts/vitess.sh" status >/dev/null 2>&1 && stop_vitess=0
 mariadb_start_log=$ROOT/target/mariadb-start.log
 mysql8_start_log=$ROOT/target/mysql8-start.log
 repl_start_log=$ROOT/target/replication-start.log
 galera_start_log=$ROOT/target/galera-start.log
+vitess_start_log=$ROOT/target/vitess-start.log
 bash "$ROOT/scripts/mariadb.sh" start >"$mariadb_start_log" 2>&1 &
 mariadb_start_pid=$!
 { bash "$ROOT/scripts/mysql8.sh" fetch && bash "$ROOT/scripts/mysql8.sh" start; } >"$mysql8_start_log" 2>&1 &
@@ -87,7 +95,10 @@ bash "$ROOT/scripts/replication.sh" start >"$repl_start_log" 2>&1 &
 repl_start_pid=$!
 bash "$ROOT/scripts/galera.sh" start >"$galera_start_log" 2>&1 &
 galera_start_pid=$!
-start_pids=("$mariadb_start_pid" "$mysql8_start_pid" "$repl_start_pid" "$galera_start_pid")
+bash "$ROOT/scripts/vitess.sh" start >"$vitess_start_log" 2>&1 &
+vitess_start_pid=$!
+start_pids=("$mariadb_start_pid" "$mysql8_start_pid" "$repl_start_pid" "$galera_start_pid"
+    "$vitess_start_pid")
 # Until the full exit handler is set (after the build): never leave them
 # running.
 early_exit() {
@@ -97,6 +108,7 @@ early_exit() {
     [[ $stop_mysql8 -eq 1 ]] && bash "$ROOT/scripts/mysql8.sh" stop >/dev/null 2>&1
     [[ $stop_repl -eq 1 ]] && bash "$ROOT/scripts/replication.sh" stop >/dev/null 2>&1
     [[ $stop_galera -eq 1 ]] && bash "$ROOT/scripts/galera.sh" stop >/dev/null 2>&1
+    [[ $stop_vitess -eq 1 ]] && bash "$ROOT/scripts/vitess.sh" stop >/dev/null 2>&1
     exit "$rc"
 }
 trap early_exit EXIT
@@ -145,6 +157,10 @@ on_exit() {
     if [[ $stop_galera -eq 1 ]]; then
         echo "== stopping the Galera cluster"
         bash "$ROOT/scripts/galera.sh" stop || true
+    fi
+    if [[ $stop_vitess -eq 1 ]]; then
+        echo "== stopping Vitess"
+        bash "$ROOT/scripts/vitess.sh" stop || true
     fi
     if [[ $stop_mariadb -eq 1 ]]; then
         echo
@@ -199,6 +215,12 @@ export HSD_REPL_PRIMARY_URL HSD_REPL_REPLICA_URLS HSD_REPL_DIR HSD_REPL_HS_PORT 
 export HSD_GALERA_URLS HSD_GALERA_DIR
 echo "HSD_REPL_PRIMARY_URL=$HSD_REPL_PRIMARY_URL HSD_REPL_REPLICA_URLS=$HSD_REPL_REPLICA_URLS"
 echo "HSD_GALERA_URLS=$HSD_GALERA_URLS"
+
+wait_started vitess "$vitess_start_pid" "$vitess_start_log"
+eval "$(bash "$ROOT/scripts/vitess.sh" env)"
+: "${HSD_TEST_VITESS_URL:?scripts/vitess.sh env did not set HSD_TEST_VITESS_URL}"
+export HSD_TEST_VITESS_URL HSD_VITESS_PORT HSD_VITESS_KEYSPACE HSD_VITESS_HTTP HSD_VITESS_DIR
+echo "HSD_TEST_VITESS_URL=$HSD_TEST_VITESS_URL"
 
 if [[ $setup_only -eq 1 ]]; then
     section "--setup-only: skipping cargo test and smoke steps"
@@ -303,6 +325,11 @@ while read -r name _; do
 done <<<"$hsd_test_bins"
 cargo test --workspace --exclude hsd-cluster-tests --exclude hsd
 cargo test -p hsd --lib --bins "${other_hsd_tests[@]}"
+# tests/vitess.rs ran above: Vitess's three processes go now.
+if [[ $stop_vitess -eq 1 ]]; then
+    bash "$ROOT/scripts/vitess.sh" stop
+    stop_vitess=0
+fi
 
 section "tests/hostile (background since the suites began): waiting for it"
 hostile_rc=0

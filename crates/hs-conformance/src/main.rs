@@ -24,6 +24,8 @@ enum Backend {
     Sqlite,
     /// hsd on MariaDB vs hsd on MySQL 8.
     Mysql8,
+    /// hsd on MySQL 8 vs hsd on a sharded Vitess keyspace (vtgate).
+    Vitess,
 }
 
 #[derive(Debug, Parser)]
@@ -53,9 +55,12 @@ struct Args {
     /// The MariaDB server with the plugin loaded.
     #[arg(long, env = "HSD_TEST_MYSQL_URL")]
     mysql_url: String,
-    /// The MySQL 8 server (for --backend mysql8).
+    /// The MySQL 8 server (for --backend mysql8 and vitess).
     #[arg(long, env = "HSD_TEST_MYSQL8_URL")]
     mysql8_url: Option<String>,
+    /// vtgate, in front of the keyspace `ks` (for --backend vitess).
+    #[arg(long, env = "HSD_TEST_VITESS_URL")]
+    vitess_url: Option<String>,
     /// The plugin's read port (not for --backend mysql8).
     #[arg(long, env = "HSD_HS_ORIGINAL_PORT")]
     plugin_port: Option<u16>,
@@ -100,6 +105,7 @@ fn run() -> Result<bool> {
         Backend::Mysql => Mode::Mysql,
         Backend::Sqlite => Mode::Sqlite,
         Backend::Mysql8 => Mode::CrossBackend,
+        Backend::Vitess => Mode::Vitess,
     };
     if !args.hsd.exists() {
         bail!(
@@ -161,6 +167,30 @@ fn run() -> Result<bool> {
                 Store::mysql(mysql8_url, mysql8_db)?,
             );
             running.extend([maria, mysql8]);
+            (reference, subject)
+        }
+        Mode::Vitess => {
+            let (Some(mysql8_url), Some(vitess_url)) =
+                (args.mysql8_url.as_deref(), args.vitess_url.as_deref())
+            else {
+                bail!("--backend vitess needs --mysql8-url and --vitess-url (or HSD_TEST_MYSQL8_URL, HSD_TEST_VITESS_URL)");
+            };
+            let (mysql8_db, keyspace) = ("conf_v_mysql8", "ks");
+            let mysql8 = start_hsd(&args.hsd, &args.data_dir.join("mysql8"), Some(mysql8_url))?;
+            let vitess = start_hsd(&args.hsd, &args.data_dir.join("vitess"), Some(vitess_url))?;
+            let reference = hsd_side(
+                "mysql8",
+                &mysql8,
+                mysql8_db,
+                Store::mysql(mysql8_url, mysql8_db)?,
+            );
+            let subject = hsd_side(
+                "vitess",
+                &vitess,
+                keyspace,
+                Store::vitess(vitess_url, keyspace)?,
+            );
+            running.extend([mysql8, vitess]);
             (reference, subject)
         }
     };

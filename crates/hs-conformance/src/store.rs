@@ -22,6 +22,9 @@ pub enum Store {
         /// from: a reset is done once they have applied it, since hsd only
         /// promises its reads see hsd's own writes.
         replicas: Vec<mysql::Conn>,
+        /// `db` is a sharded Vitess keyspace behind vtgate: each table is
+        /// sharded by `xxhash` of its primary key's first column.
+        sharded: bool,
     },
     Sqlite {
         conn: rusqlite::Connection,
@@ -51,6 +54,26 @@ impl Store {
             conn: Box::new(conn),
             db: db.to_string(),
             replicas: Vec::new(),
+            sharded: false,
+        })
+    }
+
+    /// The sharded keyspace `keyspace` behind vtgate at `url` (which makes
+    /// no databases: the keyspace is there).
+    pub fn vitess(url: &str, keyspace: &str) -> Result<Store> {
+        let opts = mysql::Opts::from_url(url).with_context(|| format!("bad vtgate URL {url}"))?;
+        let mut conn = mysql::Conn::new(opts).with_context(|| format!("connect to {url}"))?;
+        conn.query_drop(
+            "SET SESSION lock_wait_timeout = 20, sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'",
+        )
+        .context("set the session")?;
+        conn.query_drop("SET NAMES utf8mb4 COLLATE utf8mb4_general_ci")
+            .context("set names")?;
+        Ok(Store::Mysql {
+            conn: Box::new(conn),
+            db: keyspace.to_string(),
+            replicas: Vec::new(),
+            sharded: true,
         })
     }
 
@@ -82,6 +105,7 @@ impl Store {
 
     pub fn describe(&self) -> String {
         match self {
+            Store::Mysql { db, sharded, .. } if *sharded => format!("Vitess keyspace {db}"),
             Store::Mysql { db, .. } => format!("MySQL/MariaDB database {db}"),
             Store::Sqlite { path, .. } => format!("SQLite file {}", path.display()),
         }
@@ -91,7 +115,12 @@ impl Store {
     /// DELETE and reset its auto-increment sequence) and inserts its seed rows.
     pub fn reset(&mut self, table: &Table) -> Result<()> {
         match self {
-            Store::Mysql { conn, db, replicas } => {
+            Store::Mysql {
+                conn,
+                db,
+                replicas,
+                sharded,
+            } => {
                 let name = table.name;
                 conn.query_drop(format!("DROP TABLE IF EXISTS `{db}`.`{name}`"))
                     .with_context(|| format!("drop {db}.{name}"))?;
@@ -99,7 +128,20 @@ impl Store {
                     .with_context(|| format!("use {db}"))?;
                 conn.query_drop(table.mysql_create())
                     .with_context(|| format!("create {db}.{name}"))?;
-                conn.query_drop(mysql_insert(table))
+                if *sharded {
+                    // The vschema entry outlives the table: after the first
+                    // reset the vindex is there already.
+                    let column = table.primary().column(0);
+                    let alter = format!(
+                        "ALTER VSCHEMA ON `{db}`.`{name}` ADD VINDEX xxhash(`{column}`) USING xxhash"
+                    );
+                    if let Err(e) = conn.query_drop(&alter) {
+                        if !e.to_string().contains("already defined") {
+                            return Err(e).with_context(|| format!("shard {db}.{name}"));
+                        }
+                    }
+                }
+                conn.query_drop(mysql_insert(table, *sharded))
                     .with_context(|| format!("seed {db}.{name}"))?;
                 check_mysql_index_order(conn, db, table)?;
                 if !replicas.is_empty() {
@@ -213,7 +255,9 @@ impl Store {
     }
 }
 
-fn mysql_insert(table: &Table) -> String {
+/// The seed rows' INSERT; with the column list when `named` (vtgate takes
+/// none without, unless its vschema lists the table's columns).
+fn mysql_insert(table: &Table, named: bool) -> String {
     let rows: Vec<String> = table
         .seed_rows
         .iter()
@@ -228,7 +272,21 @@ fn mysql_insert(table: &Table) -> String {
             format!("({})", vals.join(","))
         })
         .collect();
-    format!("INSERT INTO `{}` VALUES {}", table.name, rows.join(","))
+    let columns = if named {
+        let names: Vec<String> = table
+            .columns
+            .iter()
+            .map(|c| format!("`{}`", c.name))
+            .collect();
+        format!(" ({})", names.join(","))
+    } else {
+        String::new()
+    };
+    format!(
+        "INSERT INTO `{}`{columns} VALUES {}",
+        table.name,
+        rows.join(",")
+    )
 }
 
 /// The generator numbers indexes as declared; MariaDB must agree, or numeric
@@ -302,7 +360,7 @@ mod tests {
     #[test]
     fn mysql_insert_quotes_values() {
         let t = &lite_tables()[0];
-        let sql = mysql_insert(t);
+        let sql = mysql_insert(t, false);
         assert!(
             sql.starts_with("INSERT INTO `lite_items` VALUES ('1','1','apple','10')"),
             "{sql}"

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use crate::generate::{segment, Step};
 use crate::reduce::reduce;
 use crate::runner::{transcript, Runner};
-use crate::tables::{lite_tables, mysql_tables};
+use crate::tables::{lite_tables, mysql_tables, vitess_tables};
 use crate::values::Range;
 
 /// Which pair of servers is compared (reference vs subject).
@@ -23,6 +23,9 @@ pub enum Mode {
     /// column type, which both servers share (the plugin cannot load into
     /// MySQL).
     CrossBackend,
+    /// hsd on one MySQL 8 vs hsd on a two-shard Vitess keyspace (vtgate):
+    /// the type-independent part, on a table sharded by its key.
+    Vitess,
 }
 
 impl Mode {
@@ -30,20 +33,21 @@ impl Mode {
         match self {
             Mode::Mysql | Mode::CrossBackend => mysql_tables(),
             Mode::Sqlite => lite_tables(),
+            Mode::Vitess => vitess_tables(),
         }
     }
 
     pub fn range(self) -> Range {
         match self {
             Mode::Mysql | Mode::CrossBackend => Range::Full,
-            Mode::Sqlite => Range::TypeIndependent,
+            Mode::Sqlite | Mode::Vitess => Range::TypeIndependent,
         }
     }
 
     /// The documented differences in the rows two servers keep.
     pub fn rows_exceptions(self) -> Vec<crate::exceptions::RowsException> {
         match self {
-            Mode::Mysql | Mode::Sqlite => Vec::new(),
+            Mode::Mysql | Mode::Sqlite | Mode::Vitess => Vec::new(),
             Mode::CrossBackend => crate::exceptions::cross_backend_rows(),
         }
     }
@@ -53,6 +57,7 @@ impl Mode {
         match self {
             Mode::Mysql | Mode::Sqlite => crate::exceptions::exceptions(),
             Mode::CrossBackend => crate::exceptions::cross_backend(),
+            Mode::Vitess => crate::exceptions::vitess(),
         }
     }
 }

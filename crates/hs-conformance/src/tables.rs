@@ -56,6 +56,17 @@ pub fn mysql_tables() -> Vec<Table> {
     vec![ints(), nums(), times(), strs(), latin(), pairs()]
 }
 
+/// The table of the Vitess run (sharded by its key's first column): the
+/// two-column key without an auto-increment column (vtgate cannot pick a
+/// shard for a row whose key the server is to number), in MySQL 8's binary
+/// collation (MariaDB's `utf8mb4_nopad_bin` is not MySQL's).
+pub fn vitess_tables() -> Vec<Table> {
+    let mut pairs = lite_pairs();
+    pairs.name = "vitess_pairs";
+    pairs.mysql_options = "DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
+    vec![pairs]
+}
+
 /// Tables with an SQLite twin: integers and binary-collated text only.
 pub fn lite_tables() -> Vec<Table> {
     vec![lite_items(), lite_pairs()]

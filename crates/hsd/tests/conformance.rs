@@ -26,6 +26,7 @@ const SHORT_RUN_REQUESTS: usize = 3_000;
 const MYSQL_FIRST_SEED: u64 = 1;
 const SQLITE_FIRST_SEED: u64 = 5_000;
 const CROSS_BACKEND_FIRST_SEED: u64 = 9_000;
+const VITESS_FIRST_SEED: u64 = 13_000;
 
 fn plugin_endpoint(ports: (u16, u16), db: &str) -> Endpoint {
     Endpoint {
@@ -195,6 +196,109 @@ fn mysql8_backend_answers_as_the_mariadb_backend() {
     );
 }
 
+/// (d) hsd on Vitess (vtgate, the keyspace `ks` in two shards) vs hsd on
+/// one MySQL 8.0.31: the same segments on a table sharded by its key's
+/// first column; the documented exceptions are `exceptions::vitess`.
+#[test]
+fn vitess_backend_answers_as_one_mysql8() {
+    let Some((reference, subject, _servers)) = vitess_sides("hst_conf_v_mysql8") else {
+        return;
+    };
+    short_run(Mode::Vitess, VITESS_FIRST_SEED, reference, subject);
+}
+
+/// The Vitess runs share the keyspace's one copy of the suite's table:
+/// one at a time.
+static VITESS_KEYSPACE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// What a Vitess run holds while it runs: the keyspace and both servers.
+type VitessHeld = (
+    std::sync::MutexGuard<'static, ()>,
+    TestServer,
+    common::blocking::Hsd,
+);
+
+/// hsd on one MySQL 8 (database `db`) and hsd on Vitess (keyspace `ks`),
+/// with what to hold while they run.
+fn vitess_sides(db: &str) -> Option<(Side, Side, VitessHeld)> {
+    let (Some(mysql8), Some(vitess)) = (common::mysql8_url(), common::vitess_url()) else {
+        return None;
+    };
+    let turn = VITESS_KEYSPACE.lock().unwrap_or_else(|p| p.into_inner());
+    let on_mysql8 = TestServer::start_at(Backend::Mysql, Some(mysql8.clone()), db, &[]);
+    let on_vitess = common::blocking::Hsd::start(&vitess, &[]);
+    let reference = Side {
+        endpoint: named_endpoint("mysql8", &on_mysql8),
+        store: Store::mysql(&mysql8, &on_mysql8.db).expect("MySQL 8 database"),
+    };
+    let subject = Side {
+        endpoint: Endpoint {
+            name: "vitess".into(),
+            read_addr: on_vitess.read.clone(),
+            write_addr: on_vitess.write.clone(),
+            db: "ks".into(),
+        },
+        store: Store::vitess(&vitess, "ks").expect("the keyspace ks"),
+    };
+    Some((reference, subject, (turn, on_mysql8, on_vitess)))
+}
+
+/// Exception `vitess_vindex_column_change`: a modify that gives the row
+/// another `a` (the column `vitess_pairs` is sharded by) changes it on one
+/// MySQL 8 and answers vtgate's 1235 on Vitess; one that would meet a
+/// duplicate key there answers 121 and 1235.
+#[test]
+fn vitess_exception_vindex_column_change() {
+    let Some((reference, subject, _servers)) = vitess_sides("hst_v_vindex") else {
+        return;
+    };
+    let mut runner = Runner::new(reference, subject, Mode::Vitess);
+    let open = (Port::Write, "P|0|DB|vitess_pairs|PRIMARY|a,b,v", None);
+    let moved = cross_steps(&[
+        open,
+        (Port::Write, "0|=|2|1|a|1|0|U|7|a|10", Some("vitess_pairs")),
+    ]);
+    let replay = run_excepted(&mut runner, &moved, Some("vitess_vindex_column_change"));
+    assert_eq!(answers(&replay, 1), ("0\t1\t1".into(), "1\t1\t1235".into()));
+    let taken = cross_steps(&[
+        open,
+        (Port::Write, "0|=|2|1|b|1|0|U|2|a|1", Some("vitess_pairs")),
+    ]);
+    let replay = run_excepted(&mut runner, &taken, Some("vitess_vindex_column_change"));
+    assert_eq!(
+        answers(&replay, 1),
+        ("1\t1\t121".into(), "1\t1\t1235".into())
+    );
+    // The same `a`: no exception, both change the row.
+    let kept = cross_steps(&[
+        open,
+        (Port::Write, "0|=|2|1|a|1|0|U|1|a|11", Some("vitess_pairs")),
+    ]);
+    let replay = run_excepted(&mut runner, &kept, None);
+    assert_eq!(answers(&replay, 1), ("0\t1\t1".into(), "0\t1\t1".into()));
+}
+
+/// Exception `vitess_insert_without_the_vindex_column`: an insert through
+/// an index opened without `a` stores `a = 0` on one MySQL 8 (hsd's
+/// sessions are not strict) and is refused on Vitess (1048).
+#[test]
+fn vitess_exception_insert_without_the_vindex_column() {
+    let Some((reference, subject, _servers)) = vitess_sides("hst_v_insert") else {
+        return;
+    };
+    let mut runner = Runner::new(reference, subject, Mode::Vitess);
+    let steps = cross_steps(&[
+        (Port::Write, "P|0|DB|vitess_pairs|k_v|b,v", None),
+        (Port::Write, "0|+|2|n999|3", Some("vitess_pairs")),
+    ]);
+    let replay = run_excepted(
+        &mut runner,
+        &steps,
+        Some("vitess_insert_without_the_vindex_column"),
+    );
+    assert_eq!(answers(&replay, 1), ("0\t1".into(), "1\t1\t1048".into()));
+}
+
 /// hsd on MariaDB and hsd on MySQL 8, each on its own database, in a
 /// cross-backend runner over the suite's tables.
 struct CrossPair {
@@ -259,7 +363,12 @@ fn cross_steps(lines: &[(Port, &str, Option<&'static str>)]) -> Vec<Step> {
 /// Runs `steps` on both servers: no unexcepted difference, and `exception`
 /// among those met (None: none met). Returns the exchanges.
 fn cross_run(pair: &mut CrossPair, steps: &[Step], exception: Option<&str>) -> Replay {
-    let replay = pair.runner.run(steps).expect("cross-backend run");
+    run_excepted(&mut pair.runner, steps, exception)
+}
+
+/// As `cross_run`, on any runner.
+fn run_excepted(runner: &mut Runner, steps: &[Step], exception: Option<&str>) -> Replay {
+    let replay = runner.run(steps).expect("cross-backend run");
     assert!(
         replay.difference.is_none(),
         "{:?}\n{}",

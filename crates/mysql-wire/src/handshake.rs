@@ -100,15 +100,20 @@ impl Greeting {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerVersion {
     pub mariadb: bool,
+    /// vtgate, Vitess's MySQL-protocol front: it announces a MySQL version
+    /// followed by `-Vitess` (its `--mysql-server-version` default).
+    pub vitess: bool,
     /// (major, minor, patch); zeros when the string has no number.
     pub number: (u32, u32, u32),
 }
 
 impl ServerVersion {
     /// `8.0.31`, `8.0.31-0ubuntu0.22.04.1`, `5.5.5-10.11.6-MariaDB-0+deb12u1`
-    /// (MariaDB puts `5.5.5-` first for old clients), `11.4.2-MariaDB`.
+    /// (MariaDB puts `5.5.5-` first for old clients), `11.4.2-MariaDB`,
+    /// `8.0.40-Vitess`.
     pub fn parse(version: &str) -> ServerVersion {
         let mariadb = version.contains("MariaDB");
+        let vitess = !mariadb && version.contains("-Vitess");
         let text = if mariadb {
             version.strip_prefix("5.5.5-").unwrap_or(version)
         } else {
@@ -122,12 +127,18 @@ impl ServerVersion {
             parts.next().unwrap_or(0),
             parts.next().unwrap_or(0),
         );
-        ServerVersion { mariadb, number }
+        ServerVersion {
+            mariadb,
+            vitess,
+            number,
+        }
     }
 
     pub fn name(&self) -> &'static str {
         if self.mariadb {
             "MariaDB"
+        } else if self.vitess {
+            "Vitess"
         } else {
             "MySQL"
         }
@@ -242,6 +253,10 @@ mod tests {
         assert_eq!(v.number, (8, 0, 36));
         assert_eq!(ServerVersion::parse("11.4.2-MariaDB").number, (11, 4, 2));
         assert_eq!(ServerVersion::parse("").number, (0, 0, 0));
+        let v = ServerVersion::parse("8.0.40-Vitess");
+        assert_eq!((v.mariadb, v.vitess, v.number), (false, true, (8, 0, 40)));
+        assert_eq!(v.to_string(), "Vitess 8.0.40");
+        assert!(!ServerVersion::parse("8.0.31").vitess);
     }
 
     #[test]

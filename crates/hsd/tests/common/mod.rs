@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod blocking;
+pub mod commit_proxy;
 pub mod skips;
 
 use hs_client::{Client, Response};
@@ -65,6 +66,25 @@ pub fn mysql8_url() -> Option<String> {
             skips::skip(
                 skips::Half::Mysql8,
                 "HSD_TEST_MYSQL8_URL not set: skipping the MySQL 8 half (run scripts/test.sh)",
+            );
+            None
+        }
+    }
+}
+
+/// vtgate of the private Vitess that `scripts/vitess.sh` runs (keyspace
+/// `ks` in two shards). In CI its absence is a failure, as for `mysql_url`.
+pub fn vitess_url() -> Option<String> {
+    match std::env::var("HSD_TEST_VITESS_URL") {
+        Ok(u) if !u.is_empty() => Some(u),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "HSD_TEST_VITESS_URL is not set: CI must run the Vitess tests (scripts/test.sh sets it)"
+            );
+            skips::skip(
+                skips::Half::Vitess,
+                "HSD_TEST_VITESS_URL not set: skipping the Vitess half (run scripts/test.sh)",
             );
             None
         }

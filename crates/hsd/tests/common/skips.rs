@@ -18,6 +18,7 @@ use std::time::{Duration, SystemTime};
 pub enum Half {
     Mariadb,
     Mysql8,
+    Vitess,
     Plugin,
 }
 
@@ -26,6 +27,7 @@ impl Half {
         match self {
             Half::Mariadb => "MariaDB (HSD_TEST_MYSQL_URL)",
             Half::Mysql8 => "MySQL 8 (HSD_TEST_MYSQL8_URL)",
+            Half::Vitess => "Vitess (HSD_TEST_VITESS_URL)",
             Half::Plugin => "original plugin (HSD_HS_ORIGINAL_PORT[_WR])",
         }
     }

@@ -133,11 +133,20 @@ pub(super) fn push_write(w: &RowWrite<'_>, sql: &mut Vec<u8>) {
                     write_sql::update_set(table, columns, &mut sink, sql);
                 }
                 Change::Update { .. } => {
-                    // Nothing to write, but the row found is still counted.
+                    // Nothing to write, but the row found is still counted:
+                    // a column set to itself, not a key column where one
+                    // can be (vtgate refuses to set a vindex column).
                     sql.extend_from_slice(b"UPDATE ");
                     sql.extend_from_slice(table.table_sql.as_bytes());
                     sql.extend_from_slice(b" SET ");
-                    let first = meta.key_sql.first().map_or("1", String::as_str);
+                    let other = table.columns.iter().enumerate().find(|(i, c)| {
+                        c.write_form != WriteForm::Generated
+                            && !meta.key_columns.contains(&Some(*i))
+                    });
+                    let first = other.map_or_else(
+                        || meta.key_sql.first().map_or("1", String::as_str),
+                        |(_, c)| c.name_sql.as_str(),
+                    );
                     sql.extend_from_slice(first.as_bytes());
                     sql.extend_from_slice(b" = ");
                     sql.extend_from_slice(first.as_bytes());

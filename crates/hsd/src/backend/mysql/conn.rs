@@ -4,6 +4,7 @@
 
 use super::connector::{Connector, PRESSURE_IDLE};
 
+use super::conn_writes::without_unchanged_keys;
 use super::errors::{doomed, dooms_transaction, refused_error};
 use super::handler::Handles;
 use super::in_doubt::{resolve, Fate, Session};
@@ -12,9 +13,9 @@ use super::topology::gtid::Position;
 use super::topology::{Commit, Topology};
 use super::{fill, meta, scan};
 use crate::backend::{
-    CacheRead, CommitFailure, Committed, RowInsert, RowVisitor, RowWrite, Scan, StorageConn,
-    StorageError, TableMeta, WriteBatching, ERR_COMMIT_IN_DOUBT, ERR_LOCK_WAIT_TIMEOUT,
-    ERR_STATEMENT_TIMEOUT,
+    CacheRead, Change, CommitFailure, Committed, RowInsert, RowVisitor, RowWrite, Scan,
+    StorageConn, StorageError, TableMeta, WriteBatching, ERR_COMMIT_IN_DOUBT,
+    ERR_LOCK_WAIT_TIMEOUT, ERR_STATEMENT_TIMEOUT,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -415,9 +416,32 @@ impl StorageConn for MysqlConn {
         self.insert_in_runs(rows).await
     }
 
-    /// Sent in runs, merged where safe (`write_in_runs`).
+    /// Sent in runs, merged where safe (`write_in_runs`); behind vtgate,
+    /// without the key columns a write by key sets to their own values
+    /// (`without_unchanged_keys`).
     async fn write_rows(&mut self, writes: &[RowWrite<'_>]) -> Vec<Result<u64, StorageError>> {
-        self.write_in_runs(writes).await
+        if self.link.is_none() {
+            // Made now to learn the server's kind; a failure shows again
+            // in the writes, which handle it.
+            let _ = self.link().await;
+        }
+        if !self.link.as_ref().is_some_and(|l| l.server.vitess) {
+            return self.write_in_runs(writes).await;
+        }
+        let kept: Vec<_> = writes.iter().map(without_unchanged_keys).collect();
+        let rewritten: Vec<RowWrite<'_>> = writes
+            .iter()
+            .zip(&kept)
+            .map(|(w, kept)| match kept {
+                Some((columns, values)) => RowWrite {
+                    table: w.table,
+                    target: w.target,
+                    change: Change::Update { columns, values },
+                },
+                None => *w,
+            })
+            .collect();
+        self.write_in_runs(&rewritten).await
     }
 
     async fn serialize_modifies(&mut self, table: &TableMeta) -> Result<(), StorageError> {
@@ -476,6 +500,7 @@ impl StorageConn for MysqlConn {
                     connection_id: link.connection_id,
                     run: link.server_run,
                 };
+                let vitess = link.server.vitess;
                 let mut marked = marker.is_some();
                 // A marker refused for a deadlock (on Galera, a certification
                 // conflict surfaces at the statement before COMMIT) means
@@ -509,6 +534,21 @@ impl StorageConn for MysqlConn {
                         self.note_commit();
                         Committed::done()
                     }
+                    Ok(Answer::Refused(e)) if vitess && self.wrote => {
+                        // A COMMIT over several shards that vtgate refuses
+                        // may have committed some (MULTI commits them one
+                        // after another) or all (TWOPC after its decision).
+                        self.roll_back_link().await;
+                        tracing::error!(error = %e, "vtgate refused a COMMIT; its writes are answered 1 1 {ERR_COMMIT_IN_DOUBT}");
+                        Committed::failed(CommitFailure::all(StorageError::Refused {
+                            code: ERR_COMMIT_IN_DOUBT,
+                            message: format!(
+                                "commit outcome unknown: vtgate refused the COMMIT ({}), and \
+                                 the shards it had committed stay committed",
+                                refused_error(&e)
+                            ),
+                        }))
+                    }
                     Ok(Answer::Refused(e)) => {
                         // A COMMIT the server refused (interrupted at the
                         // statement time bound while it waited) may leave
@@ -524,7 +564,7 @@ impl StorageConn for MysqlConn {
                             // Nothing to commit: the answers are true.
                             return Committed::done();
                         }
-                        self.settle_in_doubt(f.error, session, marked).await
+                        self.settle_in_doubt(f.error, session, marked, vitess).await
                     }
                 }
             }
@@ -611,6 +651,7 @@ impl MysqlConn {
         error: StorageError,
         session: Session,
         marked: bool,
+        vitess: bool,
     ) -> Committed {
         let marker = self.connector.marker().filter(|_| marked);
         let fate = match marker {
@@ -618,6 +659,9 @@ impl MysqlConn {
                 tracing::warn!(%error, "a COMMIT went unanswered; asking the server whether it committed");
                 resolve(&self.connector, m, session, self.writer, self.group_seq).await
             }
+            None if vitess => Fate::Unknown(
+                "the backend is Vitess, where hsd keeps no commit marker (docs/vitess.md)".into(),
+            ),
             None => Fate::Unknown("the group has no commit marker".into()),
         };
         match fate {

@@ -6,7 +6,7 @@ use super::batch_sql::{push_insert, push_insert_run, push_write, push_write_run,
 use super::conn::{live_link, MysqlConn, Txn};
 use super::errors::{doomed, refused_error};
 use super::link::{Answer, Discard, Failure};
-use crate::backend::{RowInsert, RowTarget, RowWrite, StorageError};
+use crate::backend::{Change, RowInsert, RowTarget, RowWrite, StorageError, WriteValue};
 use mysql_wire::OkPacket;
 use std::ops::Range;
 
@@ -232,4 +232,59 @@ fn found(write: &RowWrite<'_>, ok: &OkPacket) -> u64 {
         RowTarget::Key { .. } => ok.affected_rows,
         RowTarget::Locator(_) => 1,
     }
+}
+
+/// vtgate refuses an UPDATE that sets a vindex column, even to the value
+/// it has (VT12001, 1235). A write names its row by key or locator values;
+/// a column of those (a whole column, not a prefix) set to the very bytes
+/// the row is found by is left out of the SET: it would not change. The
+/// columns and values kept, when any were left out.
+pub(super) fn without_unchanged_keys<'a>(
+    w: &RowWrite<'a>,
+) -> Option<(Vec<usize>, Vec<WriteValue<'a>>)> {
+    let Change::Update { columns, values } = w.change else {
+        return None;
+    };
+    // (column, the bytes the row is found by)
+    let finders: Vec<(usize, Option<&[u8]>)> = match w.target {
+        RowTarget::Key { index, keys } => {
+            let meta = index.index_meta();
+            meta.key_columns
+                .iter()
+                .zip(keys)
+                .zip(&meta.key_prefix)
+                .filter_map(|((c, k), prefix)| c.filter(|_| prefix.is_none()).map(|c| (c, *k)))
+                .collect()
+        }
+        RowTarget::Locator(locator) => locator
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| {
+                let name = w.table.locator_sql.get(i)?;
+                let c = w.table.columns.iter().position(|c| &c.name_sql == name)?;
+                Some((c, v.as_deref()))
+            })
+            .collect(),
+    };
+    let unchanged = |c: usize, v: &WriteValue<'_>| {
+        finders.iter().any(|&(fc, k)| {
+            fc == c
+                && match v {
+                    WriteValue::Bytes(b) => *b == k,
+                    // `+ 0` on the column.
+                    WriteValue::Int(n) => k == Some(n.to_string().as_bytes()),
+                }
+        })
+    };
+    if !columns.iter().zip(values).any(|(&c, v)| unchanged(c, v)) {
+        return None;
+    }
+    Some(
+        columns
+            .iter()
+            .zip(values)
+            .filter(|(&c, v)| !unchanged(c, v))
+            .map(|(&c, v)| (c, *v))
+            .unzip(),
+    )
 }

@@ -178,6 +178,11 @@ impl Connector {
             if *state != MarkerState::Unchecked {
                 return Ok(());
             }
+            if link.server.vitess {
+                tracing::info!("{}", super::preflight::VITESS_NO_MARKER);
+                *state = MarkerState::Unusable;
+                return Ok(());
+            }
             *state = MarkerState::Checking;
         }
         let check = marker.ensure(link).await;

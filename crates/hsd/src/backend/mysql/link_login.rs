@@ -216,6 +216,31 @@ impl Link {
                 None
             }
         };
+        if self.server.vitess {
+            self.ask_for_atomic_commits().await?;
+        }
+        Ok(())
+    }
+
+    /// Behind vtgate, a write group that touched several shards commits
+    /// with two-phase commit (`transaction_mode` TWOPC): all its shards or
+    /// none, as on one server. vtgate's MULTI commits them one after the
+    /// other (a failure between two leaves the first committed), SINGLE
+    /// refuses the group at its second shard. A group on one shard commits
+    /// plainly either way. A vtgate that refuses TWOPC leaves its own mode,
+    /// said once in the log (docs/vitess.md).
+    async fn ask_for_atomic_commits(&mut self) -> Result<(), Failure> {
+        self.queue(|q| q.extend_from_slice(b"SET SESSION transaction_mode = 'TWOPC'"));
+        if let Answer::Refused(e) = self.answer(&mut Discard).await? {
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            ONCE.call_once(|| {
+                tracing::warn!(
+                    error = %e,
+                    "vtgate refused transaction_mode TWOPC: a write group over several shards \
+                     commits in vtgate's own mode, shard by shard"
+                )
+            });
+        }
         Ok(())
     }
 

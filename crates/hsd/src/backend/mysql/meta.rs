@@ -392,8 +392,15 @@ pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<T
         .to_vec();
     sql.extend_from_slice(&filter);
     let tables = rows(link, &sql).await?;
+    // vtgate sends the query to one shard of keyspace `db` and answers with
+    // that shard's own schema name (`vt_ks_-80`): the WHERE chose the
+    // schema, the table name alone is compared here.
+    let vitess = link.server.vitess;
+    let ours = |r: &Vec<Option<String>>| {
+        (vitess || r[0].as_deref() == Some(db)) && r[1].as_deref() == Some(table)
+    };
     let Some((kind, transactional)) = tables.rows.iter().find_map(|r| {
-        (r[0].as_deref() == Some(db) && r[1].as_deref() == Some(table)).then(|| {
+        ours(r).then(|| {
             (
                 r[2].clone().unwrap_or_default(),
                 r.get(3).cloned().flatten().as_deref() == Some("YES"),
@@ -418,7 +425,7 @@ pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<T
     let columns: Vec<Column> = found
         .rows
         .iter()
-        .filter(|r| r[0].as_deref() == Some(db) && r[1].as_deref() == Some(table))
+        .filter(|r| ours(r))
         .map(|r| {
             let text = |i: usize| r.get(i).cloned().flatten().unwrap_or_default();
             let data_type = text(3).to_ascii_lowercase();

@@ -145,6 +145,14 @@ impl MysqlBackend {
             let base = preflight::link_settings(url, settings.timeout, target)
                 .map_err(|f| anyhow::anyhow!(f.text))?;
             match preflight::login(&base, target, what).await {
+                Ok(link) if link.server.vitess && !settings.replicas.is_empty() => {
+                    link.quit().await;
+                    anyhow::bail!(preflight::VITESS_NO_REPLICAS);
+                }
+                Ok(link) if link.server.vitess && settings.row_cache.is_some() => {
+                    link.quit().await;
+                    anyhow::bail!(preflight::VITESS_NO_ROW_CACHE);
+                }
                 Ok(link) => {
                     connector::announce(&link, &base);
                     link.quit().await

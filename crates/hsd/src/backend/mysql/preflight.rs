@@ -84,12 +84,32 @@ pub(super) fn marker_unusable(table_sql: &str, error: &dyn Display) -> String {
     )
 }
 
+/// Why hsd keeps no commit marker behind vtgate (docs/vitess.md): a
+/// group's marker row would land on one shard of the several its COMMIT
+/// touches, and the resolver's `KILL` and process list reach vtgate's
+/// session, not the shards' transactions.
+pub(super) const VITESS_NO_MARKER: &str = "the backend is Vitess: hsd keeps no commit marker \
+     there (a marker row lands on one shard of those a group touches, and a lost COMMIT \
+     cannot be followed to the shards); a COMMIT whose answer is lost, or that vtgate \
+     refuses, is answered 1 1 1180 (outcome unknown), never as failed";
+
+/// Why --row-cache-mib is refused behind vtgate.
+pub(super) const VITESS_NO_ROW_CACHE: &str = "--row-cache-mib cannot be used with a Vitess \
+     --backend: the cache is kept exact by the server's binary log, and vtgate serves none \
+     (each shard's primary has its own); leave it out";
+
+/// Why --replica is refused behind vtgate.
+pub(super) const VITESS_NO_REPLICAS: &str = "--backend is Vitess (vtgate): --replica cannot \
+     be used with it (vtgate routes to each shard's primary itself and reports no GTID of a \
+     commit, so hsd could not tell when a replica has a write); give vtgate alone";
+
 /// Everything `hsd check` looks at on the configured servers.
 pub(crate) async fn check(settings: &MysqlSettings) -> Vec<Finding> {
     let mut findings = Vec::new();
     let mut all = vec![(settings.url.clone(), settings.target.clone())];
     all.extend(settings.replicas.iter().cloned());
     let single = all.len() == 1;
+    let mut vitess = false;
     for (i, (url, target)) in all.iter().enumerate() {
         let what = if i == 0 { "--backend" } else { "--replica" };
         let base = match link_settings(url, settings.timeout, target) {
@@ -100,6 +120,23 @@ pub(crate) async fn check(settings: &MysqlSettings) -> Vec<Finding> {
             }
         };
         match login(&base, target, what).await {
+            Ok(link) if link.server.vitess => {
+                findings.push(Finding::ok(format!(
+                    "{what} {target}: logged in to {}",
+                    link.server
+                )));
+                // By design, not a fault: a note, and `hsd check` passes.
+                findings.push(if single {
+                    Finding::note(VITESS_NO_MARKER.to_string())
+                } else {
+                    Finding::error(VITESS_NO_REPLICAS.to_string())
+                });
+                if settings.row_cache.is_some() {
+                    findings.push(Finding::error(VITESS_NO_ROW_CACHE.to_string()));
+                }
+                vitess = true;
+                link.quit().await;
+            }
             Ok(mut link) => {
                 findings.push(Finding::ok(format!("{what} {target}: logged in")));
                 match account(&mut link, url, target, single).await {
@@ -116,7 +153,7 @@ pub(crate) async fn check(settings: &MysqlSettings) -> Vec<Finding> {
     if !single {
         findings.extend(roles(settings).await);
     }
-    if settings.row_cache.is_some() {
+    if settings.row_cache.is_some() && !vitess {
         findings.extend(row_cache(settings).await);
     }
     findings

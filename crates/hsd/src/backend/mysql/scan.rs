@@ -167,6 +167,9 @@ pub(super) async fn scan_many(
     progressed: &mut bool,
     handler_reads: bool,
 ) -> Result<(), Failure> {
+    // vtgate does not parse HANDLER (1105): SELECTs only, which it routes
+    // by the vindex and merges in ORDER BY order across shards.
+    let handler_reads = handler_reads && !link.server.vitess;
     // Plan: group point lookups by opened index.
     let mut routes = Vec::with_capacity(scans.len());
     let mut groups: Vec<Vec<usize>> = Vec::new();

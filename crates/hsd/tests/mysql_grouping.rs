@@ -211,7 +211,9 @@ fn a_long_modify_walk_does_not_hold_the_other_writes_of_its_loop() {
         took >= Duration::from_secs(1) && took < Duration::from_secs(3),
         "{took:?}"
     );
-    assert!(slowest < Duration::from_millis(300), "{slowest:?}");
+    // Held by the walk, an insert would wait its whole second; a loaded
+    // machine (the whole suite beside it) once took 303 ms without it.
+    assert!(slowest < Duration::from_millis(600), "{slowest:?}");
     // The walk's changes before its end stand, and went on meanwhile.
     let n: u64 = scalar(&mut sql, "SELECT n FROM w WHERE id = 1")
         .parse()

@@ -38,7 +38,9 @@
 //!   loop's thread. Either way they never share a batch with lookups.
 //! - Writes (write loops only): through the loop's group committer, one task
 //!   owning one storage connection, which runs every write queued meanwhile
-//!   in one transaction, commits once, and only then answers.
+//!   in one transaction, commits once, and only then answers; on MySQL
+//!   `--write-groups` such tasks, one running its group's statements while
+//!   the others wait on their COMMIT (`group_commit`).
 //! - Where a batcher's finds run is its backend's read router's to say
 //!   (`backend::ReadRouter`), asked once per batch: for the read port's
 //!   finds (`ReadSide::Reads`) it may send them to any place that has seen

@@ -96,6 +96,24 @@ fn metric(admin: &str, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no metric {name}"))
 }
 
+/// hsd on `url` with an 8 MiB row cache read in `consistency` mode, and
+/// its admin address (for the cache's metrics).
+fn cached_hsd(url: &str, consistency: &str) -> (Hsd, String) {
+    let hsd = Hsd::start(
+        url,
+        &[
+            "--row-cache-mib",
+            "8",
+            "--read-consistency",
+            consistency,
+            "--admin-address",
+            "127.0.0.1:0",
+        ],
+    );
+    let admin = hsd.admin.clone().expect("admin address");
+    (hsd, admin)
+}
+
 /// What a statement was.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Wrote {
@@ -171,18 +189,7 @@ fn stress(url: &str, db: &str, consistency: &str) {
         );
         exec(&mut sql, &format!("INSERT INTO kv2 VALUES ({id}, 0)"));
     }
-    let hsd = Hsd::start(
-        url,
-        &[
-            "--row-cache-mib",
-            "8",
-            "--read-consistency",
-            consistency,
-            "--admin-address",
-            "127.0.0.1:0",
-        ],
-    );
-    let admin = hsd.admin.clone().expect("admin address");
+    let (hsd, admin) = cached_hsd(url, consistency);
     let history = Arc::new(History {
         begun: AtomicUsize::new(0),
         done: AtomicUsize::new(0),
@@ -375,18 +382,7 @@ fn cascades(url: &str) {
         &mut sql,
         "CREATE TABLE child (id INT PRIMARY KEY, p INT, FOREIGN KEY (p) REFERENCES parent (id) ON DELETE CASCADE ON UPDATE CASCADE) ENGINE=InnoDB",
     );
-    let hsd = Hsd::start(
-        url,
-        &[
-            "--row-cache-mib",
-            "8",
-            "--read-consistency",
-            "strict",
-            "--admin-address",
-            "127.0.0.1:0",
-        ],
-    );
-    let admin = hsd.admin.clone().expect("admin");
+    let (hsd, admin) = cached_hsd(url, "strict");
     let mut r = hsd.reader();
     assert_eq!(r.q(&format!("P|0|{db}|child|PRIMARY|id,p")), "0|1");
     for round in 1..=5 {
@@ -459,18 +455,7 @@ fn stream_killed(url: &str) {
         "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB",
     );
     exec(&mut sql, "INSERT INTO kv VALUES (1, 'a'), (2, 'b')");
-    let hsd = Hsd::start(
-        url,
-        &[
-            "--row-cache-mib",
-            "8",
-            "--read-consistency",
-            "strict",
-            "--admin-address",
-            "127.0.0.1:0",
-        ],
-    );
-    let admin = hsd.admin.clone().expect("admin");
+    let (hsd, admin) = cached_hsd(url, "strict");
     let mut r = hsd.reader();
     assert_eq!(r.q(&format!("P|0|{db}|kv|PRIMARY|id,v")), "0|1");
     read_until_a_hit(&mut r, &admin, "0|=|1|1", "0|2|1|a", "before the kill");
@@ -523,11 +508,7 @@ fn held_rows(url: &str) {
         &mut sql,
         "INSERT INTO kv VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c'), (5, 50, 'e')",
     );
-    let hsd = Hsd::start(
-        url,
-        &["--row-cache-mib", "8", "--admin-address", "127.0.0.1:0"],
-    );
-    let admin = hsd.admin.clone().expect("admin");
+    let (hsd, admin) = cached_hsd(url, "acknowledged");
     let mut r = hsd.reader();
     assert_eq!(r.q(&format!("P|0|{db}|kv|PRIMARY|id,u,v")), "0|1");
     assert_eq!(r.q(&format!("P|1|{db}|kv|u|id,u,v")), "0|1");

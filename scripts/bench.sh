@@ -36,14 +36,18 @@
 # point's runs lie minutes apart) and within a point the systems take turns,
 # so machine noise hits them alike. Server CPU (utime+stime from /proc, for
 # hsd-mysql hsd's plus mariadbd's, for hs-original and mysql-sql mariadbd's)
-# is reported per request. A full run takes
+# is reported per request, and also split by process (hsd's apart from
+# mariadbd's) in results.json (cpu_by_process) and results.md, which also
+# has a depth-1 table (1, 16, 64, 256 x 1 for get, update and insert on
+# every system, as far as the sweep has them). A full run takes
 # about 15 minutes on 2 cores (plus the build), --quick about one.
 #
 # Usage: scripts/bench.sh [--quick] [--json FILE] [options]
 #   --quick           every system and workload at a few points, 100k rows,
 #                     short runs (a smoke test: scripts/test.sh runs it)
 #   --json FILE       write [{system, workload, connections, depth, rps,
-#                     p50_us, p99_us, cpu_us_per_req}, ...] (medians)
+#                     p50_us, p99_us, cpu_us_per_req, cpu_by_process}, ...]
+#                     (medians; cpu_by_process: {"hsd": µs, "mariadbd": µs})
 #   --out DIR         working directory (default target/bench or target/bench-quick):
 #                     raw.jsonl (every run), results.json, results.md (tables),
 #                     throughput.png (chart), machine.txt, logs
@@ -507,6 +511,19 @@ say "data check: every system returns the same rows"
 echo "load average after loading: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/machine.txt"
 
 # ---------------------------------------------------------------- sweep
+# proc_names PIDS: the command names of a comma-separated pid list, in its
+# order ("hsd,mariadbd"): the report splits server CPU by them.
+proc_names() {
+    local pid name names=()
+    for pid in ${1//,/ }; do
+        name=$(cat "/proc/$pid/comm" 2>/dev/null || echo "pid$pid")
+        # A --baseline binary has its own file name.
+        [[ $name == hsd* ]] && name=hsd
+        names+=("$name")
+    done
+    (IFS=,; echo "${names[*]}")
+}
+
 # run_point SYSTEM WORKLOAD CONNS DEPTH RUN
 run_point() {
     local sys=$1 wl=$2 c=$3 d=$4 run=$5 port args out rc load t_start wall
@@ -530,7 +547,8 @@ run_point() {
         die "hsbench failed (exit $rc) for $sys $wl c=$c d=$d"
     fi
     wall=$(awk -v a="$t_start" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.3f", b - a}')
-    printf '{"label":"%s","run":%d,"load1":%s,"wall_s":%s,"result":%s}\n' "$sys" "$run" "$load" "$wall" "$out" >>"$RAW"
+    printf '{"label":"%s","run":%d,"load1":%s,"wall_s":%s,"procs":"%s","result":%s}\n' \
+        "$sys" "$run" "$load" "$wall" "$(proc_names "${SPID[$sys]}")" "$out" >>"$RAW"
     field() { sed -E "s/.*\"$1\":([^,}]*).*/\1/" <<<"$out"; }
     printf '%-13s %-10s c=%-3s d=%-2s %9.0f req/s  p50 %8.1f us  p99 %8.1f us  cpu %6.2f us/req\n' \
         "$sys" "$wl" "$c" "$d" "$(field rps)" "$(field p50_us)" "$(field p99_us)" "$(field cpu_us_per_req)" >&2

@@ -177,6 +177,7 @@ def load_medians(raw):
             r = json.loads(line)
             res = r["result"]
             res["load1"] = r.get("load1")
+            res["cpu_by_process"] = cpu_by_process(r.get("procs"), res.get("cpu_by_pid"))
             key = (r["label"], res["workload"], res["connections"], res["depth"])
             runs[key].append(res)
     med = {}
@@ -186,6 +187,29 @@ def load_medians(raw):
         m["all_rps"] = [round(x["rps"]) for x in rs]
         med[key] = m
     return med
+
+
+def cpu_by_process(procs, by_pid):
+    """Server CPU µs/req per process name ({"hsd": 40.1, "mariadbd": 55.0}):
+    bench.sh names the pids of --server-pid in order ("hsd,mariadbd"),
+    hsbench measures each; processes of one name (three mariadbd of a
+    replicated set) are summed. None when either is missing."""
+    if not procs or not by_pid:
+        return None
+    names = procs.split(",")
+    if len(names) != len(by_pid):
+        return None
+    out = {}
+    for name, p in zip(names, by_pid):
+        out[name] = round(out.get(name, 0.0) + p["us_per_req"], 2)
+    return out
+
+
+def fmt_split(split):
+    """"hsd 40.1 + mariadbd 55.0" for two processes or more, "-" otherwise."""
+    if not split or len(split) < 2:
+        return "-"
+    return " + ".join("%s %.1f" % (k, v) for k, v in split.items())
 
 
 def fmt_k(rps):
@@ -234,6 +258,7 @@ def cmd_report(a):
             "system": s, "workload": w, "connections": c, "depth": d,
             "rps": round(m["rps"], 1), "p50_us": m["p50_us"], "p99_us": m["p99_us"],
             "cpu_us_per_req": m["cpu_us_per_req"],
+            "cpu_by_process": m.get("cpu_by_process"),
         }
         published.append(pub)
         det = dict(pub)
@@ -332,13 +357,17 @@ def cmd_report(a):
                     md.append("| %d×%d | %s |" % (c, d, " | ".join(cells)))
         md.append("")
 
+    md.extend(depth1_table(med, systems, workloads, conns))
+
     md.append("### Every point (median of the runs)\n")
-    md.append("| system | workload | conns | depth | req/s | p50 µs | p99 µs | server CPU µs/req | client CPU µs/req | runs (req/s) |")
-    md.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    md.append("| system | workload | conns | depth | req/s | p50 µs | p99 µs | server CPU µs/req "
+              "| by process | client CPU µs/req | runs (req/s) |")
+    md.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |")
     for det in detail:
-        md.append("| %s | %s | %d | %d | %.0f | %.1f | %.1f | %s | %s | %s |" % (
+        md.append("| %s | %s | %d | %d | %.0f | %.1f | %.1f | %s | %s | %s | %s |" % (
             det["system"], det["workload"], det["connections"], det["depth"], det["rps"],
             det["p50_us"], det["p99_us"], fmt_cpu(det["cpu_us_per_req"]),
+            fmt_split(det["cpu_by_process"]),
             fmt_cpu(det["client_cpu_us_per_req"]), " / ".join(str(x) for x in det["all_rps"])))
     md.append("")
     if a.machine and os.path.exists(a.machine):
@@ -355,6 +384,44 @@ def cmd_report(a):
     print("\n".join(md[: md.index("### get: median req/s · p99 · server CPU µs/req")] if
                     "### get: median req/s · p99 · server CPU µs/req" in md else md[:40]))
     return 0
+
+
+DEPTH1_WORKLOADS = ["get", "update", "insert"]
+DEPTH1_CONNS = [1, 16, 64, 256]
+
+
+def depth1_table(med, systems, workloads, conns):
+    """Markdown lines: get, update and insert at 1, 16, 64 and 256 x 1 (the
+    points the sweep has) on every system: req/s, ratio to mysql-sql, and
+    server CPU µs/req split by process where a system has two or more."""
+    shown_w = [w for w in DEPTH1_WORKLOADS if w in workloads]
+    shown_c = [c for c in DEPTH1_CONNS if c in conns]
+    if not shown_w or not shown_c:
+        return []
+    md = ["### Depth 1: req/s (÷ mysql-sql) · server CPU µs/req (by process)\n"]
+    md.append("| workload | conns×depth | " + " | ".join(systems) + " |")
+    md.append("| --- | --- |" + " --- |" * len(systems))
+    for w in shown_w:
+        for c in shown_c:
+            cells = []
+            sql = med.get(("mysql-sql", w, c, 1))
+            for s in systems:
+                m = med.get((s, w, c, 1))
+                if not m:
+                    cells.append("-")
+                    continue
+                cell = fmt_k(m["rps"])
+                if sql and sql["rps"] and s != "mysql-sql":
+                    cell += " (%s)" % fmt_ratio(m["rps"] / sql["rps"])
+                cell += " · %s" % fmt_cpu(m["cpu_us_per_req"])
+                split = m.get("cpu_by_process")
+                if split and len(split) > 1:
+                    cell += " (%s)" % fmt_split(split)
+                cells.append(cell)
+            if any(x != "-" for x in cells):
+                md.append("| %s | %d×1 | %s |" % (w, c, " | ".join(cells)))
+    md.append("")
+    return md
 
 
 def evaluate_goals(med, peak, conns, depths):

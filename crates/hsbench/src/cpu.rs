@@ -38,9 +38,9 @@ fn parse_stat(s: &str) -> Result<u64> {
     Ok(f[11].parse::<u64>()? + f[12].parse::<u64>()?)
 }
 
-/// Sum of ticks over the given pids.
-pub fn total_ticks(pids: &[u32]) -> Result<u64> {
-    pids.iter().map(|p| ticks(&p.to_string())).sum()
+/// Ticks of each of the given pids, in their order.
+pub fn ticks_each(pids: &[u32]) -> Result<Vec<u64>> {
+    pids.iter().map(|p| ticks(&p.to_string())).collect()
 }
 
 #[cfg(test)]

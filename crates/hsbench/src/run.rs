@@ -107,9 +107,13 @@ pub async fn run(a: &RunArgs) -> Result<Report> {
         seed: a.seed,
     });
     let tck = cpu::clk_tck();
-    let mut pids = a.server_pid.clone();
-    pids.sort_unstable();
-    pids.dedup();
+    // Each pid once, in the order given: the report splits the CPU by it.
+    let mut pids: Vec<u32> = Vec::with_capacity(a.server_pid.len());
+    for &p in &a.server_pid {
+        if !pids.contains(&p) {
+            pids.push(p);
+        }
+    }
     // Every connection is made (and its index opened / statement prepared)
     // before any starts sending, CONNECT_WAVE at a time: made one by one
     // while the first ones already ran, the last ones would queue behind
@@ -150,7 +154,7 @@ pub async fn run(a: &RunArgs) -> Result<Report> {
         since: Instant::now(),
     };
     w.wait(Some(Duration::from_secs_f64(a.warmup))).await?;
-    let server0 = cpu::total_ticks(&pids)?;
+    let server0 = cpu::ticks_each(&pids)?;
     let client0 = cpu::ticks("self")?;
     sh.phase.store(MEASURE, Relaxed);
     let start = Instant::now();
@@ -159,7 +163,7 @@ pub async fn run(a: &RunArgs) -> Result<Report> {
         sh.phase.store(STOP, Relaxed);
     }
     w.wait(None).await?;
-    let server1 = cpu::total_ticks(&pids)?;
+    let server1 = cpu::ticks_each(&pids)?;
     let client1 = cpu::ticks("self")?;
     let mut total = ConnStats::new();
     let mut end = start;
@@ -179,13 +183,17 @@ pub async fn run(a: &RunArgs) -> Result<Report> {
             Dist::Zipf => format!("zipf {}", a.zipf_theta),
         },
     };
-    let server = (!pids.is_empty()).then(|| server1.saturating_sub(server0));
+    let server: Vec<(u32, u64)> = pids
+        .iter()
+        .zip(server1.iter().zip(&server0))
+        .map(|(&pid, (&t1, &t0))| (pid, t1.saturating_sub(t0)))
+        .collect();
     let secs = (end - start).as_secs_f64();
     Ok(Report::build(
         info,
         &total,
         secs,
-        server,
+        &server,
         client1.saturating_sub(client0),
         tck,
     ))

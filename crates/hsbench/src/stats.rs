@@ -88,6 +88,8 @@ pub struct Report {
     pub p999_us: f64,
     /// Server CPU (utime+stime of --server-pid) per measured request.
     pub cpu_us_per_req: Option<f64>,
+    /// The same, each --server-pid apart, in the order given.
+    pub cpu_by_pid: Vec<PidCpu>,
     pub client_cpu_us_per_req: f64,
     pub error_responses: u64,
     pub misses: u64,
@@ -100,6 +102,13 @@ pub struct Report {
 
 fn us(ns: u64) -> f64 {
     (ns as f64 / 100.0).round() / 10.0
+}
+
+/// One server process's CPU per measured request.
+#[derive(Serialize, Debug)]
+pub struct PidCpu {
+    pub pid: u32,
+    pub us_per_req: f64,
 }
 
 pub struct RunInfo {
@@ -116,7 +125,7 @@ impl Report {
         info: RunInfo,
         s: &ConnStats,
         seconds: f64,
-        server_ticks: Option<u64>,
+        server_ticks: &[(u32, u64)],
         client_ticks: u64,
         tck: u64,
     ) -> Report {
@@ -152,7 +161,15 @@ impl Report {
             p50_us: q(0.5),
             p99_us: q(0.99),
             p999_us: q(0.999),
-            cpu_us_per_req: server_ticks.map(per_req),
+            cpu_us_per_req: (!server_ticks.is_empty())
+                .then(|| per_req(server_ticks.iter().map(|&(_, t)| t).sum())),
+            cpu_by_pid: server_ticks
+                .iter()
+                .map(|&(pid, t)| PidCpu {
+                    pid,
+                    us_per_req: per_req(t),
+                })
+                .collect(),
             client_cpu_us_per_req: per_req(client_ticks),
             error_responses: s.error_responses,
             misses: s.misses,
@@ -183,6 +200,11 @@ impl Report {
         );
         if let Some(c) = self.cpu_us_per_req {
             println!("  server cpu {c} us/req");
+            if self.cpu_by_pid.len() > 1 {
+                for p in &self.cpu_by_pid {
+                    println!("    pid {}: {} us/req", p.pid, p.us_per_req);
+                }
+            }
         }
         println!("  client cpu {} us/req", self.client_cpu_us_per_req);
         if self.errors == 0 {
@@ -197,5 +219,31 @@ impl Report {
             );
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_cpu_is_split_by_pid_and_summed() {
+        let mut s = ConnStats::new();
+        for _ in 0..100 {
+            s.record(1_000, Outcome::Ok, b"");
+        }
+        let info = RunInfo {
+            system: "hs".into(),
+            workload: "get".into(),
+            connections: 1,
+            depth: 1,
+            keys: 10,
+            dist: "uniform".into(),
+        };
+        // 100 ticks per second: 3 ticks = 30 ms over 100 requests = 300 us.
+        let r = Report::build(info, &s, 1.0, &[(7, 3), (9, 1)], 0, 100);
+        assert_eq!(r.cpu_us_per_req, Some(400.0));
+        let split: Vec<(u32, f64)> = r.cpu_by_pid.iter().map(|p| (p.pid, p.us_per_req)).collect();
+        assert_eq!(split, vec![(7, 300.0), (9, 100.0)]);
     }
 }

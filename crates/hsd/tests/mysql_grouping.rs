@@ -227,3 +227,50 @@ fn a_long_modify_walk_does_not_hold_the_other_writes_of_its_loop() {
         "11"
     );
 }
+
+#[test]
+fn a_run_of_updates_by_key_is_one_statement_and_answers_each_row() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(url) = mysql_url() else { return };
+    let db = "hsdt_group_by_keys";
+    let mut sql = setup(&url, db);
+    let hsd = Hsd::start(&url, &[]);
+    let mut c = Hs::connect(&hsd.write);
+    assert_eq!(c.q(&format!("P|0|{db}|kv|PRIMARY|v")), "0|1");
+    let updates = |ids: &[u32], tag: &str| -> Vec<String> {
+        ids.iter()
+            .map(|id| format!("0|=|1|{id}|1|0|U|{tag}{id}"))
+            .collect()
+    };
+    // Every key finds its row: one merged UPDATE by key, no locking read.
+    let savepoints = global_status(&mut sql, "Com_savepoint");
+    let selects = global_status(&mut sql, "Com_select");
+    let found: Vec<u32> = (1..=20).collect();
+    assert_eq!(c.pipeline(&updates(&found, "a")), vec!["0|1|1"; 20]);
+    let merged = global_status(&mut sql, "Com_savepoint") - savepoints;
+    let read = global_status(&mut sql, "Com_select") - selects;
+    eprintln!(
+        "20 updates by key: {merged} merged statements, {read} SELECTs (this session's included)"
+    );
+    assert!(merged >= 1, "no merged UPDATE by key");
+    // A key without a row amid others: the merged statement is undone and
+    // the writes go the usual way, each answered as alone.
+    let undone = global_status(&mut sql, "Com_rollback_to_savepoint");
+    let mixed = [21, 22, 99_999, 23, 24];
+    assert_eq!(
+        c.pipeline(&updates(&mixed, "b")),
+        ["0|1|1", "0|1|1", "0|1|0", "0|1|1", "0|1|1"]
+    );
+    assert!(global_status(&mut sql, "Com_rollback_to_savepoint") > undone);
+    let expect: Vec<String> = (1..=20)
+        .map(|id| format!("a{id}"))
+        .chain([21, 22, 23, 24].map(|id| format!("b{id}")))
+        .collect();
+    assert_eq!(
+        scalar(
+            &mut sql,
+            "SELECT GROUP_CONCAT(v ORDER BY id) FROM kv WHERE id <= 24 OR id = 99999"
+        ),
+        expect.join(",")
+    );
+}

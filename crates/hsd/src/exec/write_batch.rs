@@ -6,8 +6,10 @@
 //! - A `U` or `D` without `?` or filters by the whole key of a unique index
 //!   (the commonest write after inserts) needs no read: alone or with one
 //!   more, each is one statement by key, and the rows it found are the
-//!   answer. Longer runs go the read-and-change way below, which is fewer
-//!   statements.
+//!   answer. So is a longer run that can be one statement by key
+//!   (`one_statement_by_key`: MySQL makes it one merged UPDATE, kept only
+//!   when every key found its row). Other longer runs go the
+//!   read-and-change way below, fewer statements than one each.
 //! - Consecutive inserts: one `insert_rows`.
 //! - Consecutive modifies that read one row at most: their rows are read
 //!   and locked by one `scan_many` and changed by one `write_rows`. This
@@ -27,7 +29,8 @@ use super::write::{
 };
 use super::{RowCounter, RowDecision};
 use crate::backend::{
-    FilterMode, RowInsert, RowTarget, RowView, RowWrite, Scan, ScanStep, StorageConn, StorageError,
+    ColumnKind, FilterMode, RowInsert, RowTarget, RowView, RowWrite, Scan, ScanStep, StorageConn,
+    StorageError,
 };
 use hs_proto::Value;
 use std::collections::HashSet;
@@ -67,6 +70,12 @@ pub(super) async fn run_batched<C: StorageConn, A: Answer>(
         }
         let end = run_of(plans, i, |m| m.by_key.is_some());
         if end > i && end - i <= BY_KEY_RUN_MAX {
+            outcomes.extend(by_key_batch(storage, &plans[i..end]).await);
+            i = end;
+            continue;
+        }
+        let end = i + one_statement_by_key(&plans[i..end]);
+        if end - i > BY_KEY_RUN_MAX {
             outcomes.extend(by_key_batch(storage, &plans[i..end]).await);
             i = end;
             continue;
@@ -200,6 +209,48 @@ async fn by_key_batch<C: StorageConn, A: Answer>(
             )
         })
         .collect()
+}
+
+/// How many of a run of writes by key, from its start, can be one
+/// statement by key: updates of the same columns by the same one-column
+/// integer unique key, no key twice (its write would see the earlier
+/// one's change), no column of a unique key written. Storage makes such
+/// a run at once and keeps it only when every key found its row (MySQL:
+/// `conn_writes::update_by_keys_if_all_found`), otherwise one statement
+/// each: exact either way, with no locking read.
+fn one_statement_by_key(plans: &[WritePlan<'_>]) -> usize {
+    let mut runs = modifies(plans);
+    let Some(first) = runs.next() else {
+        return 0;
+    };
+    let Some(RowChange::Update(columns, _)) = &first.by_key else {
+        return 0;
+    };
+    let table = &first.index.table;
+    let meta = first.index.index_meta();
+    let integer_key = matches!(
+        meta.key_columns.as_slice(),
+        [Some(c)] if matches!(table.columns[*c].kind, ColumnKind::Integer { .. })
+    );
+    let writes_a_unique_key = table.indexes.iter().filter(|i| i.unique).any(|i| {
+        i.key_columns
+            .iter()
+            .any(|k| k.is_none_or(|k| columns.contains(&k)))
+    });
+    if !integer_key || writes_a_unique_key {
+        return 0;
+    }
+    let mut keys: HashSet<&[Option<&[u8]>]> = HashSet::new();
+    keys.insert(&first.find.keys);
+    1 + runs
+        .take_while(|m| {
+            matches!(&m.by_key, Some(RowChange::Update(c, _)) if c == columns)
+                && m.index.table.db == table.db
+                && m.index.table.name == table.name
+                && m.index.index == first.index.index
+                && keys.insert(&m.find.keys)
+        })
+        .count()
 }
 
 /// Runs a batch of modifies that read one row at most: returns how many of

@@ -2,6 +2,7 @@
 //! merged UPDATEs, and the rules for which writes may share one.
 
 use super::literal::{push_key, WriteLiterals, TEXT_KIND};
+use crate::backend::values::is_stored_form;
 use crate::backend::write_sql::{self, WriteParam, WriteSink};
 use crate::backend::{
     Change, ColumnKind, RowInsert, RowTarget, RowWrite, TableMeta, WriteForm, WriteValue,
@@ -332,41 +333,10 @@ fn push_update_many(writes: &[RowWrite<'_>], sql: &mut Vec<u8>) {
             push_locator_value(sql, literal, locator.get(n).and_then(|v| v.as_deref()));
         }
     };
+    let case_on = single.then(|| table.locator_sql[0].as_str());
     sql.extend_from_slice(b"UPDATE ");
     sql.extend_from_slice(table.table_sql.as_bytes());
-    sql.extend_from_slice(b" SET ");
-    for (k, &c) in columns.iter().enumerate() {
-        if k > 0 {
-            sql.extend_from_slice(b", ");
-        }
-        sql.extend_from_slice(table.columns[c].name_sql.as_bytes());
-        if table.columns[c].write_form == WriteForm::Generated {
-            // The server computes it; DEFAULT may not stand inside a CASE.
-            sql.extend_from_slice(b" = DEFAULT");
-            continue;
-        }
-        sql.extend_from_slice(b" = CASE");
-        if single {
-            sql.push(b' ');
-            sql.extend_from_slice(table.locator_sql[0].as_bytes());
-        }
-        for w in writes {
-            let (RowTarget::Locator(locator), Change::Update { values, .. }) = (w.target, w.change)
-            else {
-                continue;
-            };
-            sql.extend_from_slice(b" WHEN ");
-            row_test(w, sql);
-            sql.extend_from_slice(b" THEN ");
-            let mut sink = WriteLiterals {
-                table,
-                values,
-                locator,
-            };
-            sink.column_value(sql, WriteParam::Value(k), &table.columns[c]);
-        }
-        sql.extend_from_slice(b" END");
-    }
+    push_set_cases(table, columns, writes, case_on, row_test, sql);
     sql.extend_from_slice(b" WHERE ");
     if single {
         sql.extend_from_slice(table.locator_sql[0].as_bytes());
@@ -386,6 +356,158 @@ fn push_update_many(writes: &[RowWrite<'_>], sql: &mut Vec<u8>) {
     }
     if single {
         sql.push(b')');
+    }
+}
+
+/// `UPDATE t SET c = CASE k WHEN 1 THEN v1 ... END, ... WHERE k IN (1,
+/// ...)` for updates by key (`RowTarget::Key`) of the same columns, where
+/// `k` is the one integer column of a unique key and no key comes twice:
+/// each key names one row or none, so the rows the statement finds (the
+/// link asks for found rows) equal the number of writes exactly when every
+/// key found its row. No unique column written, values of one shape per
+/// column, as for a merged UPDATE by locator. Writes nothing and returns
+/// false for a run that is not such.
+pub(super) fn push_update_by_keys(writes: &[RowWrite<'_>], sql: &mut Vec<u8>) -> bool {
+    let Some(key_sql) = merged_key_column(writes) else {
+        return false;
+    };
+    let Change::Update { columns, .. } = writes[0].change else {
+        return false;
+    };
+    let table = writes[0].table;
+    // `merged_key_column` checked each is one key in stored form.
+    let row_test = |w: &RowWrite<'_>, sql: &mut Vec<u8>| {
+        if let RowTarget::Key {
+            keys: [Some(k)], ..
+        } = w.target
+        {
+            sql.extend_from_slice(k);
+        }
+    };
+    sql.extend_from_slice(b"UPDATE ");
+    sql.extend_from_slice(table.table_sql.as_bytes());
+    push_set_cases(table, columns, writes, Some(key_sql), row_test, sql);
+    sql.extend_from_slice(b" WHERE ");
+    sql.extend_from_slice(key_sql.as_bytes());
+    sql.extend_from_slice(b" IN (");
+    for (n, w) in writes.iter().enumerate() {
+        if n > 0 {
+            sql.extend_from_slice(b", ");
+        }
+        row_test(w, sql);
+    }
+    sql.push(b')');
+    true
+}
+
+/// The key column a run of updates by key can be merged on (see
+/// `push_update_by_keys`), if it can.
+fn merged_key_column<'a>(writes: &[RowWrite<'a>]) -> Option<&'a str> {
+    let first = writes.first()?;
+    let (RowTarget::Key { index, .. }, Change::Update { columns, values }) =
+        (first.target, first.change)
+    else {
+        return None;
+    };
+    let table = first.table;
+    let meta = index.index_meta();
+    let (&[Some(column)], [key_sql], &[None]) = (
+        meta.key_columns.as_slice(),
+        meta.key_sql.as_slice(),
+        meta.key_prefix.as_slice(),
+    ) else {
+        return None;
+    };
+    let key_kind = &table.columns[column].kind;
+    if writes.len() < 2
+        || !meta.unique
+        || !matches!(key_kind, ColumnKind::Integer { .. })
+        || columns.is_empty()
+        || !table.transactional
+        || writes_a_unique_key(table, columns)
+        || writes.iter().map(write_size).sum::<usize>() > BATCH_SQL_BYTES
+    {
+        return None;
+    }
+    let mut seen = std::collections::HashSet::with_capacity(writes.len());
+    for w in writes {
+        let (
+            RowTarget::Key { index: i, keys },
+            Change::Update {
+                columns: c,
+                values: v,
+            },
+        ) = (w.target, w.change)
+        else {
+            return None;
+        };
+        let same_shape = w.table.table_sql == table.table_sql
+            && i.index_meta().key_sql.as_slice() == [key_sql.clone()]
+            && c.len() == columns.len()
+            && c.iter()
+                .zip(columns.iter())
+                .all(|(&x, &y)| w.table.columns[x].name_sql == table.columns[y].name_sql)
+            && v.iter()
+                .zip(values.iter())
+                .all(|(x, y)| ValueShape::of(x).fits(ValueShape::of(y)));
+        let key = match keys {
+            [Some(k)] if is_stored_form(key_kind, k) => *k,
+            _ => return None,
+        };
+        // Stored-form integers are canonical: equal numbers, equal bytes.
+        if !same_shape || !seen.insert(key) {
+            return None;
+        }
+    }
+    Some(key_sql.as_str())
+}
+
+/// ` SET c = CASE [case_on] WHEN <row> THEN v ... END, ...`: each of
+/// `writes` (updates of `columns`) gives its row's values, the row named by
+/// `row_test`.
+fn push_set_cases(
+    table: &TableMeta,
+    columns: &[usize],
+    writes: &[RowWrite<'_>],
+    case_on: Option<&str>,
+    row_test: impl Fn(&RowWrite<'_>, &mut Vec<u8>),
+    sql: &mut Vec<u8>,
+) {
+    sql.extend_from_slice(b" SET ");
+    for (k, &c) in columns.iter().enumerate() {
+        if k > 0 {
+            sql.extend_from_slice(b", ");
+        }
+        sql.extend_from_slice(table.columns[c].name_sql.as_bytes());
+        if table.columns[c].write_form == WriteForm::Generated {
+            // The server computes it; DEFAULT may not stand inside a CASE.
+            sql.extend_from_slice(b" = DEFAULT");
+            continue;
+        }
+        sql.extend_from_slice(b" = CASE");
+        if let Some(on) = case_on {
+            sql.push(b' ');
+            sql.extend_from_slice(on.as_bytes());
+        }
+        for w in writes {
+            let Change::Update { values, .. } = w.change else {
+                continue;
+            };
+            let locator = match w.target {
+                RowTarget::Locator(locator) => locator,
+                RowTarget::Key { .. } => &[],
+            };
+            sql.extend_from_slice(b" WHEN ");
+            row_test(w, sql);
+            sql.extend_from_slice(b" THEN ");
+            let mut sink = WriteLiterals {
+                table,
+                values,
+                locator,
+            };
+            sink.column_value(sql, WriteParam::Value(k), &table.columns[c]);
+        }
+        sql.extend_from_slice(b" END");
     }
 }
 
@@ -534,6 +656,62 @@ mod tests {
             let mut sql = Vec::new();
             assert_eq!(push_write_run(&pair, 0, &mut sql), 1, "{}", text(&sql));
             assert!(!text(&sql).contains("CASE"), "{}", text(&sql));
+        }
+    }
+    #[test]
+    fn updates_by_distinct_integer_keys_merge_into_one_case_by_key() {
+        let t = std::sync::Arc::new(table(true));
+        let by_id = crate::exec::testing::open(&t, 1, 0, &[1], &[]);
+        let name = [1];
+        let (k1, k2, k3) = ([Some(&b"1"[..])], [Some(&b"2"[..])], [Some(&b"007"[..])]);
+        let (v1, v2) = (
+            [WriteValue::Bytes(Some(b"a"))],
+            [WriteValue::Bytes(Some(b"b"))],
+        );
+        let update = |keys, values| RowWrite {
+            table: &t,
+            target: RowTarget::Key {
+                index: &by_id,
+                keys,
+            },
+            change: Change::Update {
+                columns: &name,
+                values,
+            },
+        };
+        let mut sql = Vec::new();
+        let pair = [update(&k1[..], &v1[..]), update(&k2[..], &v2[..])];
+        assert!(push_update_by_keys(&pair, &mut sql));
+        let merged = text(&sql);
+        assert!(
+            merged.starts_with("UPDATE t SET name = CASE id WHEN 1 THEN "),
+            "{merged}"
+        );
+        assert!(merged.ends_with(" END WHERE id IN (1, 2)"), "{merged}");
+        // A key twice, a key not as the column stores it, one write alone,
+        // a unique column written: not merged, nothing written.
+        let n_and_id = [0, 1];
+        let id_too = [WriteValue::Bytes(Some(b"9")), WriteValue::Bytes(Some(b"c"))];
+        let moves_key = |keys| RowWrite {
+            table: &t,
+            target: RowTarget::Key {
+                index: &by_id,
+                keys,
+            },
+            change: Change::Update {
+                columns: &n_and_id,
+                values: &id_too,
+            },
+        };
+        for run in [
+            &[pair[0], pair[0]][..],
+            &[pair[0], update(&k3[..], &v2[..])][..],
+            &pair[..1],
+            &[moves_key(&k1[..]), moves_key(&k2[..])][..],
+        ] {
+            sql.clear();
+            assert!(!push_update_by_keys(run, &mut sql), "{}", text(&sql));
+            assert!(sql.is_empty());
         }
     }
 }

@@ -426,6 +426,11 @@ impl StorageConn for MysqlConn {
             let _ = self.link().await;
         }
         if !self.link.as_ref().is_some_and(|l| l.server.vitess) {
+            // A run of updates by key: one statement when every key finds
+            // its row (vtgate has its own rules for UPDATEs and savepoints).
+            if writes.len() > 2 && self.update_by_keys_if_all_found(writes).await {
+                return writes.iter().map(|_| Ok(1)).collect();
+            }
             return self.write_in_runs(writes).await;
         }
         let kept: Vec<_> = writes.iter().map(without_unchanged_keys).collect();

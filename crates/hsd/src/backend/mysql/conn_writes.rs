@@ -2,13 +2,19 @@
 //! sent as pipelined statements, consecutive rows merged into one
 //! statement where that is safe, and sent again one by one if it fails.
 
-use super::batch_sql::{push_insert, push_insert_run, push_write, push_write_run, BATCH_SQL_BYTES};
+use super::batch_sql::{
+    push_insert, push_insert_run, push_update_by_keys, push_write, push_write_run, BATCH_SQL_BYTES,
+};
 use super::conn::{live_link, MysqlConn, Txn};
 use super::errors::{doomed, refused_error};
 use super::link::{Answer, Discard, Failure};
 use crate::backend::{Change, RowInsert, RowTarget, RowWrite, StorageError, WriteValue};
 use mysql_wire::OkPacket;
 use std::ops::Range;
+
+/// The savepoint a merged UPDATE by keys may be undone to.
+const BY_KEYS_SAVEPOINT: &[u8] = b"SAVEPOINT hsd_by_keys";
+const BY_KEYS_UNDO: &[u8] = b"ROLLBACK TO SAVEPOINT hsd_by_keys";
 
 impl MysqlConn {
     /// Runs the write statements whose texts are `spans` of `self.sql`,
@@ -85,6 +91,63 @@ impl MysqlConn {
             results.resize_with(spans.len(), || Err(error.clone()));
             return results;
         }
+    }
+
+    /// A run of updates by key as one statement (`push_update_by_keys`),
+    /// kept only when every key found its row: that needs no locking read
+    /// ahead of it, and each write's answer is then one row found. A
+    /// savepoint sent with it lets a statement that found fewer be undone;
+    /// false means nothing of the run stands (not such a run, a key found
+    /// no row, the statement failed) and the caller makes the writes the
+    /// usual way, which answers each exactly. Only inside a group.
+    pub(super) async fn update_by_keys_if_all_found(&mut self, writes: &[RowWrite<'_>]) -> bool {
+        if !matches!(self.txn, Txn::Wanted | Txn::Open) {
+            return false;
+        }
+        self.sql.clear();
+        self.sql.extend_from_slice(BY_KEYS_SAVEPOINT);
+        let savepoint = 0..self.sql.len();
+        if !push_update_by_keys(writes, &mut self.sql) {
+            return false;
+        }
+        let update = savepoint.end..self.sql.len();
+        let answers = self.run_writes(&[savepoint, update], true).await;
+        let all = writes.len() as u64;
+        let saved = match answers.as_slice() {
+            [_, Ok(ok)] if ok.affected_rows == all => return true,
+            [saved, Ok(_)] => saved.is_ok(),
+            // Failed whole: the statement changed nothing (or the group
+            // is doomed, which the usual way then answers).
+            _ => return false,
+        };
+        // A key found no row: undo the others' changes.
+        let undone = if saved {
+            self.sql.clear();
+            self.sql.extend_from_slice(BY_KEYS_UNDO);
+            let span = 0..self.sql.len();
+            self.run_writes(&[span], true).await.pop()
+        } else {
+            None
+        };
+        match undone {
+            Some(Ok(_)) => {}
+            Some(Err(e)) if matches!(self.txn, Txn::Doomed(_)) => {
+                tracing::debug!(error = %e, "undoing a merged UPDATE by keys failed; the group is doomed already");
+            }
+            other => {
+                // Its changes may stand: the group must not commit.
+                let e = match other {
+                    Some(Err(e)) => e,
+                    _ => StorageError::Unavailable(
+                        "a merged UPDATE by keys found fewer rows and its savepoint was refused"
+                            .into(),
+                    ),
+                };
+                tracing::warn!(error = %e, "a merged UPDATE by keys could not be undone; the group rolls back");
+                self.txn = Txn::Doomed(e);
+            }
+        }
+        false
     }
 
     /// Consecutive rows for the same table and columns that generate no id

@@ -411,13 +411,13 @@ fn merged_key_column<'a>(writes: &[RowWrite<'a>]) -> Option<&'a str> {
     };
     let table = first.table;
     let meta = index.index_meta();
-    let (&[Some(column)], [key_sql], &[None]) = (
-        meta.key_columns.as_slice(),
-        meta.key_sql.as_slice(),
-        meta.key_prefix.as_slice(),
-    ) else {
+    let (&[Some(column)], [key_sql]) = (meta.key_columns.as_slice(), meta.key_sql.as_slice())
+    else {
         return None;
     };
+    if meta.key_prefix.iter().any(Option::is_some) {
+        return None;
+    }
     let key_kind = &table.columns[column].kind;
     if writes.len() < 2
         || !meta.unique

@@ -67,7 +67,7 @@ mod scan;
 pub(crate) mod topology;
 
 pub(crate) use self::cache::ReadConsistency;
-use self::cache::{CacheSettings, MustSee, RowCacheService};
+use self::cache::{CacheSettings, CacheSource, MustSee, RowCacheService};
 pub(crate) use self::conn::MysqlConn;
 use self::conn::Placement;
 use self::connector::Connector;
@@ -165,7 +165,13 @@ impl MysqlBackend {
         if settings.replicas.is_empty() {
             let cache = match settings.row_cache {
                 Some(c) => Some(
-                    RowCacheService::start(c, &settings.url, settings.timeout, registry).await?,
+                    RowCacheService::start(
+                        c,
+                        CacheSource::Single(&settings.url),
+                        settings.timeout,
+                        registry,
+                    )
+                    .await?,
                 ),
                 None => None,
             };
@@ -176,10 +182,6 @@ impl MysqlBackend {
                 cache,
             });
         }
-        anyhow::ensure!(
-            settings.row_cache.is_none(),
-            "--row-cache-mib works with one server for now, not with --replica (its binary log reader follows the --backend server only)"
-        );
         let connectors = |replicated: Replicated| -> Vec<Arc<Connector>> {
             bases
                 .iter()
@@ -220,6 +222,20 @@ impl MysqlBackend {
         .await?;
         let strict = (settings.read_consistency == ReadConsistency::Strict)
             .then(|| WriterPositions::start(topology.clone()));
+        let cache = match settings.row_cache {
+            Some(c) => {
+                let urls = all.iter().map(|(url, _)| url.clone()).collect();
+                let source = CacheSource::Topology(topology.clone(), urls);
+                match RowCacheService::start(c, source, settings.timeout, registry).await {
+                    Ok(cache) => Some(cache),
+                    Err(e) => {
+                        topology.shut_down();
+                        return Err(e);
+                    }
+                }
+            }
+            None => None,
+        };
         Ok(MysqlBackend {
             connector: plain[0].clone(),
             links_per_loop,
@@ -229,8 +245,29 @@ impl MysqlBackend {
                 causal,
                 strict,
             }),
-            cache: None,
+            cache,
         })
+    }
+}
+
+impl MysqlBackend {
+    /// A connection to the one server, or one that follows the primary.
+    /// The server connection itself is made on first use.
+    fn primary_conn(&self) -> MysqlConn {
+        match &self.servers {
+            None => MysqlConn::new(self.connector.clone(), Placement::Single),
+            Some(s) => {
+                let at = s.topology.read_primary();
+                MysqlConn::new(
+                    s.plain[at].clone(),
+                    Placement::Writer {
+                        topology: s.topology.clone(),
+                        servers: s.plain.clone(),
+                        at,
+                    },
+                )
+            }
+        }
     }
 }
 
@@ -251,22 +288,7 @@ impl Backend for MysqlBackend {
     /// them wait for the cache to have seen them too).
     async fn connect(&self) -> Result<CachedConn<MysqlConn>, StorageError> {
         let cache = self.cache.as_ref().map(|c| c.cache.clone());
-        // The server connection itself is made on first use.
-        let conn = match &self.servers {
-            None => MysqlConn::new(self.connector.clone(), Placement::Single),
-            Some(s) => {
-                let at = s.topology.read_primary();
-                MysqlConn::new(
-                    s.plain[at].clone(),
-                    Placement::Writer {
-                        topology: s.topology.clone(),
-                        servers: s.plain.clone(),
-                        at,
-                    },
-                )
-            }
-        };
-        Ok(CachedConn::counting(conn, cache))
+        Ok(CachedConn::counting(self.primary_conn(), cache))
     }
 
     /// The read port's finds go where the topology says with `--read-from

@@ -150,32 +150,59 @@ pub(crate) async fn check(settings: &MysqlSettings) -> Vec<Finding> {
             Err(f) => findings.push(f),
         }
     }
+    let mut primary = Some(0);
     if !single {
-        findings.extend(roles(settings).await);
+        let (found, p) = roles(settings).await;
+        findings.extend(found);
+        primary = p;
     }
     if settings.row_cache.is_some() && !vitess {
-        findings.extend(row_cache(settings).await);
+        for (i, (url, target)) in all.iter().enumerate() {
+            let on = if single {
+                String::new()
+            } else {
+                format!("{target}: ")
+            };
+            findings.extend(row_cache(settings, url, &on, primary == Some(i)).await);
+        }
     }
     findings
 }
 
-/// With `--row-cache-mib`: what the binary log reader would refuse.
-async fn row_cache(settings: &MysqlSettings) -> Vec<Finding> {
+/// With `--row-cache-mib`: what the binary log reader would refuse on one
+/// server (`on` names it, with replicas). On the primary a refusal is an
+/// error (hsd would not start); on a replica a warning: if it becomes the
+/// primary, the cache serves nothing while it is.
+async fn row_cache(
+    settings: &MysqlSettings,
+    url: &MysqlUrl,
+    on: &str,
+    primary: bool,
+) -> Vec<Finding> {
     let reader = super::binlog::ReaderSettings {
-        url: settings.url.clone(),
+        url: url.clone(),
         timeout: settings.timeout,
         server_id: 0,
     };
     match super::binlog::BinlogReader::check(reader).await {
-        Ok(refused) if refused.is_empty() => vec![Finding::ok(
-            "--row-cache-mib: the binary log can be read as a replica reads it",
-        )],
+        Ok(refused) if refused.is_empty() => vec![Finding::ok(format!(
+            "--row-cache-mib: {on}the binary log can be read as a replica reads it"
+        ))],
         Ok(refused) => refused
             .into_iter()
-            .map(|r| Finding::error(format!("--row-cache-mib: {r}")))
+            .map(|r| {
+                if primary {
+                    Finding::error(format!("--row-cache-mib: {on}{r}"))
+                } else {
+                    Finding::warning(format!(
+                        "--row-cache-mib: {on}{r} (while this server is the primary, the cache \
+                         serves nothing)"
+                    ))
+                }
+            })
             .collect(),
         Err(e) => vec![Finding::warning(format!(
-            "--row-cache-mib: the binary log settings could not be read ({e})"
+            "--row-cache-mib: {on}the binary log settings could not be read ({e})"
         ))],
     }
 }
@@ -282,7 +309,7 @@ async fn marker_writable(
 /// With replicas: one look at every server, as serving starts with, and
 /// the role each would have; a server hsd would not use is a warning
 /// saying why.
-async fn roles(settings: &MysqlSettings) -> Vec<Finding> {
+async fn roles(settings: &MysqlSettings) -> (Vec<Finding>, Option<usize>) {
     let mut all = vec![settings.url.clone()];
     all.extend(settings.replicas.iter().map(|(u, _)| u.clone()));
     let mut servers = Vec::with_capacity(all.len());
@@ -290,7 +317,7 @@ async fn roles(settings: &MysqlSettings) -> Vec<Finding> {
         let name = url.endpoint();
         match link_settings(url, settings.timeout, &name) {
             Ok(link) => servers.push(ServerSpec { name, link }),
-            Err(f) => return vec![f],
+            Err(f) => return (vec![f], None),
         }
     }
     let topology = Topology::start(
@@ -307,10 +334,11 @@ async fn roles(settings: &MysqlSettings) -> Vec<Finding> {
     .await;
     let topology = match topology {
         Ok(t) => t,
-        Err(e) => return vec![Finding::error(format!("{e:#}"))],
+        Err(e) => return (vec![Finding::error(format!("{e:#}"))], None),
     };
     let mut found = Vec::new();
     let roles = topology.roles();
+    let primary = roles.iter().position(|r| *r == Role::Primary);
     for (i, role) in roles.iter().enumerate() {
         let name = topology.server_name(i);
         found.push(match role {
@@ -330,7 +358,7 @@ async fn roles(settings: &MysqlSettings) -> Vec<Finding> {
     }
     // Joins its thread: the check is over.
     let _ = tokio::task::spawn_blocking(move || topology.shut_down()).await;
-    found
+    (found, primary)
 }
 
 /// A statement's rows as text; `None` when the server refused it.

@@ -309,15 +309,16 @@ impl Backend for MysqlBackend {
     /// Routed: a connection to server `place`; to a Galera node, one that
     /// reads causally (it serves reads the routing sent to a peer of the
     /// writer). The row cache's place: a connection that answers from it
-    /// and fills it from the server.
+    /// and fills it from the server (with replicas, from the primary, which
+    /// the cache's binlog reader follows: a locking read on a replica
+    /// orders nothing against the primary's writers).
     async fn connect_at(
         &self,
         router: &MysqlReads,
         place: usize,
     ) -> Result<CachedConn<MysqlConn>, StorageError> {
         if let (MysqlReads::Cached(c), CACHE_PLACE) = (router, place) {
-            let conn = MysqlConn::new(self.connector.clone(), Placement::Single);
-            return Ok(CachedConn::new(conn, c.cache.clone()));
+            return Ok(CachedConn::new(self.primary_conn(), c.cache.clone()));
         }
         let (MysqlReads::Routed(..), Some(s)) = (router, &self.servers) else {
             return self.connect().await;

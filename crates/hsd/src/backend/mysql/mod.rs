@@ -222,6 +222,10 @@ impl MysqlBackend {
         .await?;
         let strict = (settings.read_consistency == ReadConsistency::Strict)
             .then(|| WriterPositions::start(topology.clone()));
+        if settings.row_cache.is_some() && (0..all.len()).any(|i| topology.is_galera(i)) {
+            topology.shut_down();
+            anyhow::bail!(preflight::GALERA_NO_ROW_CACHE);
+        }
         let cache = match settings.row_cache {
             Some(c) => {
                 let urls = all.iter().map(|(url, _)| url.clone()).collect();

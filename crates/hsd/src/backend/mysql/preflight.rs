@@ -98,6 +98,12 @@ pub(super) const VITESS_NO_ROW_CACHE: &str = "--row-cache-mib cannot be used wit
      --backend: the cache is kept exact by the server's binary log, and vtgate serves none \
      (each shard's primary has its own); leave it out";
 
+/// Why --row-cache-mib is refused on a Galera cluster.
+pub(super) const GALERA_NO_ROW_CACHE: &str = "--row-cache-mib cannot be used with a Galera \
+     cluster: the other nodes' writes reach a node's binary log only through its appliers \
+     (log_slave_updates), and nothing shows that the cache's locking fill is ordered against \
+     them; leave it out, or use asynchronous replicas";
+
 /// Why --replica is refused behind vtgate.
 pub(super) const VITESS_NO_REPLICAS: &str = "--backend is Vitess (vtgate): --replica cannot \
      be used with it (vtgate routes to each shard's primary itself and reports no GTID of a \
@@ -151,12 +157,16 @@ pub(crate) async fn check(settings: &MysqlSettings) -> Vec<Finding> {
         }
     }
     let mut primary = Some(0);
+    let mut galera = false;
     if !single {
-        let (found, p) = roles(settings).await;
+        let (found, p, g) = roles(settings).await;
         findings.extend(found);
         primary = p;
+        galera = g;
     }
-    if settings.row_cache.is_some() && !vitess {
+    if settings.row_cache.is_some() && galera {
+        findings.push(Finding::error(GALERA_NO_ROW_CACHE.to_string()));
+    } else if settings.row_cache.is_some() && !vitess {
         for (i, (url, target)) in all.iter().enumerate() {
             let on = if single {
                 String::new()
@@ -309,7 +319,9 @@ async fn marker_writable(
 /// With replicas: one look at every server, as serving starts with, and
 /// the role each would have; a server hsd would not use is a warning
 /// saying why.
-async fn roles(settings: &MysqlSettings) -> (Vec<Finding>, Option<usize>) {
+/// The roles' findings, which server is the primary, and whether any is a
+/// Galera node.
+async fn roles(settings: &MysqlSettings) -> (Vec<Finding>, Option<usize>, bool) {
     let mut all = vec![settings.url.clone()];
     all.extend(settings.replicas.iter().map(|(u, _)| u.clone()));
     let mut servers = Vec::with_capacity(all.len());
@@ -317,7 +329,7 @@ async fn roles(settings: &MysqlSettings) -> (Vec<Finding>, Option<usize>) {
         let name = url.endpoint();
         match link_settings(url, settings.timeout, &name) {
             Ok(link) => servers.push(ServerSpec { name, link }),
-            Err(f) => return (vec![f], None),
+            Err(f) => return (vec![f], None, false),
         }
     }
     let topology = Topology::start(
@@ -334,11 +346,12 @@ async fn roles(settings: &MysqlSettings) -> (Vec<Finding>, Option<usize>) {
     .await;
     let topology = match topology {
         Ok(t) => t,
-        Err(e) => return (vec![Finding::error(format!("{e:#}"))], None),
+        Err(e) => return (vec![Finding::error(format!("{e:#}"))], None, false),
     };
     let mut found = Vec::new();
     let roles = topology.roles();
     let primary = roles.iter().position(|r| *r == Role::Primary);
+    let galera = (0..roles.len()).any(|i| topology.is_galera(i));
     for (i, role) in roles.iter().enumerate() {
         let name = topology.server_name(i);
         found.push(match role {
@@ -358,7 +371,7 @@ async fn roles(settings: &MysqlSettings) -> (Vec<Finding>, Option<usize>) {
     }
     // Joins its thread: the check is over.
     let _ = tokio::task::spawn_blocking(move || topology.shut_down()).await;
-    (found, primary)
+    (found, primary, galera)
 }
 
 /// A statement's rows as text; `None` when the server refused it.

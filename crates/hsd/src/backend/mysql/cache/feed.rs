@@ -38,6 +38,10 @@ pub(super) struct FeedState {
     generation: AtomicU64,
     /// Times the reader moved to a new primary.
     pub(super) switches: AtomicU64,
+    /// Times another replica with the reader's server id took the stream.
+    pub(super) stolen: AtomicU64,
+    /// The server connection the stream runs on (its processlist id).
+    pub(super) connection_id: AtomicU64,
     /// Seconds between a transaction's commit and its arrival (server
     /// clock against ours; 0 while idle).
     pub(super) lag_seconds: AtomicI64,
@@ -53,6 +57,8 @@ impl FeedState {
             gate: Mutex::new(0),
             generation: AtomicU64::new(0),
             switches: AtomicU64::new(0),
+            stolen: AtomicU64::new(0),
+            connection_id: AtomicU64::new(0),
             lag_seconds: AtomicI64::new(0),
             moved: Mutex::new(Instant::now()),
             restarts: AtomicU64::new(0),
@@ -100,6 +106,8 @@ pub(super) struct Feed {
     pub(super) state: Arc<FeedState>,
     /// The generation this reader feeds (`FeedState::switch`).
     pub(super) generation: u64,
+    /// The reader's replica id, for the log.
+    pub(super) server_id: u32,
 }
 
 fn image(row: &[Cell]) -> Vec<ImageCell<'_>> {
@@ -120,8 +128,14 @@ impl BinlogSink for Feed {
         }
         self.state.moved_now();
         match event {
-            StreamEvent::Started { position, .. } => {
+            StreamEvent::Started {
+                position,
+                connection_id,
+            } => {
                 self.state.restarts.fetch_add(1, Ordering::Relaxed);
+                self.state
+                    .connection_id
+                    .store(connection_id, Ordering::Relaxed);
                 tracing::info!("row cache: the binary log streams from {position}");
                 // Streaming from here: it is what has been applied (the
                 // reader resumes at its last `Applied`, or starts where
@@ -165,9 +179,17 @@ impl BinlogSink for Feed {
                     ahead
                 });
             }
-            StreamEvent::Lost { reason } => {
-                tracing::warn!("row cache: the binary log stream was lost ({reason}); reads go to the server until it streams again");
+            StreamEvent::Lost { reason, stolen } => {
                 self.cache.stream_lost();
+                if stolen {
+                    self.state.stolen.fetch_add(1, Ordering::Relaxed);
+                    tracing::error!(
+                        server_id = self.server_id,
+                        "row cache: another replica registered with the binlog reader's server id and the server gave it the stream ({reason}); reads go to the server until the reader takes it back; give --row-cache-server-id an id no other replica of this server uses"
+                    );
+                } else {
+                    tracing::warn!("row cache: the binary log stream was lost ({reason}); reads go to the server until it streams again");
+                }
             }
         }
     }

@@ -107,6 +107,7 @@ async fn start_on(
             cache: f.cache.clone(),
             state: f.feed.clone(),
             generation,
+            server_id: f.reader.server_id,
         },
     )
     .await

@@ -26,6 +26,8 @@ struct CacheCollector {
     reader_idle: Gauge,
     reader_starts: IntCounter,
     primary_changes: IntCounter,
+    reader_stolen: IntCounter,
+    reader_connection: IntGauge,
 }
 
 /// Sets a counter to `to` (it only grows).
@@ -55,6 +57,8 @@ impl CacheCollector {
             &self.reader_idle,
             &self.reader_starts,
             &self.primary_changes,
+            &self.reader_stolen,
+            &self.reader_connection,
         ]
     }
 }
@@ -92,6 +96,10 @@ impl Collector for CacheCollector {
             advance(
                 &self.primary_changes,
                 s.feed.switches.load(Ordering::Relaxed),
+            );
+            advance(&self.reader_stolen, s.feed.stolen.load(Ordering::Relaxed));
+            self.reader_connection.set(
+                i64::try_from(s.feed.connection_id.load(Ordering::Relaxed)).unwrap_or(i64::MAX),
             );
         }
         self.all().into_iter().flat_map(|c| c.collect()).collect()
@@ -157,6 +165,14 @@ pub(super) fn register(registry: &Registry, service: &Arc<RowCacheService>) -> a
         primary_changes: counter(
             "row_cache_primary_changes_total",
             "Times the primary changed (--replica): the row cache dropped every entry and its binlog reader moved to the new primary",
+        )?,
+        reader_stolen: counter(
+            "binlog_reader_stolen_total",
+            "Times another replica registered with the reader's server id took its stream (--row-cache-server-id)",
+        )?,
+        reader_connection: gauge(
+            "binlog_reader_connection_id",
+            "The server's id of the connection the binary log streams on (its processlist id)",
         )?,
     };
     registry.register(Box::new(c))?;

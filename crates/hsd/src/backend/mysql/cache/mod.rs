@@ -55,6 +55,8 @@ pub(crate) struct CacheSettings {
     /// `--row-cache-mib`, in bytes.
     pub(crate) bytes: usize,
     pub(crate) consistency: ReadConsistency,
+    /// `--row-cache-server-id` (or the random default).
+    pub(crate) server_id: u32,
 }
 
 /// What a read arriving now must see.
@@ -102,12 +104,6 @@ pub(crate) enum CacheSource<'a> {
     Topology(Arc<Topology>, Vec<MysqlUrl>),
 }
 
-/// The replica id the reader registers with: one per process, so that two
-/// hsd processes on one server do not drop each other's stream.
-fn reader_server_id() -> u32 {
-    0x4853_0000 | (std::process::id() & 0xffff)
-}
-
 impl RowCacheService {
     /// Checks the server the reader starts on (the refusals name the
     /// setting), starts the reader and the position asker on the calling
@@ -132,7 +128,7 @@ impl RowCacheService {
         let reader = ReaderSettings {
             url: url.clone(),
             timeout,
-            server_id: reader_server_id(),
+            server_id: settings.server_id,
         };
         let refused = BinlogReader::check(reader.clone())
             .await
@@ -164,6 +160,7 @@ impl RowCacheService {
                 cache: cache.clone(),
                 state: feed.clone(),
                 generation: 0,
+                server_id: settings.server_id,
             },
         )
         .await

@@ -1202,7 +1202,8 @@ fn strict_reads_see_writes_made_through_another_hsd() {
 /// up, not applying the new one's writes), no read answers a row the new
 /// primary does not hold, and the cache serves again once its reader
 /// streams from the new primary. Strict reads: every read follows a
-/// commit made through SQL on the new primary and must see it.
+/// commit made through SQL on the new primary and must see it; the reads
+/// the cache does not answer run where `--read-from replicas` routes them.
 #[test]
 fn row_cache_follows_a_new_primary() {
     let Some(c) = Cluster::get(Kind::Replication) else {
@@ -1220,6 +1221,8 @@ fn row_cache_follows_a_new_primary() {
             "8",
             "--read-consistency",
             "strict",
+            "--read-from",
+            "replicas",
             "--topology-interval",
             "0.5",
             "--mysql-timeout",

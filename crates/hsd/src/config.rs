@@ -871,8 +871,19 @@ fn is_disk_full(e: &std::io::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_disk_full, parse_replica, replica_urls, BackendChoice, PasswordFile};
+    use super::{
+        is_disk_full, parse_replica, random_server_id, replica_urls, BackendChoice, PasswordFile,
+    };
     use std::io::Error;
+
+    /// The reader's default id is in the upper half (clear of servers'
+    /// usual small ids) and drawn anew each time.
+    #[test]
+    fn default_reader_ids_are_random_in_the_upper_half() {
+        let ids: std::collections::HashSet<u32> = (0..16).map(|_| random_server_id()).collect();
+        assert!(ids.iter().all(|id| *id >= 0x8000_0000), "{ids:?}");
+        assert!(ids.len() > 1, "{ids:?}");
+    }
 
     /// HSD_REPLICAS holds several URLs; a password's commas stay in it,
     /// and no error shows any part of a password.

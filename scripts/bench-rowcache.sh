@@ -128,15 +128,17 @@ if [[ $what == zipf || $what == all ]]; then
     IFS=, read -ra sizes <<<"$cache_mib"
     for mib in "${sizes[@]}"; do
         start_hsd "$OUT/zipf-$mib" --row-cache-mib "$mib"
-        "$BIN/hsbench" run --system hs --port "$HP" "${common[@]}" --duration 8 >/dev/null
+        # Each run draws its own keys (--seed): the head of the distribution
+        # repeats, the tail differs, as a new day's traffic would.
+        "$BIN/hsbench" run --system hs --port "$HP" "${common[@]}" --duration 8 --seed 100 >/dev/null
         echo "zipf cache $mib MiB after warming: $(metrics)" | tee -a "$OUT/metrics.txt"
         for round in 1 2 3; do
             run "zipf-$mib sql" - --system mysql --mysql-url "$HSD_TEST_MYSQL_URL" --mysql-prepared \
-                "${common[@]}" --duration "$duration" --server-pid "$MPID"
+                "${common[@]}" --duration "$duration" --server-pid "$MPID" --seed "$round"
             run "zipf-$mib hsd" "$HPID" --system hs --port "$HP" "${common[@]}" \
-                --duration "$duration" --server-pid "$HPID,$MPID"
+                --duration "$duration" --server-pid "$HPID,$MPID" --seed "$round"
             run "zipf-$mib orig" - --system hs --port "$HSD_HS_ORIGINAL_PORT" "${common[@]}" \
-                --duration "$duration" --server-pid "$MPID"
+                --duration "$duration" --server-pid "$MPID" --seed "$round"
         done
         echo "zipf cache $mib MiB at the end: $(metrics)" | tee -a "$OUT/metrics.txt"
         kill "$HPID"

@@ -7,7 +7,9 @@
 # it was already running before this script, and export HSD_TEST_MYSQL_URL
 # (MariaDB) and HSD_TEST_MYSQL8_URL so neither half is ever skipped. Then two
 # halves run side by side:
-#   - MariaDB and the rest (foreground): `cargo test --workspace`, the compat
+#   - MariaDB and the rest (foreground): `cargo test --workspace` (its
+#     tests/hostile and tests/conformance from their binaries in the
+#     background beside the others: both mostly wait), the compat
 #     steps, the Python client's tests (clients/python, in a venv under
 #     target/), the Go client's tests (clients/go, go vet and go test
 #     -race), the memcached clients (compat/memcached: pymemcache and
@@ -127,6 +129,7 @@ section "private MariaDB and MySQL 8 (started while cargo built)"
 mysql8_pid=""
 repl_pid=""
 hostile_pid=""
+conformance_pid=""
 package_pid=""
 on_exit() {
     local rc=$?
@@ -138,6 +141,10 @@ on_exit() {
     if [[ -n "$hostile_pid" ]] && kill -0 "$hostile_pid" 2>/dev/null; then
         kill -TERM -- "-$hostile_pid" 2>/dev/null || kill -TERM "$hostile_pid" 2>/dev/null || true
         wait "$hostile_pid" 2>/dev/null || true
+    fi
+    if [[ -n "$conformance_pid" ]] && kill -0 "$conformance_pid" 2>/dev/null; then
+        kill -TERM -- "-$conformance_pid" 2>/dev/null || kill -TERM "$conformance_pid" 2>/dev/null || true
+        wait "$conformance_pid" 2>/dev/null || true
     fi
     if [[ -n "$mysql8_pid" ]] && kill -0 "$mysql8_pid" 2>/dev/null; then
         echo "== stopping the MySQL 8 half (pid $mysql8_pid)"
@@ -318,14 +325,37 @@ hostile_pid=$!
 set +m
 echo "tests/hostile running in the background (pid $hostile_pid, log $hostile_log)"
 
-section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed), all but tests/hostile"
+# The conformance suite (a minute and a half, most of it waiting on the
+# servers it compares) runs from its binary beside them too; Vitess, which
+# some of its tests use, stops only once it is done.
+conformance_bin=$(awk '$1 == "conformance" {print $2}' <<<"$hsd_test_bins")
+[[ -n "$conformance_bin" ]] || { echo "no conformance test binary" >&2; exit 1; }
+conformance_log=$ROOT/target/test-conformance.log
+set -m
+(cd "$ROOT/crates/hsd" && "$conformance_bin") >"$conformance_log" 2>&1 &
+conformance_pid=$!
+set +m
+echo "tests/conformance running in the background (pid $conformance_pid, log $conformance_log)"
+
+section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed), all but tests/hostile and tests/conformance"
 other_hsd_tests=()
 while read -r name _; do
-    [[ "$name" != hostile ]] && other_hsd_tests+=(--test "$name")
+    [[ "$name" != hostile && "$name" != conformance ]] && other_hsd_tests+=(--test "$name")
 done <<<"$hsd_test_bins"
 cargo test --workspace --exclude hsd-cluster-tests --exclude hsd
 cargo test -p hsd --lib --bins "${other_hsd_tests[@]}"
-# tests/vitess.rs ran above: Vitess's three processes go now.
+
+section "tests/conformance (background since the suites began): waiting for it"
+conformance_rc=0
+wait "$conformance_pid" || conformance_rc=$?
+conformance_pid=""
+grep -vE '^\[hsd\]' "$conformance_log" | grep -E '^(test |test result|failures:|---- )' || true
+if [[ $conformance_rc -ne 0 ]]; then
+    grep -vE '^\[hsd\]' "$conformance_log" | tail -n 150 >&2
+    echo "tests/conformance FAILED (exit $conformance_rc; whole log $conformance_log)" >&2
+    exit 1
+fi
+# tests/vitess.rs and tests/conformance ran above: Vitess's three processes go now.
 if [[ $stop_vitess -eq 1 ]]; then
     bash "$ROOT/scripts/vitess.sh" stop
     stop_vitess=0

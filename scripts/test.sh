@@ -314,28 +314,39 @@ set +m
 echo "MySQL 8 half running in the background (pid $mysql8_pid, log $mysql8_log)"
 
 
-# The hostile suite (about half of the workspace's test time, most of it
-# spent waiting on timeouts) runs from its binary beside the other suites.
-hostile_bin=$(awk '$1 == "hostile" {print $2}' <<<"$hsd_test_bins")
-[[ -n "$hostile_bin" ]] || { echo "no hostile test binary" >&2; exit 1; }
-hostile_log=$ROOT/target/test-hostile.log
-set -m
-(cd "$ROOT/crates/hsd" && "$hostile_bin") >"$hostile_log" 2>&1 &
-hostile_pid=$!
-set +m
-echo "tests/hostile running in the background (pid $hostile_pid, log $hostile_log)"
+# suite_in_background NAME: runs tests/NAME.rs from its binary in the
+# background, in its own process group (so that an interrupted run can stop
+# all of it), output in target/test-NAME.log; its pid goes to NAME_pid.
+suite_in_background() {
+    local name=$1 bin
+    bin=$(awk -v n="$name" '$1 == n {print $2}' <<<"$hsd_test_bins")
+    [[ -n "$bin" ]] || { echo "no $name test binary" >&2; exit 1; }
+    set -m
+    (cd "$ROOT/crates/hsd" && "$bin") >"$ROOT/target/test-$name.log" 2>&1 &
+    printf -v "${name}_pid" '%s' "$!"
+    set +m
+    echo "tests/$name running in the background (pid $!, log target/test-$name.log)"
+}
 
-# The conformance suite (a minute and a half, most of it waiting on the
-# servers it compares) runs from its binary beside them too; Vitess, which
-# some of its tests use, stops only once it is done.
-conformance_bin=$(awk '$1 == "conformance" {print $2}' <<<"$hsd_test_bins")
-[[ -n "$conformance_bin" ]] || { echo "no conformance test binary" >&2; exit 1; }
-conformance_log=$ROOT/target/test-conformance.log
-set -m
-(cd "$ROOT/crates/hsd" && "$conformance_bin") >"$conformance_log" 2>&1 &
-conformance_pid=$!
-set +m
-echo "tests/conformance running in the background (pid $conformance_pid, log $conformance_log)"
+# wait_suite NAME: waits for it, prints its summary, fails the run if it failed.
+wait_suite() {
+    local name=$1 pid_var=${1}_pid rc=0 log=$ROOT/target/test-$1.log
+    wait "${!pid_var}" || rc=$?
+    printf -v "$pid_var" '%s' ""
+    grep -vE '^\[hsd\]' "$log" | grep -E '^(test |test result|failures:|---- )' || true
+    if [[ $rc -ne 0 ]]; then
+        grep -vE '^\[hsd\]' "$log" | tail -n 150 >&2
+        echo "tests/$name FAILED (exit $rc; whole log $log)" >&2
+        exit 1
+    fi
+}
+
+# The hostile suite (about half of the workspace's test time, most of it
+# spent waiting on timeouts) and the conformance suite (a minute and a half,
+# most of it waiting on the servers it compares) run beside the other
+# suites. Vitess, which some conformance tests use, stops once it is done.
+suite_in_background hostile
+suite_in_background conformance
 
 section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed), all but tests/hostile and tests/conformance"
 other_hsd_tests=()
@@ -346,15 +357,7 @@ cargo test --workspace --exclude hsd-cluster-tests --exclude hsd
 cargo test -p hsd --lib --bins "${other_hsd_tests[@]}"
 
 section "tests/conformance (background since the suites began): waiting for it"
-conformance_rc=0
-wait "$conformance_pid" || conformance_rc=$?
-conformance_pid=""
-grep -vE '^\[hsd\]' "$conformance_log" | grep -E '^(test |test result|failures:|---- )' || true
-if [[ $conformance_rc -ne 0 ]]; then
-    grep -vE '^\[hsd\]' "$conformance_log" | tail -n 150 >&2
-    echo "tests/conformance FAILED (exit $conformance_rc; whole log $conformance_log)" >&2
-    exit 1
-fi
+wait_suite conformance
 # tests/vitess.rs and tests/conformance ran above: Vitess's three processes go now.
 if [[ $stop_vitess -eq 1 ]]; then
     bash "$ROOT/scripts/vitess.sh" stop
@@ -362,15 +365,7 @@ if [[ $stop_vitess -eq 1 ]]; then
 fi
 
 section "tests/hostile (background since the suites began): waiting for it"
-hostile_rc=0
-wait "$hostile_pid" || hostile_rc=$?
-hostile_pid=""
-grep -vE '^\[hsd\]' "$hostile_log" | grep -E '^(test |test result|failures:|---- )' || true
-if [[ $hostile_rc -ne 0 ]]; then
-    grep -vE '^\[hsd\]' "$hostile_log" | tail -n 120 >&2
-    echo "tests/hostile FAILED (exit $hostile_rc; whole log $hostile_log)" >&2
-    exit 1
-fi
+wait_suite hostile
 
 # The replication half: both suites side by side (each has its servers),
 # run from their binaries (no second cargo competes for the build lock).

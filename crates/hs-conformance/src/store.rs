@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use mysql::prelude::Queryable;
 
 use crate::schema::Table;
+use crate::vschema;
 
 /// One row: each value as the database's text form, NULL as None.
 pub type Row = Vec<Option<Vec<u8>>>;
@@ -23,8 +24,11 @@ pub enum Store {
         /// promises its reads see hsd's own writes.
         replicas: Vec<mysql::Conn>,
         /// `db` is a sharded Vitess keyspace behind vtgate: each table is
-        /// sharded by `xxhash` of its primary key's first column.
+        /// sharded by its primary key's first column, its AUTO_INCREMENT
+        /// numbered by a sequence (`vschema`).
         sharded: bool,
+        /// Tables whose vschema entries this store has made or met.
+        in_vschema: Vec<&'static str>,
     },
     Sqlite {
         conn: rusqlite::Connection,
@@ -55,6 +59,7 @@ impl Store {
             db: db.to_string(),
             replicas: Vec::new(),
             sharded: false,
+            in_vschema: Vec::new(),
         })
     }
 
@@ -74,6 +79,7 @@ impl Store {
             db: keyspace.to_string(),
             replicas: Vec::new(),
             sharded: true,
+            in_vschema: Vec::new(),
         })
     }
 
@@ -120,6 +126,7 @@ impl Store {
                 db,
                 replicas,
                 sharded,
+                in_vschema,
             } => {
                 let name = table.name;
                 conn.query_drop(format!("DROP TABLE IF EXISTS `{db}`.`{name}`"))
@@ -129,16 +136,21 @@ impl Store {
                 conn.query_drop(table.mysql_create())
                     .with_context(|| format!("create {db}.{name}"))?;
                 if *sharded {
-                    // The vschema entry outlives the table: after the first
-                    // reset the vindex is there already.
-                    let column = table.primary().column(0);
-                    let alter = format!(
-                        "ALTER VSCHEMA ON `{db}`.`{name}` ADD VINDEX xxhash(`{column}`) USING xxhash"
-                    );
-                    if let Err(e) = conn.query_drop(&alter) {
-                        if !e.to_string().contains("already defined") {
-                            return Err(e).with_context(|| format!("shard {db}.{name}"));
+                    if !in_vschema.contains(&name) {
+                        // vschema entries outlive the table: a keyspace the
+                        // suite ran on before has them.
+                        for alter in vschema::shard_statements(db, table)? {
+                            if let Err(e) = conn.query_drop(&alter) {
+                                if !vschema::already_there(&e.to_string()) {
+                                    return Err(e).with_context(|| format!("run {alter}"));
+                                }
+                            }
                         }
+                        in_vschema.push(name);
+                    }
+                    for stmt in vschema::sequence_reset(table)? {
+                        conn.query_drop(&stmt)
+                            .with_context(|| format!("reset the sequence of {name}: {stmt}"))?;
                     }
                 }
                 conn.query_drop(mysql_insert(table, *sharded))

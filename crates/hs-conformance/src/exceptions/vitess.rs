@@ -1,0 +1,151 @@
+//! The documented differences of hsd on a sharded Vitess keyspace from hsd
+//! on one MySQL 8 (`--backend vitess`; docs/vitess.md, docs/compatibility.md).
+//! Each comes from what sharding is (a row lives on the shard its vindex
+//! column names, a unique index is unique within one shard, a sequence is
+//! not an AUTO_INCREMENT counter) or from a read one MySQL 8 refuses that
+//! vtgate lets hsd make; each is a named test in crates/hsd/tests/conformance.rs.
+
+use super::{find_values, fits_as_is, is_insert, Case, Exception, Opened};
+use crate::schema::Table;
+use crate::tables::vitess_tables;
+
+/// The table of the Vitess run that `opened` names.
+fn table_of(opened: &Opened) -> Option<Table> {
+    vitess_tables().into_iter().find(|t| t.name == opened.table)
+}
+
+/// The value an insert gives column `name` (None: not given, or NULL).
+fn inserted(c: &Case, name: &str) -> Option<Vec<u8>> {
+    let o = c.opened?;
+    let Ok(hs_proto::Request::Exec(e)) = hs_proto::parse_request(c.request) else {
+        return None;
+    };
+    o.columns
+        .iter()
+        .zip(&e.keys)
+        .find(|(col, _)| col.name == name)
+        .and_then(|(_, v)| v.clone())
+}
+
+/// An insert that gives the table's vindex column no value (or NULL).
+fn insert_without_vindex_value(c: &Case) -> bool {
+    is_insert(c.request)
+        && c.opened.and_then(table_of).is_some_and(|t| {
+            let column = t.primary().column(0);
+            inserted(c, column).is_none()
+        })
+}
+
+/// An insert that leaves the AUTO_INCREMENT column to the server (not
+/// given, NULL or a value that stores as 0).
+fn insert_numbered_by_the_server(c: &Case) -> bool {
+    let Some(o) = c.opened else { return false };
+    let Some(auto) = o
+        .table_columns
+        .iter()
+        .find(|col| col.mysql.contains("AUTO_INCREMENT"))
+    else {
+        return false;
+    };
+    is_insert(c.request)
+        && inserted(c, auto.name).is_none_or(|v| {
+            std::str::from_utf8(&v)
+                .ok()
+                .and_then(|s| s.trim().parse::<f64>().ok())
+                .is_some_and(|n| n.abs() < 0.5)
+        })
+}
+
+fn is_write(c: &Case) -> bool {
+    matches!(
+        hs_proto::parse_request(c.request),
+        Ok(hs_proto::Request::Exec(e)) if e.op == hs_proto::ExecOp::Insert || e.modify.is_some()
+    )
+}
+
+fn done(answer: &[u8]) -> bool {
+    answer.starts_with(b"0\t")
+}
+
+/// hsd on Vitess against hsd on one MySQL 8 (docs/vitess.md).
+pub fn vitess() -> Vec<Exception> {
+    vec![
+        Exception {
+            name: "vitess_vindex_column_change",
+            reason: "vtgate refuses a write that changes the column a table is sharded by \
+                 (the row would move to another shard) before any shard sees it: hsd \
+                 answers vtgate's 1 1 1235 (VT12001) where one MySQL 8 changes the row, or \
+                 refuses it for what the change meets there (a duplicate key: 1 1 121)",
+            applies: |c| c.subject == b"1\t1\t1235",
+            ends_segment: true,
+            covers_rows: true,
+        },
+        Exception {
+            name: "vitess_insert_without_the_vindex_column",
+            reason: "an insert that gives the column a table is sharded by no value (or NULL) \
+                 gives vtgate no shard for the row: it refuses it (1 1 1105, VT09023, for a \
+                 `hash` vindex; 1 1 1048, the column cannot be NULL, where the vindex hashes \
+                 NULL) where one MySQL 8 stores the column's implicit default (0, '') or \
+                 finds that value taken (1 1 121). A column numbered by a sequence is given \
+                 its value by vtgate and is not concerned",
+            applies: |c| {
+                (c.subject == b"1\t1\t1105" || c.subject == b"1\t1\t1048")
+                    && (done(c.reference) || c.reference == b"1\t1\t121")
+                    && insert_without_vindex_value(c)
+            },
+            ends_segment: true,
+            covers_rows: true,
+        },
+        Exception {
+            name: "vitess_unique_index_per_shard",
+            reason: "a unique secondary index is unique within each shard: a write that \
+                 gives a row the value another row on another shard holds is stored on \
+                 Vitess, where one MySQL 8 refuses it (1 1 121). Vitess keeps such a \
+                 value unique across shards only with a lookup vindex, which the suite's \
+                 tables do not have",
+            applies: |c| {
+                c.reference == b"1\t1\t121"
+                    && done(c.subject)
+                    && is_write(c)
+                    && c.opened
+                        .and_then(table_of)
+                        .is_some_and(|t| t.indexes.iter().skip(1).any(|i| i.unique))
+            },
+            ends_segment: true,
+            covers_rows: true,
+        },
+        Exception {
+            name: "vitess_sequence_is_no_auto_increment_counter",
+            reason: "on Vitess a sequence numbers the rows of a table whose AUTO_INCREMENT \
+                 column it shards by; an id given by an insert does not move it, where one \
+                 MySQL 8's counter goes past it: after 0 1 <id> the next insert that leaves \
+                 the id out is given another id (0 1 10 against 0 1 101), or one that is \
+                 taken (1 1 121)",
+            applies: |c| {
+                done(c.reference)
+                    && (done(c.subject) || c.subject == b"1\t1\t121")
+                    && insert_numbered_by_the_server(c)
+            },
+            ends_segment: true,
+            covers_rows: true,
+        },
+        Exception {
+            name: "vitess_reads_keys_handler_refuses",
+            reason: "on one MySQL 8 hsd reads plain finds with HANDLER ... READ, which refuses \
+                 a key value its column cannot store as it is (1 1 1210; the cross-backend \
+                 exception mysql8_handler_read_refuses_the_key); vtgate takes no HANDLER, \
+                 so on Vitess hsd reads with SELECT, which seeks the value as a write \
+                 would store it, as MariaDB and the original plugin do",
+            applies: |c| {
+                c.reference == b"1\t1\t1210"
+                    && c.opened.is_some_and(|o| {
+                        find_values(c.request, o)
+                            .iter()
+                            .any(|(col, v)| !fits_as_is(col, v.as_deref()))
+                    })
+            },
+            ends_segment: false,
+            covers_rows: false,
+        },
+    ]
+}

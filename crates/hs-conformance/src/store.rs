@@ -27,8 +27,8 @@ pub enum Store {
         /// sharded by its primary key's first column, its AUTO_INCREMENT
         /// numbered by a sequence (`vschema`).
         sharded: bool,
-        /// Tables whose vschema entries this store has made or met.
-        in_vschema: Vec<&'static str>,
+        /// Tables this store has made (and sharded) in the keyspace.
+        made: Vec<&'static str>,
     },
     Sqlite {
         conn: rusqlite::Connection,
@@ -59,7 +59,7 @@ impl Store {
             db: db.to_string(),
             replicas: Vec::new(),
             sharded: false,
-            in_vschema: Vec::new(),
+            made: Vec::new(),
         })
     }
 
@@ -79,7 +79,7 @@ impl Store {
             db: keyspace.to_string(),
             replicas: Vec::new(),
             sharded: true,
-            in_vschema: Vec::new(),
+            made: Vec::new(),
         })
     }
 
@@ -124,9 +124,12 @@ impl Store {
             Store::Mysql {
                 conn,
                 db,
-                replicas,
-                sharded,
-                in_vschema,
+                sharded: true,
+                made,
+                ..
+            } => reset_sharded(conn, db, made, table),
+            Store::Mysql {
+                conn, db, replicas, ..
             } => {
                 let name = table.name;
                 conn.query_drop(format!("DROP TABLE IF EXISTS `{db}`.`{name}`"))
@@ -135,25 +138,7 @@ impl Store {
                     .with_context(|| format!("use {db}"))?;
                 conn.query_drop(table.mysql_create())
                     .with_context(|| format!("create {db}.{name}"))?;
-                if *sharded {
-                    if !in_vschema.contains(&name) {
-                        // vschema entries outlive the table: a keyspace the
-                        // suite ran on before has them.
-                        for alter in vschema::shard_statements(db, table)? {
-                            if let Err(e) = conn.query_drop(&alter) {
-                                if !vschema::already_there(&e.to_string()) {
-                                    return Err(e).with_context(|| format!("run {alter}"));
-                                }
-                            }
-                        }
-                        in_vschema.push(name);
-                    }
-                    for stmt in vschema::sequence_reset(table)? {
-                        conn.query_drop(&stmt)
-                            .with_context(|| format!("reset the sequence of {name}: {stmt}"))?;
-                    }
-                }
-                conn.query_drop(mysql_insert(table, *sharded))
+                conn.query_drop(mysql_insert(table, false))
                     .with_context(|| format!("seed {db}.{name}"))?;
                 check_mysql_index_order(conn, db, table)?;
                 if !replicas.is_empty() {
@@ -265,6 +250,63 @@ impl Store {
             }
         }
     }
+}
+
+/// Resets `table` in a sharded keyspace behind vtgate: made and sharded
+/// at this store's first reset of it, emptied at later ones (DDL through
+/// vtgate has every tablet reload its schema: several times slower than a
+/// DELETE); its sequence set back only when it numbered rows since.
+fn reset_sharded(
+    conn: &mut mysql::Conn,
+    keyspace: &str,
+    made: &mut Vec<&'static str>,
+    table: &Table,
+) -> Result<()> {
+    let name = table.name;
+    conn.query_drop(format!("USE `{keyspace}`"))
+        .with_context(|| format!("use {keyspace}"))?;
+    let first = !made.contains(&name);
+    if first {
+        conn.query_drop(format!("DROP TABLE IF EXISTS `{name}`"))
+            .with_context(|| format!("drop {keyspace}.{name}"))?;
+        conn.query_drop(table.mysql_create())
+            .with_context(|| format!("create {keyspace}.{name}"))?;
+        // vschema entries outlive the table: a keyspace the suite ran on
+        // before has them.
+        for alter in vschema::shard_statements(keyspace, table)? {
+            if let Err(e) = conn.query_drop(&alter) {
+                if !vschema::already_there(&e.to_string()) {
+                    return Err(e).with_context(|| format!("run {alter}"));
+                }
+            }
+        }
+    } else {
+        conn.query_drop(format!("DELETE FROM `{name}`"))
+            .with_context(|| format!("empty {keyspace}.{name}"))?;
+    }
+    let moved = match vschema::sequence_probe(table)? {
+        Some((sql, start)) => {
+            first
+                || conn
+                    .query_first::<u64, _>(&sql)
+                    .with_context(|| sql.clone())?
+                    != Some(start)
+        }
+        None => false,
+    };
+    if moved {
+        for stmt in vschema::sequence_reset(table)? {
+            conn.query_drop(&stmt)
+                .with_context(|| format!("reset the sequence of {name}: {stmt}"))?;
+        }
+    }
+    conn.query_drop(mysql_insert(table, true))
+        .with_context(|| format!("seed {keyspace}.{name}"))?;
+    if first {
+        check_mysql_index_order(conn, keyspace, table)?;
+        made.push(name);
+    }
+    Ok(())
 }
 
 /// The seed rows' INSERT; with the column list when `named` (vtgate takes

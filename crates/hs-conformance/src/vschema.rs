@@ -132,6 +132,23 @@ pub fn sequence_reset(table: &Table) -> Result<Vec<String>> {
     ])
 }
 
+/// The query that reads where `table`'s sequence stands, and where a reset
+/// left it (None without an AUTO_INCREMENT column). A tablet moves the
+/// table's `next_id` past the block of ids it takes, so an unmoved value
+/// says no row was numbered since the reset.
+pub fn sequence_probe(table: &Table) -> Result<Option<(String, u64)>> {
+    let Some(auto) = auto_increment(table) else {
+        return Ok(None);
+    };
+    Ok(Some((
+        format!(
+            "SELECT next_id FROM `{SEQUENCE_KEYSPACE}`.`{}` WHERE id = 0",
+            sequence_name(table)
+        ),
+        next_id(table, auto)?,
+    )))
+}
+
 /// True for the error vtgate gives when a vschema entry is there already
 /// (a keyspace the suite ran on before).
 pub fn already_there(error: &str) -> bool {

@@ -3,6 +3,7 @@
 //! the `mysql` crate, hsd's embedded store through SQLite directly (its files
 //! are ordinary SQLite databases, readable while hsd runs).
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -27,8 +28,8 @@ pub enum Store {
         /// sharded by its primary key's first column, its AUTO_INCREMENT
         /// numbered by a sequence (`vschema`).
         sharded: bool,
-        /// Tables this store has made (and sharded) in the keyspace.
-        made: Vec<&'static str>,
+        /// The vtgate URL and keyspace, naming the keyspace in `MADE`.
+        at: String,
     },
     Sqlite {
         conn: rusqlite::Connection,
@@ -59,7 +60,7 @@ impl Store {
             db: db.to_string(),
             replicas: Vec::new(),
             sharded: false,
-            made: Vec::new(),
+            at: String::new(),
         })
     }
 
@@ -79,7 +80,7 @@ impl Store {
             db: keyspace.to_string(),
             replicas: Vec::new(),
             sharded: true,
-            made: Vec::new(),
+            at: format!("{url} {keyspace}"),
         })
     }
 
@@ -125,9 +126,9 @@ impl Store {
                 conn,
                 db,
                 sharded: true,
-                made,
+                at,
                 ..
-            } => reset_sharded(conn, db, made, table),
+            } => reset_sharded(conn, db, at, table),
             Store::Mysql {
                 conn, db, replicas, ..
             } => {
@@ -252,20 +253,32 @@ impl Store {
     }
 }
 
+/// The tables this process has made in a sharded keyspace (`vtgate-url
+/// keyspace`, table): the suite's own definitions, which a later reset
+/// only empties. Process-wide, so that the many short runs of one test
+/// binary make each table once.
+static MADE: std::sync::Mutex<BTreeSet<(String, &'static str)>> =
+    std::sync::Mutex::new(BTreeSet::new());
+
 /// Resets `table` in a sharded keyspace behind vtgate: made and sharded
-/// at this store's first reset of it, emptied at later ones (DDL through
+/// at this process's first reset of it, emptied at later ones (DDL through
 /// vtgate has every tablet reload its schema: several times slower than a
 /// DELETE); its sequence set back only when it numbered rows since.
-fn reset_sharded(
-    conn: &mut mysql::Conn,
-    keyspace: &str,
-    made: &mut Vec<&'static str>,
-    table: &Table,
-) -> Result<()> {
+fn reset_sharded(conn: &mut mysql::Conn, keyspace: &str, at: &str, table: &Table) -> Result<()> {
     let name = table.name;
     conn.query_drop(format!("USE `{keyspace}`"))
         .with_context(|| format!("use {keyspace}"))?;
-    let first = !made.contains(&name);
+    let made = |add: bool| {
+        let mut set = MADE.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (at.to_string(), name);
+        if add {
+            set.insert(key);
+            true
+        } else {
+            set.contains(&key)
+        }
+    };
+    let first = !made(false);
     if first {
         conn.query_drop(format!("DROP TABLE IF EXISTS `{name}`"))
             .with_context(|| format!("drop {keyspace}.{name}"))?;
@@ -304,7 +317,7 @@ fn reset_sharded(
         .with_context(|| format!("seed {keyspace}.{name}"))?;
     if first {
         check_mysql_index_order(conn, keyspace, table)?;
-        made.push(name);
+        made(true);
     }
     Ok(())
 }

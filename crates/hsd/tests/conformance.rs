@@ -23,6 +23,10 @@ use hs_conformance::target::{self, Endpoint};
 
 /// Requests per backend in the short run, and the seeds it starts from.
 const SHORT_RUN_REQUESTS: usize = 3_000;
+/// The Vitess run's: its eight tables are reset through vtgate and its
+/// segments are short (sharding's exceptions end them), so it sends fewer
+/// to stay within seconds; `scripts/conformance.sh vitess` runs long.
+const VITESS_SHORT_RUN_REQUESTS: usize = 1_000;
 const MYSQL_FIRST_SEED: u64 = 1;
 const SQLITE_FIRST_SEED: u64 = 5_000;
 const CROSS_BACKEND_FIRST_SEED: u64 = 9_000;
@@ -51,6 +55,10 @@ fn named_endpoint(name: &str, s: &TestServer) -> Endpoint {
 }
 
 fn short_run(mode: Mode, first_seed: u64, reference: Side, subject: Side) {
+    let requests = match mode {
+        Mode::Vitess => VITESS_SHORT_RUN_REQUESTS,
+        _ => SHORT_RUN_REQUESTS,
+    };
     let names = (
         reference.endpoint.name.clone(),
         subject.endpoint.name.clone(),
@@ -59,7 +67,7 @@ fn short_run(mode: Mode, first_seed: u64, reference: Side, subject: Side) {
     let cfg = Config {
         mode,
         first_seed,
-        requests: SHORT_RUN_REQUESTS,
+        requests,
         segment_len: 200,
         reduce: true,
         reduce_budget: 100,
@@ -78,7 +86,7 @@ fn short_run(mode: Mode, first_seed: u64, reference: Side, subject: Side) {
         "{} differs from {}:\n{msg}",
         names.1, names.0
     );
-    assert!(report.requests >= SHORT_RUN_REQUESTS, "{msg}");
+    assert!(report.requests >= requests, "{msg}");
     eprintln!("{msg}");
 }
 

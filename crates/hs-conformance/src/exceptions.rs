@@ -2,7 +2,9 @@
 //! from the original, each because matching it would crash the server, open a
 //! hole or corrupt data (`exceptions`); and the only places where hsd on
 //! MySQL 8 may answer differently from hsd on MariaDB, each because the two
-//! servers store the value differently (`cross_backend`). Each has a name, a
+//! servers store the value differently (`cross_backend`); and those of hsd
+//! on a sharded Vitess keyspace from hsd on one MySQL 8 (`vitess`, in
+//! exceptions/vitess.rs). Each has a name, a
 //! reason and a predicate on (request line, reference answer, subject
 //! answer); each is also a named test in crates/hsd/tests/conformance.rs and
 //! a row in docs/compatibility.md. Nothing else belongs here.

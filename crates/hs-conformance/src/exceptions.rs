@@ -64,7 +64,7 @@ pub struct RowsException {
 }
 
 mod vitess;
-pub use self::vitess::vitess;
+pub use self::vitess::{vitess, vitess_rows};
 
 pub fn exceptions() -> Vec<Exception> {
     vec![

@@ -47,8 +47,9 @@ impl Mode {
     /// The documented differences in the rows two servers keep.
     pub fn rows_exceptions(self) -> Vec<crate::exceptions::RowsException> {
         match self {
-            Mode::Mysql | Mode::Sqlite | Mode::Vitess => Vec::new(),
+            Mode::Mysql | Mode::Sqlite => Vec::new(),
             Mode::CrossBackend => crate::exceptions::cross_backend_rows(),
+            Mode::Vitess => crate::exceptions::vitess_rows(),
         }
     }
 

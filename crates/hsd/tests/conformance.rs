@@ -383,6 +383,38 @@ fn vitess_exception_sequence_is_no_auto_increment_counter() {
     assert_eq!(answers(&replay, 3), ("0\t1\t101".into(), "0\t1\t10".into()));
 }
 
+/// Exception `vitess_non_utf8_vindex_text`: `latin` is sharded by
+/// `unicode_loose_xxhash(code)`, a latin1 column. A row whose code is the
+/// bytes `c3 a9` (two latin1 characters, `Ã©`) is placed by the hash of
+/// those bytes read as UTF-8 (`é`); a delete through `k_name_n` finds it
+/// by its name and names it by the locator hsd reads back through vtgate,
+/// the UTF-8 of `Ã©`, which the row does not hold (and which may hash to
+/// the other shard): the row stays, where one MySQL 8 deletes it. An
+/// ASCII code is deleted on both.
+#[test]
+fn vitess_exception_non_utf8_vindex_text() {
+    let Some((reference, subject, _servers)) = vitess_sides("hst_v_latin") else {
+        return;
+    };
+    let mut runner = Runner::new(reference, subject, Mode::Vitess);
+    let open = (Port::Write, "P|0|DB|latin|k_name_n|code,name,n", None);
+    let steps = cross_steps(&[
+        open,
+        (Port::Write, "0|+|3|é|zed|9", Some("latin")),
+        (Port::Write, "0|=|2|zed|9|1|0|D", Some("latin")),
+    ]);
+    let replay = run_excepted(&mut runner, &steps, Some("vitess_non_utf8_vindex_text"));
+    assert_eq!(answers(&replay, 1), ("0\t1".into(), "0\t1".into()));
+    assert_eq!(answers(&replay, 2), ("0\t1\t1".into(), "0\t1\t1".into()));
+    let steps = cross_steps(&[
+        open,
+        (Port::Write, "0|+|3|zz|zed|9", Some("latin")),
+        (Port::Write, "0|=|2|zed|9|1|0|D", Some("latin")),
+    ]);
+    let replay = run_excepted(&mut runner, &steps, None);
+    assert_eq!(answers(&replay, 2), ("0\t1\t1".into(), "0\t1\t1".into()));
+}
+
 /// Exception `vitess_reads_keys_handler_refuses`: an empty key for a
 /// DATETIME is refused by MySQL 8's HANDLER READ (1210); on Vitess hsd
 /// reads with SELECT, which seeks the zero date and finds no row.

@@ -7,7 +7,9 @@
 # it was already running before this script, and export HSD_TEST_MYSQL_URL
 # (MariaDB) and HSD_TEST_MYSQL8_URL so neither half is ever skipped. Then two
 # halves run side by side:
-#   - MariaDB and the rest (foreground): `cargo test --workspace`, the compat
+#   - MariaDB and the rest (foreground): `cargo test --workspace` (its
+#     tests/hostile and tests/conformance from their binaries in the
+#     background beside the others: both mostly wait), the compat
 #     steps, the Python client's tests (clients/python, in a venv under
 #     target/), the Go client's tests (clients/go, go vet and go test
 #     -race), the memcached clients (compat/memcached: pymemcache and
@@ -127,6 +129,7 @@ section "private MariaDB and MySQL 8 (started while cargo built)"
 mysql8_pid=""
 repl_pid=""
 hostile_pid=""
+conformance_pid=""
 package_pid=""
 on_exit() {
     local rc=$?
@@ -138,6 +141,10 @@ on_exit() {
     if [[ -n "$hostile_pid" ]] && kill -0 "$hostile_pid" 2>/dev/null; then
         kill -TERM -- "-$hostile_pid" 2>/dev/null || kill -TERM "$hostile_pid" 2>/dev/null || true
         wait "$hostile_pid" 2>/dev/null || true
+    fi
+    if [[ -n "$conformance_pid" ]] && kill -0 "$conformance_pid" 2>/dev/null; then
+        kill -TERM -- "-$conformance_pid" 2>/dev/null || kill -TERM "$conformance_pid" 2>/dev/null || true
+        wait "$conformance_pid" 2>/dev/null || true
     fi
     if [[ -n "$mysql8_pid" ]] && kill -0 "$mysql8_pid" 2>/dev/null; then
         echo "== stopping the MySQL 8 half (pid $mysql8_pid)"
@@ -307,40 +314,58 @@ set +m
 echo "MySQL 8 half running in the background (pid $mysql8_pid, log $mysql8_log)"
 
 
-# The hostile suite (about half of the workspace's test time, most of it
-# spent waiting on timeouts) runs from its binary beside the other suites.
-hostile_bin=$(awk '$1 == "hostile" {print $2}' <<<"$hsd_test_bins")
-[[ -n "$hostile_bin" ]] || { echo "no hostile test binary" >&2; exit 1; }
-hostile_log=$ROOT/target/test-hostile.log
-set -m
-(cd "$ROOT/crates/hsd" && "$hostile_bin") >"$hostile_log" 2>&1 &
-hostile_pid=$!
-set +m
-echo "tests/hostile running in the background (pid $hostile_pid, log $hostile_log)"
+# suite_in_background NAME: runs tests/NAME.rs from its binary in the
+# background, in its own process group (so that an interrupted run can stop
+# all of it), output in target/test-NAME.log; its pid goes to NAME_pid.
+suite_in_background() {
+    local name=$1 bin
+    bin=$(awk -v n="$name" '$1 == n {print $2}' <<<"$hsd_test_bins")
+    [[ -n "$bin" ]] || { echo "no $name test binary" >&2; exit 1; }
+    set -m
+    (cd "$ROOT/crates/hsd" && "$bin") >"$ROOT/target/test-$name.log" 2>&1 &
+    printf -v "${name}_pid" '%s' "$!"
+    set +m
+    echo "tests/$name running in the background (pid $!, log target/test-$name.log)"
+}
 
-section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed), all but tests/hostile"
+# wait_suite NAME: waits for it, prints its summary, fails the run if it failed.
+wait_suite() {
+    local name=$1 pid_var=${1}_pid rc=0 log=$ROOT/target/test-$1.log
+    wait "${!pid_var}" || rc=$?
+    printf -v "$pid_var" '%s' ""
+    grep -vE '^\[hsd\]' "$log" | grep -E '^(test |test result|failures:|---- )' || true
+    if [[ $rc -ne 0 ]]; then
+        grep -vE '^\[hsd\]' "$log" | tail -n 150 >&2
+        echo "tests/$name FAILED (exit $rc; whole log $log)" >&2
+        exit 1
+    fi
+}
+
+# The hostile suite (about half of the workspace's test time, most of it
+# spent waiting on timeouts) and the conformance suite (a minute and a half,
+# most of it waiting on the servers it compares) run beside the other
+# suites. Vitess, which some conformance tests use, stops once it is done.
+suite_in_background hostile
+suite_in_background conformance
+
+section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed), all but tests/hostile and tests/conformance"
 other_hsd_tests=()
 while read -r name _; do
-    [[ "$name" != hostile ]] && other_hsd_tests+=(--test "$name")
+    [[ "$name" != hostile && "$name" != conformance ]] && other_hsd_tests+=(--test "$name")
 done <<<"$hsd_test_bins"
 cargo test --workspace --exclude hsd-cluster-tests --exclude hsd
 cargo test -p hsd --lib --bins "${other_hsd_tests[@]}"
-# tests/vitess.rs ran above: Vitess's three processes go now.
+
+section "tests/conformance (background since the suites began): waiting for it"
+wait_suite conformance
+# tests/vitess.rs and tests/conformance ran above: Vitess's three processes go now.
 if [[ $stop_vitess -eq 1 ]]; then
     bash "$ROOT/scripts/vitess.sh" stop
     stop_vitess=0
 fi
 
 section "tests/hostile (background since the suites began): waiting for it"
-hostile_rc=0
-wait "$hostile_pid" || hostile_rc=$?
-hostile_pid=""
-grep -vE '^\[hsd\]' "$hostile_log" | grep -E '^(test |test result|failures:|---- )' || true
-if [[ $hostile_rc -ne 0 ]]; then
-    grep -vE '^\[hsd\]' "$hostile_log" | tail -n 120 >&2
-    echo "tests/hostile FAILED (exit $hostile_rc; whole log $hostile_log)" >&2
-    exit 1
-fi
+wait_suite hostile
 
 # The replication half: both suites side by side (each has its servers),
 # run from their binaries (no second cargo competes for the build lock).
@@ -462,7 +487,10 @@ unformatted=$(cd "$ROOT/compat/memcached/go" && "$("$GO" env GOROOT)/bin/gofmt" 
 grep -q -- '--- SKIP' "$mclog" && { echo "gomemcache: a test was skipped" >&2; exit 1; }
 
 section "bench smoke: scripts/bench.sh --quick (every system and workload; checks it runs, not how fast)"
-bash "$ROOT/scripts/bench.sh" --quick --profile debug --json "$ROOT/target/bench-quick.json"
+# --no-build: the workspace build above made both binaries; bench.sh's own
+# `cargo build -p hsd -p hsbench` unifies features differently and would
+# rebuild hsd (half a minute) under the suites still running beside it.
+bash "$ROOT/scripts/bench.sh" --quick --no-build --profile debug --json "$ROOT/target/bench-quick.json"
 
 # --- end of compat and bench smoke ---
 

@@ -51,11 +51,14 @@ pub enum Workload {
     Insert,
     /// set `name` of one existing row
     Update,
+    /// each request a get or, --update-percent of the time, an update (on
+    /// the write port: one connection does both, as a client would)
+    Mixed,
 }
 
 impl Workload {
     pub fn is_write(self) -> bool {
-        matches!(self, Workload::Insert | Workload::Update)
+        matches!(self, Workload::Insert | Workload::Update | Workload::Mixed)
     }
 }
 
@@ -114,6 +117,9 @@ pub struct RunArgs {
     /// What each request does.
     #[arg(long, value_enum, default_value = "get")]
     pub workload: Workload,
+    /// For --workload mixed: the share of requests that are updates.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub update_percent: u32,
     /// Number of connections (one tokio task each).
     #[arg(long, short = 'c', default_value_t = 8)]
     pub connections: usize,

@@ -51,6 +51,8 @@ impl Shared {
 
 struct Cfg {
     workload: Workload,
+    /// Mixed: updates per hundred requests.
+    update_percent: u64,
     depth: usize,
     keys: KeyGen,
     seed: u64,
@@ -102,6 +104,7 @@ pub async fn run(a: &RunArgs) -> Result<Report> {
     });
     let cfg = Arc::new(Cfg {
         workload: a.workload,
+        update_percent: u64::from(a.update_percent),
         depth: a.depth,
         keys,
         seed: a.seed,
@@ -284,6 +287,16 @@ async fn conn_loop(
                             Op::Update {
                                 key: cfg.keys.next(&mut rng),
                                 version,
+                            }
+                        }
+                        Workload::Mixed => {
+                            let update = rng.range1(100) <= cfg.update_percent;
+                            let key = cfg.keys.next(&mut rng);
+                            if update {
+                                version += 1;
+                                Op::Update { key, version }
+                            } else {
+                                Op::Get(key)
                             }
                         }
                     };

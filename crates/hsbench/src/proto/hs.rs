@@ -5,6 +5,7 @@
 //!   multiget10 `0 = 1 <k1> 10 0 @ 0 10 <k1>..<k10>`         (IN on index column 0)
 //!   insert     `0 + 4 <id> <name> <email> <created>`          cols id,name,email,created
 //!   update     `0 = 1 <key> 1 0 U <newname>`                  cols name
+//!   mixed      get on index 0, update as `1 = ...` on index 1 (cols name)
 
 use anyhow::{bail, Result};
 use memchr::memchr;
@@ -67,30 +68,45 @@ impl HsCodec {
     pub async fn open(conn: &mut Conn, t: &Target, workload: Workload) -> Result<HsCodec> {
         let [id, name, email, created] = &t.cols;
         let cols = match workload {
-            Workload::Get | Workload::Multiget10 => format!("{name},{email},{created}"),
+            Workload::Get | Workload::Multiget10 | Workload::Mixed => {
+                format!("{name},{email},{created}")
+            }
             Workload::Insert => format!("{id},{name},{email},{created}"),
             Workload::Update => name.clone(),
         };
+        // Mixed: index 1 for the updates.
+        let opens: &[(&str, &str)] = match workload {
+            Workload::Mixed => &[("0", &cols), ("1", name)],
+            _ => &[("0", &cols)],
+        };
         let mut req = Vec::new();
-        let mut expect = 1;
+        let mut expect = opens.len();
         if let Some(secret) = &t.secret {
             req.extend_from_slice(b"A\t1\t");
             push_token(&mut req, secret.as_bytes());
             req.push(b'\n');
             expect += 1;
         }
-        for (i, tok) in [&t.db, &t.table, "PRIMARY", &cols].iter().enumerate() {
-            req.extend_from_slice(if i == 0 { b"P\t0\t" } else { b"\t" });
-            push_token(&mut req, tok.as_bytes());
+        for (id, cols) in opens {
+            req.extend_from_slice(b"P\t");
+            req.extend_from_slice(id.as_bytes());
+            for tok in [&t.db, &t.table, "PRIMARY", cols] {
+                req.push(b'\t');
+                push_token(&mut req, tok.as_bytes());
+            }
+            req.push(b'\n');
         }
-        req.push(b'\n');
         conn.write_all(&req).await?;
         for i in 0..expect {
             let line = conn
                 .read_with(|b| Ok(frame(b).map(|n| (n, b[..n].to_vec()))))
                 .await?;
             if line != b"0\t1\n" {
-                let what = if i + 1 < expect { "auth" } else { "open_index" };
+                let what = if i + opens.len() < expect {
+                    "auth"
+                } else {
+                    "open_index"
+                };
                 bail!(
                     "HS {what} failed: {:?} (db {}, table {}, columns {cols})",
                     String::from_utf8_lossy(&line).trim_end(),
@@ -143,7 +159,10 @@ impl HsCodec {
                 }
             }
             Op::Update { key, version } => {
-                out.extend_from_slice(b"0\t=\t1\t");
+                out.extend_from_slice(match self.workload {
+                    Workload::Mixed => b"1\t=\t1\t",
+                    _ => b"0\t=\t1\t",
+                });
                 push_u64(out, key);
                 out.extend_from_slice(b"\t1\t0\tU\t");
                 self.scratch.clear();
@@ -170,6 +189,11 @@ impl HsCodec {
             Workload::Multiget10 => r.ncols == READ_COLS && r.nvals == 10 * READ_COLS,
             Workload::Insert => true,
             Workload::Update => r.first == Some(b"1"),
+            // A get's row or an update's count of one.
+            Workload::Mixed => {
+                (r.ncols == READ_COLS && r.nvals == READ_COLS)
+                    || (r.ncols == 1 && r.nvals == 1 && r.first == Some(b"1"))
+            }
         };
         if ok {
             Outcome::Ok
@@ -206,6 +230,20 @@ mod tests {
         let mut t = Vec::new();
         push_token(&mut t, b"a\tb\0");
         assert_eq!(t, b"a\x01\x49b\x01\x40");
+    }
+
+    #[test]
+    fn mixed_updates_go_to_index_1_and_both_answers_count() {
+        assert_eq!(enc(Workload::Mixed, Op::Get(9)), "0\t=\t1\t9\n");
+        let upd = enc(Workload::Mixed, Op::Update { key: 9, version: 1 });
+        assert!(upd.starts_with("1\t=\t1\t9\t1\t0\tU\t"), "{upd}");
+        let c = HsCodec::new_for_test(Workload::Mixed);
+        let judge = |line: &[u8]| c.parse(line).map(|(_, o)| o);
+        assert_eq!(judge(b"0\t3\ta\tb\tc\n"), Some(Outcome::Ok));
+        assert_eq!(judge(b"0\t1\t1\n"), Some(Outcome::Ok));
+        assert_eq!(judge(b"0\t1\t0\n"), Some(Outcome::Miss));
+        assert_eq!(judge(b"0\t3\n"), Some(Outcome::Miss));
+        assert_eq!(judge(b"1\t1\t121\n"), Some(Outcome::Error));
     }
 
     #[test]

@@ -152,7 +152,8 @@ impl McCodec {
             return Ok(None);
         };
         let want = match self.workload {
-            Workload::Get => 1,
+            // Mixed is refused at connect.
+            Workload::Get | Workload::Mixed => 1,
             Workload::Multiget10 => 10,
             Workload::Insert | Workload::Update => 0,
         };

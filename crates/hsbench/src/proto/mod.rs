@@ -71,6 +71,9 @@ impl Codec {
 /// Opens a connection and does the per-protocol setup (HS auth + open_index,
 /// MySQL handshake + prepare).
 pub async fn connect(t: &Target, workload: Workload) -> Result<(Conn, Codec)> {
+    if workload == Workload::Mixed && matches!(t.system, System::Memcached | System::Redis) {
+        anyhow::bail!("--workload mixed runs on hs and mysql only");
+    }
     let mut conn = Conn::connect(&t.host, t.port).await?;
     let codec = match t.system {
         System::Hs => Codec::Hs(hs::HsCodec::open(&mut conn, t, workload).await?),

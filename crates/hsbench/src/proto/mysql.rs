@@ -4,6 +4,7 @@
 //!   multiget10 SELECT ... WHERE id IN (<k1>,...,<k10>)
 //!   insert     INSERT INTO t (id,name,email,created) VALUES (...)  (autocommit)
 //!   update     UPDATE t SET name=<v> WHERE id=<k>
+//!   mixed      get or update, each request (autocommit)
 
 use anyhow::{bail, Result};
 use mysql_wire::literal::{push_binary, push_identifier};
@@ -116,7 +117,7 @@ fn statements(t: &Target, w: Workload) -> (String, String) {
     let table = ident(&t.table);
     let select = format!("SELECT {name},{email},{created} FROM {table} WHERE {id}");
     match w {
-        Workload::Get => (format!("{select}="), format!("{select}=?")),
+        Workload::Get | Workload::Mixed => (format!("{select}="), format!("{select}=?")),
         Workload::Multiget10 => (
             format!("{select} IN ("),
             format!("{select} IN ({})", ["?"; 10].join(",")),
@@ -139,6 +140,8 @@ pub struct MyCodec {
     where_id: Vec<u8>,
     stmt: Option<Stmt>,
     scratch: Vec<u8>,
+    /// Mixed: the updates' codec (its own statement).
+    update: Option<Box<MyCodec>>,
 }
 
 const T_LONGLONG: u8 = 0x08;
@@ -150,6 +153,16 @@ impl MyCodec {
             bail!("mysql: no URL");
         };
         handshake(conn, url, Some(&t.db)).await?;
+        let mut c = MyCodec::prepared(conn, t, workload).await?;
+        if workload == Workload::Mixed {
+            c.update = Some(Box::new(
+                MyCodec::prepared(conn, t, Workload::Update).await?,
+            ));
+        }
+        Ok(c)
+    }
+
+    async fn prepared(conn: &mut Conn, t: &Target, workload: Workload) -> Result<MyCodec> {
         let mut c = MyCodec::new(t, workload);
         if t.prepared {
             let (_, sql) = statements(t, workload);
@@ -166,6 +179,7 @@ impl MyCodec {
             where_id: format!(" WHERE {}=", ident(&t.cols[0])).into_bytes(),
             stmt: None,
             scratch: Vec::with_capacity(128),
+            update: None,
         }
     }
 
@@ -249,6 +263,9 @@ impl MyCodec {
 
     #[inline]
     pub fn encode(&mut self, op: &Op, out: &mut Vec<u8>) {
+        if let (Op::Update { .. }, Some(update)) = (op, &mut self.update) {
+            return update.encode(op, out);
+        }
         let w = PacketWriter::begin(out, 0);
         match self.stmt {
             Some(stmt) => self.encode_execute(stmt, op, out),
@@ -268,7 +285,12 @@ impl MyCodec {
             (MyResp::Rows { cols, rows }, Workload::Multiget10) => {
                 *cols == READ_COLS as u64 && *rows == 10
             }
-            (MyResp::Ok { affected }, Workload::Insert | Workload::Update) => *affected == 1,
+            (MyResp::Ok { affected }, Workload::Insert | Workload::Update | Workload::Mixed) => {
+                *affected == 1
+            }
+            (MyResp::Rows { cols, rows }, Workload::Mixed) => {
+                *cols == READ_COLS as u64 && *rows == 1
+            }
             _ => false,
         };
         Ok(Some((n, if ok { Outcome::Ok } else { Outcome::Miss })))

@@ -173,7 +173,8 @@ impl RedisCodec {
             Outcome::Error
         } else {
             let ok = match self.workload {
-                Workload::Get => r.values == 1 && r.min_fields == READ_COLS,
+                // Mixed is refused at connect.
+                Workload::Get | Workload::Mixed => r.values == 1 && r.min_fields == READ_COLS,
                 Workload::Multiget10 => r.values == 10 && r.min_fields == READ_COLS,
                 Workload::Insert | Workload::Update => r.simple,
             };

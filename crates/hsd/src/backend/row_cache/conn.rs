@@ -11,7 +11,7 @@
 //! visitor in scan order.
 
 use super::keys::{cacheable_index, key_from_request, KeyBytes};
-use super::{CachedRow, Lease, RowCache, RowValues, TableState};
+use super::{Lease, PackedRow, RowCache, RowValues, TableState};
 use crate::backend::{
     Committed, FilterMode, FilterVerdict, OpenedIndex, RowInsert, RowView, RowVisitor, RowWrite,
     Scan, ScanStep, StorageConn, StorageError, TableMeta, WriteBatching,
@@ -61,7 +61,7 @@ impl<S> CachedConn<S> {
 
 /// What one scan of a call becomes.
 enum Plan {
-    Hit(Arc<CachedRow>),
+    Hit(PackedRow),
     /// Read from the server with every column (`opened`: which of this
     /// call's fill indexes), then stored.
     Fill {
@@ -211,7 +211,10 @@ impl<S: StorageConn> StorageConn for CachedConn<S> {
                 let columns = &scans[next].index.columns;
                 let rows: &[RowValues] = match (&plans[next], &read[next]) {
                     (Plan::Hit(row), _) => {
-                        let view = Projected { row, columns };
+                        let view = Projected {
+                            row: Whole::Cached(row),
+                            columns,
+                        };
                         visit(next, &view);
                         &[]
                     }
@@ -219,7 +222,10 @@ impl<S: StorageConn> StorageConn for CachedConn<S> {
                     _ => &[],
                 };
                 for row in rows {
-                    let view = Projected { row, columns };
+                    let view = Projected {
+                        row: Whole::Read(row),
+                        columns,
+                    };
                     if visit(next, &view) == ScanStep::Stop {
                         break;
                     }
@@ -314,17 +320,25 @@ impl<S: StorageConn> StorageConn for CachedConn<S> {
     }
 }
 
-/// A whole row (cached, or read for the cache) seen through the columns a
-/// request opened.
+/// A whole row: cached, or read for the cache.
+enum Whole<'a> {
+    Cached(&'a PackedRow),
+    Read(&'a RowValues),
+}
+
+/// A whole row seen through the columns a request opened.
 struct Projected<'a> {
-    row: &'a CachedRow,
+    row: Whole<'a>,
     columns: &'a [usize],
 }
 
 impl RowView for Projected<'_> {
     fn column(&self, i: usize) -> Option<&[u8]> {
         let c = *self.columns.get(i)?;
-        self.row.get(c)?.as_deref()
+        match self.row {
+            Whole::Cached(row) => row.column(c),
+            Whole::Read(row) => row.get(c)?.as_deref(),
+        }
     }
 
     fn filter_state(&self) -> FilterVerdict {

@@ -25,14 +25,18 @@
 
 mod conn;
 mod keys;
+mod packed;
+mod shard;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use self::conn::CachedConn;
 pub(crate) use self::keys::ImageCell;
 use self::keys::{cacheable_index, key_from_image, set_owner, KeyBytes};
+pub(crate) use self::packed::PackedRow;
+use self::shard::{Entry, ShardMap};
 use super::TableMeta;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -43,19 +47,6 @@ const MAX_SHARDS: usize = 64;
 /// each still holds many rows.
 const MIN_SHARD_BYTES: usize = 256 * 1024;
 
-/// Bytes an entry costs beyond its key and values: its slot in the map
-/// (with the map's spare capacity), the row's allocation headers, its
-/// place in the eviction ring. Counted generously so that the bound holds.
-const ENTRY_OVERHEAD: usize = 192;
-/// Bytes each value of a row costs beyond its bytes: its `Option<Box>`
-/// (16) and its allocation's header and rounding (a small allocation takes
-/// 32 bytes of heap at least).
-const VALUE_OVERHEAD: usize = 48;
-/// Bytes a place in the eviction ring costs beyond its key's bytes.
-const RING_SLOT: usize = 64;
-
-/// A cached row: every column of the table, as the server's text or NULL.
-pub(crate) type CachedRow = [Option<Box<[u8]>>];
 /// A row read to be cached.
 pub(crate) type RowValues = super::OwnedRow;
 
@@ -89,40 +80,6 @@ impl TableState {
 /// something the change feed does not show can change its rows (a foreign
 /// key's cascade). It answers later with `RowCache::vetted`.
 pub(crate) type Vetter = Box<dyn Fn(Arc<TableState>) + Send + Sync>;
-
-struct Entry {
-    row: Arc<CachedRow>,
-    table_epoch: u64,
-    global_epoch: u64,
-    /// Read since the eviction hand last passed (CLOCK's second chance).
-    referenced: AtomicBool,
-    /// Everything it costs, its place in the ring included.
-    charge: usize,
-    /// The part of `charge` its place in the ring costs, which stays
-    /// charged until the hand passes that place.
-    ring_charge: usize,
-    /// Which fill made it: its place in the ring carries the same.
-    stamp: u64,
-}
-
-/// A place in the eviction ring: the key, the fill it was made for, and
-/// what it costs while it outlives its entry.
-struct RingSlot {
-    key: KeyBytes,
-    stamp: u64,
-    charge: usize,
-}
-
-#[derive(Default)]
-struct ShardMap {
-    map: HashMap<KeyBytes, Entry>,
-    /// Keys in fill order, for the CLOCK hand; a place whose entry was
-    /// evicted by the feed or filled again stays (charged) until the hand
-    /// passes it.
-    ring: VecDeque<RingSlot>,
-    bytes: usize,
-    next_stamp: u64,
-}
 
 /// One shard, on its own cache lines.
 #[repr(align(128))]
@@ -318,8 +275,11 @@ impl RowCache {
         usable(&state).then_some(state)
     }
 
-    fn shard_of(&self, key: &[u8]) -> usize {
-        (self.hasher.hash_one(key) as usize) % self.shards.len()
+    /// The key's hash, and its shard (from bits the shard's hash table
+    /// does not use: its buckets take the low bits, its tags the top 7).
+    fn locate(&self, key: &[u8]) -> (u64, usize) {
+        let hash = self.hasher.hash_one(key);
+        (hash, ((hash >> 32) as usize) % self.shards.len())
     }
 
     /// Names `key` as one of `table`'s index `index` (`false`: an index
@@ -333,11 +293,12 @@ impl RowCache {
     }
 
     /// The row cached under `key` (owned by `table`), if it is current.
-    fn get(&self, table: &TableState, key: &[u8]) -> Option<Arc<CachedRow>> {
-        let shard = &self.shards[self.shard_of(key)];
+    fn get(&self, table: &TableState, key: &[u8]) -> Option<PackedRow> {
+        let (hash, shard) = self.locate(key);
+        let shard = &self.shards[shard];
         let found = {
             let map = read(&shard.inner);
-            map.map.get(key).and_then(|e| {
+            map.find(hash, key).and_then(|e| {
                 let current = e.table_epoch == table.epoch.load(Ordering::Acquire)
                     && e.global_epoch == self.global_epoch.load(Ordering::Acquire);
                 current.then(|| {
@@ -357,7 +318,7 @@ impl RowCache {
 
     /// A lease for filling `key`, taken before the server is read.
     fn lease(&self, table: &TableState, key: &[u8]) -> Option<Lease> {
-        let shard = self.shard_of(key);
+        let (_, shard) = self.locate(key);
         // The order matters against `stream_lost`: the epoch is read
         // first, so a loss after it is seen by `fill`.
         let stream_epoch = self.stream_epoch.load(Ordering::Acquire);
@@ -376,18 +337,14 @@ impl RowCache {
     /// Stores the row a fill read under `lease`, unless something was
     /// evicted since the lease was taken (then it is counted discarded).
     fn fill(&self, lease: Lease, table: &TableState, key: KeyBytes, row: RowValues) {
-        let ring_charge = RING_SLOT + key.len();
-        let charge = ENTRY_OVERHEAD
-            + ring_charge
-            + key.len()
-            + row
-                .iter()
-                .map(|v| VALUE_OVERHEAD + v.as_ref().map_or(0, |b| b.len()))
-                .sum::<usize>();
-        let shard = &self.shards[lease.shard];
-        if charge > self.shard_budget {
+        let (hash, _) = self.locate(&key);
+        let Some(row) = PackedRow::new(&key, &row) else {
+            return;
+        };
+        if row.heap_bytes() > self.shard_budget {
             return;
         }
+        let shard = &self.shards[lease.shard];
         let mut map = write(&shard.inner);
         let valid = shard.generation.load(Ordering::Acquire) == lease.generation
             && table.epoch.load(Ordering::Acquire) == lease.table_epoch
@@ -397,64 +354,28 @@ impl RowCache {
             self.fills_discarded.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let stamp = map.next_stamp;
-        map.next_stamp += 1;
         let entry = Entry {
-            row: row.into(),
+            row,
+            hash,
             table_epoch: lease.table_epoch,
             global_epoch: lease.global_epoch,
             referenced: AtomicBool::new(false),
-            charge,
-            ring_charge,
-            stamp,
         };
-        if let Some(old) = map.map.insert(key.clone(), entry) {
-            map.bytes = map.bytes.saturating_sub(old.charge - old.ring_charge);
-        }
-        map.ring.push_back(RingSlot {
-            key,
-            stamp,
-            charge: ring_charge,
-        });
-        map.bytes += charge;
-        self.fills.fetch_add(1, Ordering::Relaxed);
-        self.make_room(&mut map);
-    }
-
-    /// Evicts with the CLOCK hand until the shard is within its budget:
-    /// a key read since the hand last passed gets a second chance.
-    fn make_room(&self, map: &mut ShardMap) {
-        while map.bytes > self.shard_budget {
-            let Some(slot) = map.ring.pop_front() else {
-                break;
-            };
-            let mine = map.map.get(&slot.key).filter(|e| e.stamp == slot.stamp);
-            let Some(entry) = mine else {
-                // Its entry was evicted by the feed or filled again: only
-                // this place was still charged.
-                map.bytes = map.bytes.saturating_sub(slot.charge);
-                continue;
-            };
-            if entry.referenced.swap(false, Ordering::Relaxed) {
-                map.ring.push_back(slot);
-                continue;
-            }
-            if let Some(e) = map.map.remove(&slot.key) {
-                map.bytes = map.bytes.saturating_sub(e.charge);
-                self.evictions_by_capacity.fetch_add(1, Ordering::Relaxed);
-            }
+        if let Some(evicted) = map.insert(entry, self.shard_budget) {
+            self.fills.fetch_add(1, Ordering::Relaxed);
+            self.evictions_by_capacity
+                .fetch_add(evicted, Ordering::Relaxed);
         }
     }
 
     /// Forgets `key` (a row with it changed): fills under way in its
     /// shard are discarded.
     fn evict(&self, key: KeyBytes) {
-        let shard = &self.shards[self.shard_of(&key)];
+        let (hash, shard) = self.locate(&key);
+        let shard = &self.shards[shard];
         let mut map = write(&shard.inner);
         shard.generation.fetch_add(1, Ordering::AcqRel);
-        if let Some(e) = map.map.remove(&key) {
-            // Its place in the ring stays charged until the hand passes.
-            map.bytes = map.bytes.saturating_sub(e.charge - e.ring_charge);
+        if map.remove(hash, &key) {
             self.evictions_by_feed.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -547,8 +468,8 @@ impl RowCache {
             s.hits += shard.hits.load(Ordering::Relaxed);
             s.misses += shard.misses.load(Ordering::Relaxed);
             let map = read(&shard.inner);
-            s.entries += map.map.len() as u64;
-            s.bytes += map.bytes as u64;
+            s.entries += map.len() as u64;
+            s.bytes += map.bytes() as u64;
         }
         s
     }
@@ -563,7 +484,8 @@ impl RowCache {
             .collect();
         let mut out = Vec::new();
         for shard in self.shards.iter() {
-            for (k, e) in &read(&shard.inner).map {
+            for e in read(&shard.inner).entries() {
+                let k = e.row.key();
                 let (table, index) = keys::owner(k);
                 let Some(t) = tables.iter().find(|t| t.id == table) else {
                     continue;
@@ -577,10 +499,7 @@ impl RowCache {
                     t.meta.name.clone(),
                     usize::from(index),
                     keys::decode(k),
-                    e.row
-                        .iter()
-                        .map(|v| v.as_ref().map(|b| b.to_vec()))
-                        .collect(),
+                    e.row.values(),
                 ));
             }
         }

@@ -172,11 +172,14 @@ pick_base_port() {
 
 vtgate_port() { echo $(( $(cat "$PORTFILE") + 3 )); }
 
-answers() {
-    [[ -f "$PORTFILE" ]] || return 1
+# The serving primaries vtgate knows (3: ks -80, ks 80-, seq 0).
+primaries() {
+    [[ -f "$PORTFILE" ]] || { echo 0; return; }
     mariadb --no-defaults --protocol=tcp -h127.0.0.1 -P"$(vtgate_port)" -uhsd -phsd -N \
-        -e 'SHOW VITESS_TABLETS' 2>/dev/null | grep -c PRIMARY | grep -qx 3
+        -e 'SHOW VITESS_TABLETS' 2>/dev/null | grep -c PRIMARY || true
 }
+
+answers() { [[ "$(primaries)" == 3 ]]; }
 
 write_env() {
     local port=$1 tmp=$ENVFILE.tmp
@@ -231,6 +234,11 @@ do_start() {
     local pid base deadline
     do_build
     need_tools
+    if pid=$(pid_of_server) && [[ "$(primaries)" == 2 ]]; then
+        # Started by this script before it added the keyspace seq.
+        say "a Vitess without the keyspace seq runs (pid $pid); starting anew"
+        do_stop
+    fi
     if pid=$(pid_of_server); then
         deadline=$(( SECONDS + TIMEOUT ))
         until answers || ! alive "$pid" || (( SECONDS >= deadline )); do sleep 0.5; done

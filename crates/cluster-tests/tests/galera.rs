@@ -309,3 +309,27 @@ fn certification_conflicts_are_run_again() {
     assert!(errors.iter().all(|e| e == "1|1|149"), "{errors:?}");
     assert_eq!(v, ok + 1000 * theirs, "each write done once");
 }
+
+/// The row cache is refused on a Galera cluster, with the line that says
+/// why (its fill is not shown to be ordered against the appliers).
+#[test]
+fn the_row_cache_is_refused_on_galera() {
+    let Some(c) = Cluster::get(Kind::Galera) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    let out = std::process::Command::new(cluster::hsd_binary())
+        .arg("serve")
+        .args(["--address", "127.0.0.1", "--port", "0", "--port-wr", "0"])
+        .args(c.hsd_args())
+        .args(["--row-cache-mib", "8"])
+        .output()
+        .expect("run hsd");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "hsd started: {stderr}");
+    assert!(
+        stderr.contains("--row-cache-mib cannot be used with a Galera cluster"),
+        "{stderr}"
+    );
+}

@@ -1197,3 +1197,108 @@ fn strict_reads_see_writes_made_through_another_hsd() {
         }
     }
 }
+
+/// The row cache follows the primary: after a switchover (the old primary
+/// up, not applying the new one's writes), no read answers a row the new
+/// primary does not hold, and the cache serves again once its reader
+/// streams from the new primary. Strict reads: every read follows a
+/// commit made through SQL on the new primary and must see it; the reads
+/// the cache does not answer run where `--read-from replicas` routes them.
+#[test]
+fn row_cache_follows_a_new_primary() {
+    let Some(c) = Cluster::get(Kind::Replication) else {
+        return;
+    };
+    let _serial = Cluster::lock();
+    c.settle();
+    c.fresh_table("rr_cache");
+    c.sql(0, "INSERT INTO hsdtest.rr_cache VALUES (1,0),(2,0)");
+    c.settle_data();
+    let hsd = Hsd::start(
+        &c,
+        &[
+            "--row-cache-mib",
+            "8",
+            "--read-consistency",
+            "strict",
+            "--read-from",
+            "replicas",
+            "--topology-interval",
+            "0.5",
+            "--mysql-timeout",
+            "2",
+        ],
+    );
+    let mut restore = Restore::new(&c);
+    restore.then(&["start-sql", "1"]);
+    restore.then(&["promote", "1"]);
+    let hits = || hsd.unlabelled("hsd_row_cache_hits_total");
+    block_on(async {
+        let mut writer = client(&hsd.write).await;
+        let mut reader = client(&hsd.read).await;
+        open(&mut writer, 1, "rr_cache").await;
+        open(&mut reader, 1, "rr_cache").await;
+        let started = Instant::now();
+        while hits() < 1.0 {
+            assert_eq!(get(&mut reader, 1, 2).await, "0|2|2|0");
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the cache never answered before the switch"
+            );
+        }
+
+        // A switchover; s1 stays up but stops applying s2's writes, so a
+        // reader left on s1's binlog would never see them.
+        c.script(&["promote", "2"]);
+        c.script(&["stop-sql", "1"]);
+        let promoted = Instant::now();
+        let mut i = 100;
+        loop {
+            i += 1;
+            if set(&mut writer, 1, 1, i).await == "0|1|1" {
+                break;
+            }
+            assert!(
+                promoted.elapsed() < Duration::from_secs(5),
+                "writes never moved"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(get(&mut reader, 1, 1).await, format!("0|2|1|{i}"));
+        for k in 1..=30 {
+            c.sql(
+                1,
+                &format!("UPDATE hsdtest.rr_cache SET v = {k} WHERE id = 2"),
+            );
+            for _ in 0..2 {
+                assert_eq!(
+                    get(&mut reader, 1, 2).await,
+                    format!("0|2|2|{k}"),
+                    "a read after a commit on the new primary"
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let before = hits();
+        let took = loop {
+            assert_eq!(get(&mut reader, 1, 2).await, "0|2|2|30");
+            if hits() > before {
+                break promoted.elapsed();
+            }
+            assert!(
+                promoted.elapsed() < Duration::from_secs(10),
+                "the cache never served again after the switch"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        eprintln!("row cache serving again {took:?} after the promotion");
+    });
+    assert!(
+        hsd.unlabelled("hsd_row_cache_primary_changes_total") >= 1.0,
+        "no change of primary counted"
+    );
+    assert!(
+        hsd.log().contains("row cache: the primary changed"),
+        "no log line for the change"
+    );
+}

@@ -291,6 +291,13 @@ pub struct ServeOptions {
     #[arg(long, env = "HSD_ROW_CACHE_MIB")]
     #[serde(alias = "row_cache_mib")]
     pub(crate) row_cache_mib: Option<u64>,
+    /// The replica server id the row cache's binary log reader registers
+    /// with, 1 to 4294967295: unique among every replica of the server
+    /// (another replica registering the same id takes the stream over)
+    /// [default: a random id from 2147483648 up, drawn at start].
+    #[arg(long, env = "HSD_ROW_CACHE_SERVER_ID")]
+    #[serde(alias = "row_cache_server_id")]
+    pub(crate) row_cache_server_id: Option<u32>,
     /// What a read answered elsewhere than the writer (the row cache, a
     /// replica) must see: `acknowledged` (every write this hsd process
     /// acknowledged before it arrived) or `strict` (every write committed
@@ -339,6 +346,19 @@ pub struct ServeOptions {
     #[arg(skip)]
     #[serde(default)]
     pub(crate) memcached: Option<crate::memcached::FileSettings>,
+}
+
+/// `--row-cache-server-id`'s default: drawn at start from the upper half
+/// of the ids (servers' own ids are usually small), so that two hsd
+/// processes, on one host or two, share one with odds of 1 in 2^31.
+fn random_server_id() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(t.as_nanos());
+    }
+    0x8000_0000 | (h.finish() as u32 & 0x7fff_ffff)
 }
 
 /// The URLs of `--replica` values: one value may hold several, separated
@@ -574,7 +594,13 @@ impl ServeOptions {
             .read_consistency
             .or(file.read_consistency)
             .unwrap_or(ReadConsistency::Acknowledged);
+        let server_id = self.row_cache_server_id.or(file.row_cache_server_id);
+        anyhow::ensure!(
+            server_id != Some(0),
+            "--row-cache-server-id 0: a replica id is 1 to 4294967295 (0 is no replica)"
+        );
         let row_cache = (row_cache_mib > 0).then_some(CacheSettings {
+            server_id: server_id.unwrap_or_else(random_server_id),
             bytes: (row_cache_mib as usize) << 20,
             consistency,
         });
@@ -845,8 +871,19 @@ fn is_disk_full(e: &std::io::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_disk_full, parse_replica, replica_urls, BackendChoice, PasswordFile};
+    use super::{
+        is_disk_full, parse_replica, random_server_id, replica_urls, BackendChoice, PasswordFile,
+    };
     use std::io::Error;
+
+    /// The reader's default id is in the upper half (clear of servers'
+    /// usual small ids) and drawn anew each time.
+    #[test]
+    fn default_reader_ids_are_random_in_the_upper_half() {
+        let ids: std::collections::HashSet<u32> = (0..16).map(|_| random_server_id()).collect();
+        assert!(ids.iter().all(|id| *id >= 0x8000_0000), "{ids:?}");
+        assert!(ids.len() > 1, "{ids:?}");
+    }
 
     /// HSD_REPLICAS holds several URLs; a password's commas stay in it,
     /// and no error shows any part of a password.

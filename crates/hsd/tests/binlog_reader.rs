@@ -571,7 +571,7 @@ fn idle_stream_stays_up(url: &str, server_id: u32) {
     while start.elapsed() < Duration::from_secs(4) {
         match events.recv_timeout(Duration::from_millis(100)) {
             Ok(StreamEvent::Applied { .. }) => applied += 1,
-            Ok(StreamEvent::Lost { reason }) => panic!("stream lost while idle: {reason}"),
+            Ok(StreamEvent::Lost { reason, .. }) => panic!("stream lost while idle: {reason}"),
             _ => {}
         }
     }

@@ -460,15 +460,18 @@ fn stream_killed(url: &str) {
     assert_eq!(r.q(&format!("P|0|{db}|kv|PRIMARY|id,v")), "0|1");
     read_until_a_hit(&mut r, &admin, "0|=|1|1", "0|2|1|a", "before the kill");
     for round in 0..3 {
+        // Only this hsd's dump thread: other tests' readers stream from
+        // the same server.
+        let own = metric(&admin, "hsd_binlog_reader_connection_id");
         let dumps = rows(
             &mut sql,
-            "SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'",
+            &format!(
+                "SELECT ID FROM information_schema.PROCESSLIST WHERE ID = {own} \
+                 AND COMMAND LIKE 'Binlog Dump%'"
+            ),
         );
-        assert!(!dumps.is_empty(), "no binlog dump thread");
-        for d in dumps {
-            let id = String::from_utf8_lossy(d[0].as_deref().unwrap_or(b"0")).into_owned();
-            let _ = mysql::prelude::Queryable::query_drop(&mut sql, format!("KILL {id}"));
-        }
+        assert_eq!(dumps.len(), 1, "this hsd's binlog dump thread {own}");
+        exec(&mut sql, &format!("KILL {own}"));
         exec(
             &mut sql,
             &format!("UPDATE kv SET v = 'k{round}' WHERE id = 1"),
@@ -488,6 +491,69 @@ fn stream_killed(url: &str) {
         }
     }
     read_until_a_hit(&mut r, &admin, "0|=|1|1", "0|2|1|k2", "after the kills");
+}
+
+/// Another replica registers with the reader's server id (a second hsd
+/// given the same `--row-cache-server-id`): the server hands it the
+/// stream; the first counts the stream stolen, its reads stay exact
+/// (strict: each sees the commit before it) and, once the other is gone,
+/// it streams again and serves from the cache.
+fn stream_stolen(url: &str, db: &str) {
+    let mut sql = fresh_db(url, db);
+    exec(
+        &mut sql,
+        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB",
+    );
+    exec(&mut sql, "INSERT INTO kv VALUES (1, 'a')");
+    // Unique to this run: no other test's reader uses it.
+    let id = (3_000_000_000 + std::process::id() % 1_000_000).to_string();
+    let args = |id: &str| {
+        [
+            "--row-cache-mib",
+            "8",
+            "--read-consistency",
+            "strict",
+            "--admin-address",
+            "127.0.0.1:0",
+            "--row-cache-server-id",
+            id,
+        ]
+        .map(str::to_string)
+    };
+    let first_args = args(&id);
+    let first = Hsd::start(url, &first_args.each_ref().map(String::as_str));
+    let admin = first.admin.clone().expect("admin address");
+    let mut r = first.reader();
+    assert_eq!(r.q(&format!("P|0|{db}|kv|PRIMARY|id,v")), "0|1");
+    read_until_a_hit(&mut r, &admin, "0|=|1|1", "0|2|1|a", "before the steal");
+    assert_eq!(metric(&admin, "hsd_binlog_reader_stolen_total"), 0.0);
+    let second = Hsd::start(url, &first_args.each_ref().map(String::as_str));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while metric(&admin, "hsd_binlog_reader_stolen_total") < 1.0 {
+        assert!(Instant::now() < deadline, "the stolen stream was not seen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for round in 0..20 {
+        exec(
+            &mut sql,
+            &format!("UPDATE kv SET v = 's{round}' WHERE id = 1"),
+        );
+        assert_eq!(r.q("0|=|1|1"), format!("0|2|1|s{round}"), "round {round}");
+    }
+    drop(second);
+    read_until_a_hit(&mut r, &admin, "0|=|1|1", "0|2|1|s19", "after the steal");
+}
+
+#[test]
+fn mariadb_a_stolen_stream_is_counted_and_serves_nothing_stale() {
+    let Some(url) = mysql_url() else { return };
+    stream_stolen(&url, "hsdt_rc_stolen");
+}
+
+#[test]
+fn mysql8_a_stolen_stream_is_counted_and_serves_nothing_stale() {
+    let Some(url) = mysql8_url() else { return };
+    stream_stolen(&url, "hsdt_rc_stolen");
 }
 
 /// Rows a writer holds (an open transaction updated one, inserted one,

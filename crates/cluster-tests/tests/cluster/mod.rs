@@ -319,6 +319,14 @@ impl Hsd {
         text
     }
 
+    /// A metric without labels (0 when absent).
+    pub fn unlabelled(&self, name: &str) -> f64 {
+        let text = self.metrics();
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or(0.0)
+    }
+
     /// A metric's value for `server` (`host:port`), with `extra` labels
     /// (e.g. `role="primary"`); 0 when absent.
     pub fn metric(&self, name: &str, server: &str, extra: &str) -> f64 {

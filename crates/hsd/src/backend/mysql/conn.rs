@@ -386,6 +386,8 @@ impl StorageConn for MysqlConn {
         if !matches!(self.txn, Txn::Off) || scans.is_empty() {
             return Ok(vec![None; scans.len()]);
         }
+        // With replicas: on the primary, where the cache's reader is.
+        self.follow_writer(false).await?;
         let mut attempt = 0;
         loop {
             attempt += 1;

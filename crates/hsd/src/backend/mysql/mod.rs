@@ -67,7 +67,7 @@ mod scan;
 pub(crate) mod topology;
 
 pub(crate) use self::cache::ReadConsistency;
-use self::cache::{CacheSettings, MustSee, RowCacheService};
+use self::cache::{CacheSettings, CacheSource, MustSee, RowCacheService};
 pub(crate) use self::conn::MysqlConn;
 use self::conn::Placement;
 use self::connector::Connector;
@@ -165,7 +165,13 @@ impl MysqlBackend {
         if settings.replicas.is_empty() {
             let cache = match settings.row_cache {
                 Some(c) => Some(
-                    RowCacheService::start(c, &settings.url, settings.timeout, registry).await?,
+                    RowCacheService::start(
+                        c,
+                        CacheSource::Single(&settings.url),
+                        settings.timeout,
+                        registry,
+                    )
+                    .await?,
                 ),
                 None => None,
             };
@@ -176,10 +182,6 @@ impl MysqlBackend {
                 cache,
             });
         }
-        anyhow::ensure!(
-            settings.row_cache.is_none(),
-            "--row-cache-mib works with one server for now, not with --replica (its binary log reader follows the --backend server only)"
-        );
         let connectors = |replicated: Replicated| -> Vec<Arc<Connector>> {
             bases
                 .iter()
@@ -220,6 +222,24 @@ impl MysqlBackend {
         .await?;
         let strict = (settings.read_consistency == ReadConsistency::Strict)
             .then(|| WriterPositions::start(topology.clone()));
+        if settings.row_cache.is_some() && (0..all.len()).any(|i| topology.is_galera(i)) {
+            topology.shut_down();
+            anyhow::bail!(preflight::GALERA_NO_ROW_CACHE);
+        }
+        let cache = match settings.row_cache {
+            Some(c) => {
+                let urls = all.iter().map(|(url, _)| url.clone()).collect();
+                let source = CacheSource::Topology(topology.clone(), urls);
+                match RowCacheService::start(c, source, settings.timeout, registry).await {
+                    Ok(cache) => Some(cache),
+                    Err(e) => {
+                        topology.shut_down();
+                        return Err(e);
+                    }
+                }
+            }
+            None => None,
+        };
         Ok(MysqlBackend {
             connector: plain[0].clone(),
             links_per_loop,
@@ -229,8 +249,29 @@ impl MysqlBackend {
                 causal,
                 strict,
             }),
-            cache: None,
+            cache,
         })
+    }
+}
+
+impl MysqlBackend {
+    /// A connection to the one server, or one that follows the primary.
+    /// The server connection itself is made on first use.
+    fn primary_conn(&self) -> MysqlConn {
+        match &self.servers {
+            None => MysqlConn::new(self.connector.clone(), Placement::Single),
+            Some(s) => {
+                let at = s.topology.read_primary();
+                MysqlConn::new(
+                    s.plain[at].clone(),
+                    Placement::Writer {
+                        topology: s.topology.clone(),
+                        servers: s.plain.clone(),
+                        at,
+                    },
+                )
+            }
+        }
     }
 }
 
@@ -251,53 +292,46 @@ impl Backend for MysqlBackend {
     /// them wait for the cache to have seen them too).
     async fn connect(&self) -> Result<CachedConn<MysqlConn>, StorageError> {
         let cache = self.cache.as_ref().map(|c| c.cache.clone());
-        // The server connection itself is made on first use.
-        let conn = match &self.servers {
-            None => MysqlConn::new(self.connector.clone(), Placement::Single),
-            Some(s) => {
-                let at = s.topology.read_primary();
-                MysqlConn::new(
-                    s.plain[at].clone(),
-                    Placement::Writer {
-                        topology: s.topology.clone(),
-                        servers: s.plain.clone(),
-                        at,
-                    },
-                )
-            }
-        };
-        Ok(CachedConn::counting(conn, cache))
+        Ok(CachedConn::counting(self.primary_conn(), cache))
     }
 
     /// The read port's finds go where the topology says with `--read-from
     /// replicas`; every other find runs on the connection that follows
     /// the writer.
     fn read_router(&self, side: ReadSide) -> Arc<MysqlReads> {
-        if let Some(cache) = &self.cache {
-            return Arc::new(MysqlReads::Cached(cache.clone()));
-        }
-        Arc::new(match &self.servers {
+        let replicas = match &self.servers {
             Some(s) if side == ReadSide::Reads && s.topology.read_from() == ReadFrom::Replicas => {
-                MysqlReads::Routed(s.topology.clone(), s.strict.clone())
+                Some(Replicas {
+                    topology: s.topology.clone(),
+                    strict: s.strict.clone(),
+                })
             }
-            _ => MysqlReads::Writer,
+            _ => None,
+        };
+        Arc::new(match (&self.cache, replicas) {
+            (Some(cache), elsewhere) => MysqlReads::Cached(cache.clone(), elsewhere),
+            (None, Some(r)) => MysqlReads::Routed(r),
+            (None, None) => MysqlReads::Writer,
         })
     }
 
     /// Routed: a connection to server `place`; to a Galera node, one that
     /// reads causally (it serves reads the routing sent to a peer of the
     /// writer). The row cache's place: a connection that answers from it
-    /// and fills it from the server.
+    /// and fills it from the server (with replicas, from the primary, which
+    /// the cache's binlog reader follows: a locking read on a replica
+    /// orders nothing against the primary's writers).
     async fn connect_at(
         &self,
         router: &MysqlReads,
         place: usize,
     ) -> Result<CachedConn<MysqlConn>, StorageError> {
-        if let (MysqlReads::Cached(c), CACHE_PLACE) = (router, place) {
-            let conn = MysqlConn::new(self.connector.clone(), Placement::Single);
-            return Ok(CachedConn::new(conn, c.cache.clone()));
+        if let MysqlReads::Cached(c, _) = router {
+            if place == router.cache_place() {
+                return Ok(CachedConn::new(self.primary_conn(), c.cache.clone()));
+            }
         }
-        let (MysqlReads::Routed(..), Some(s)) = (router, &self.servers) else {
+        let (Some(_), Some(s)) = (router.replicas(), &self.servers) else {
             return self.connect().await;
         };
         let Some(plain) = s.plain.get(place) else {
@@ -330,15 +364,89 @@ impl Backend for MysqlBackend {
 /// routes them (with `--read-consistency strict`, on one that has what the
 /// writer had when they arrived), or from the row cache (place
 /// `CACHE_PLACE`) when it has seen what they must see, else on the server
-/// (place 0).
+/// (the writer, or the replicas as routed).
 pub(crate) enum MysqlReads {
     Writer,
-    Routed(Arc<Topology>, Option<Arc<WriterPositions>>),
-    Cached(Arc<RowCacheService>),
+    Routed(Replicas),
+    /// The cache's place is the last; the others are the writer's (0) or,
+    /// with `--read-from replicas`, the servers'.
+    Cached(Arc<RowCacheService>, Option<Replicas>),
 }
 
-/// The row cache's place in `MysqlReads::Cached`.
-const CACHE_PLACE: usize = 1;
+/// Reads routed over the servers.
+pub(crate) struct Replicas {
+    topology: Arc<Topology>,
+    /// With `--read-consistency strict`.
+    strict: Option<Arc<WriterPositions>>,
+}
+
+impl MysqlReads {
+    fn replicas(&self) -> Option<&Replicas> {
+        match self {
+            MysqlReads::Routed(r) | MysqlReads::Cached(_, Some(r)) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The row cache's place (with `Cached`): after the others.
+    fn cache_place(&self) -> usize {
+        self.replicas().map_or(1, |r| r.topology.server_count())
+    }
+}
+
+/// The frontier and arrival a routed read carries.
+fn frontier_of(p: Option<&ReadPosition>) -> Option<(&Arc<topology::gtid::Position>, Instant)> {
+    match p {
+        Some(ReadPosition::Frontier { frontier, arrived }) => Some((frontier, *arrived)),
+        _ => None,
+    }
+}
+
+impl Replicas {
+    /// Where a read that must see `frontier` (what hsd acknowledged when it
+    /// arrived) may run.
+    async fn route(
+        &self,
+        frontier: Option<(&Arc<topology::gtid::Position>, Instant)>,
+        reads: usize,
+    ) -> Route<Option<topology::ReadRoute>> {
+        let t = &self.topology;
+        let (frontier, arrived) = match frontier {
+            Some((frontier, arrived)) => (frontier.clone(), arrived),
+            None => (Arc::default(), Instant::now()),
+        };
+        // A Galera peer reads causally: it has every commit before the
+        // read already.
+        let frontier = match &self.strict {
+            Some(w) if !t.is_galera(t.read_primary()) => match w.since(arrived).await {
+                Some(writer) => {
+                    let mut both = (*frontier).clone();
+                    both.merge(&writer);
+                    Arc::new(both)
+                }
+                None => {
+                    return Route {
+                        place: t.read_primary(),
+                        _lease: None,
+                    }
+                }
+            },
+            _ => frontier,
+        };
+        let route = t.route_read(&frontier, reads).await;
+        Route {
+            place: route.server,
+            _lease: Some(route),
+        }
+    }
+
+    fn frontier(&self) -> ReadPosition {
+        ReadPosition::Frontier {
+            frontier: self.topology.frontier(),
+            arrived: Instant::now(),
+        }
+    }
+}
 
 /// What a read must have seen: the frontier of the writes hsd
 /// acknowledged (replicas) and when it arrived (strict: what the writer
@@ -348,7 +456,7 @@ pub(crate) enum ReadPosition {
         frontier: Arc<topology::gtid::Position>,
         arrived: Instant,
     },
-    Cache(MustSee),
+    Cache(MustSee, Option<Box<ReadPosition>>),
 }
 
 impl ReadRouter for MysqlReads {
@@ -358,19 +466,19 @@ impl ReadRouter for MysqlReads {
     fn places(&self) -> usize {
         match self {
             MysqlReads::Writer => 1,
-            MysqlReads::Routed(t, _) => t.server_count(),
-            MysqlReads::Cached(_) => 2,
+            MysqlReads::Routed(r) => r.topology.server_count(),
+            MysqlReads::Cached(..) => self.cache_place() + 1,
         }
     }
 
     fn must_see(&self) -> Option<Arc<Self::Position>> {
         match self {
             MysqlReads::Writer => None,
-            MysqlReads::Routed(t, _) => Some(Arc::new(ReadPosition::Frontier {
-                frontier: t.frontier(),
-                arrived: Instant::now(),
-            })),
-            MysqlReads::Cached(c) => Some(Arc::new(ReadPosition::Cache(c.must_see()))),
+            MysqlReads::Routed(r) => Some(Arc::new(r.frontier())),
+            MysqlReads::Cached(c, r) => Some(Arc::new(ReadPosition::Cache(
+                c.must_see(),
+                r.as_ref().map(|r| Box::new(r.frontier())),
+            ))),
         }
     }
 
@@ -385,49 +493,33 @@ impl ReadRouter for MysqlReads {
         };
         match (self, must_see) {
             (MysqlReads::Writer, _) => place(0),
-            (MysqlReads::Routed(t, strict), must_see) => {
-                let (frontier, arrived) = match must_see {
-                    Some(ReadPosition::Frontier { frontier, arrived }) => {
-                        (frontier.clone(), *arrived)
-                    }
-                    _ => (Arc::default(), Instant::now()),
-                };
-                // A Galera peer reads causally: it has every commit
-                // before the read already.
-                let frontier = match strict {
-                    Some(w) if !t.is_galera(t.read_primary()) => match w.since(arrived).await {
-                        Some(writer) => {
-                            let mut both = (*frontier).clone();
-                            both.merge(&writer);
-                            Arc::new(both)
-                        }
-                        None => return place(t.read_primary()),
-                    },
-                    _ => frontier,
-                };
-                let route = t.route_read(&frontier, reads).await;
-                Route {
-                    place: route.server,
-                    _lease: Some(route),
+            (MysqlReads::Routed(r), must_see) => r.route(frontier_of(must_see), reads).await,
+            (MysqlReads::Cached(c, elsewhere), Some(ReadPosition::Cache(m, inner))) => {
+                if c.may_serve(m).await {
+                    return place(self.cache_place());
+                }
+                match elsewhere {
+                    Some(r) => r.route(frontier_of(inner.as_deref()), reads).await,
+                    None => place(0),
                 }
             }
-            (MysqlReads::Cached(c), Some(ReadPosition::Cache(m))) if c.may_serve(m).await => {
-                place(CACHE_PLACE)
-            }
-            (MysqlReads::Cached(_), _) => place(0),
+            (MysqlReads::Cached(_, Some(r)), _) => r.route(None, reads).await,
+            (MysqlReads::Cached(_, None), _) => place(0),
         }
     }
 
     fn fallback(&self) -> usize {
         match self {
-            MysqlReads::Writer | MysqlReads::Cached(_) => 0,
-            MysqlReads::Routed(t, _) => t.read_primary(),
+            MysqlReads::Writer | MysqlReads::Cached(_, None) => 0,
+            MysqlReads::Routed(r) | MysqlReads::Cached(_, Some(r)) => r.topology.read_primary(),
         }
     }
 
     fn unreachable(&self, place: usize, error: &StorageError) {
-        if let MysqlReads::Routed(t, _) = self {
-            t.note_unreachable(place, error);
+        if let Some(r) = self.replicas() {
+            if place < r.topology.server_count() {
+                r.topology.note_unreachable(place, error);
+            }
         }
     }
 
@@ -451,7 +543,10 @@ mod tests {
     #[test]
     fn routed_reads_go_where_the_topology_says_and_leave_an_unreachable_server_out() {
         let t = topology::polled_for_tests(ReadFrom::Replicas);
-        let router = MysqlReads::Routed(t.clone(), None);
+        let router = MysqlReads::Routed(Replicas {
+            topology: t.clone(),
+            strict: None,
+        });
         assert_eq!(router.places(), 3);
         assert_eq!(router.fallback(), 0);
         let rt = rt();

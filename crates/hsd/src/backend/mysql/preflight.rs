@@ -98,6 +98,12 @@ pub(super) const VITESS_NO_ROW_CACHE: &str = "--row-cache-mib cannot be used wit
      --backend: the cache is kept exact by the server's binary log, and vtgate serves none \
      (each shard's primary has its own); leave it out";
 
+/// Why --row-cache-mib is refused on a Galera cluster.
+pub(super) const GALERA_NO_ROW_CACHE: &str = "--row-cache-mib cannot be used with a Galera \
+     cluster: the other nodes' writes reach a node's binary log only through its appliers \
+     (log_slave_updates), and nothing shows that the cache's locking fill is ordered against \
+     them; leave it out, or use asynchronous replicas";
+
 /// Why --replica is refused behind vtgate.
 pub(super) const VITESS_NO_REPLICAS: &str = "--backend is Vitess (vtgate): --replica cannot \
      be used with it (vtgate routes to each shard's primary itself and reports no GTID of a \
@@ -150,32 +156,63 @@ pub(crate) async fn check(settings: &MysqlSettings) -> Vec<Finding> {
             Err(f) => findings.push(f),
         }
     }
+    let mut primary = Some(0);
+    let mut galera = false;
     if !single {
-        findings.extend(roles(settings).await);
+        let (found, p, g) = roles(settings).await;
+        findings.extend(found);
+        primary = p;
+        galera = g;
     }
-    if settings.row_cache.is_some() && !vitess {
-        findings.extend(row_cache(settings).await);
+    if settings.row_cache.is_some() && galera {
+        findings.push(Finding::error(GALERA_NO_ROW_CACHE.to_string()));
+    } else if settings.row_cache.is_some() && !vitess {
+        for (i, (url, target)) in all.iter().enumerate() {
+            let on = if single {
+                String::new()
+            } else {
+                format!("{target}: ")
+            };
+            findings.extend(row_cache(settings, url, &on, primary == Some(i)).await);
+        }
     }
     findings
 }
 
-/// With `--row-cache-mib`: what the binary log reader would refuse.
-async fn row_cache(settings: &MysqlSettings) -> Vec<Finding> {
+/// With `--row-cache-mib`: what the binary log reader would refuse on one
+/// server (`on` names it, with replicas). On the primary a refusal is an
+/// error (hsd would not start); on a replica a warning: if it becomes the
+/// primary, the cache serves nothing while it is.
+async fn row_cache(
+    settings: &MysqlSettings,
+    url: &MysqlUrl,
+    on: &str,
+    primary: bool,
+) -> Vec<Finding> {
     let reader = super::binlog::ReaderSettings {
-        url: settings.url.clone(),
+        url: url.clone(),
         timeout: settings.timeout,
         server_id: 0,
     };
     match super::binlog::BinlogReader::check(reader).await {
-        Ok(refused) if refused.is_empty() => vec![Finding::ok(
-            "--row-cache-mib: the binary log can be read as a replica reads it",
-        )],
+        Ok(refused) if refused.is_empty() => vec![Finding::ok(format!(
+            "--row-cache-mib: {on}the binary log can be read as a replica reads it"
+        ))],
         Ok(refused) => refused
             .into_iter()
-            .map(|r| Finding::error(format!("--row-cache-mib: {r}")))
+            .map(|r| {
+                if primary {
+                    Finding::error(format!("--row-cache-mib: {on}{r}"))
+                } else {
+                    Finding::warning(format!(
+                        "--row-cache-mib: {on}{r} (while this server is the primary, the cache \
+                         serves nothing)"
+                    ))
+                }
+            })
             .collect(),
         Err(e) => vec![Finding::warning(format!(
-            "--row-cache-mib: the binary log settings could not be read ({e})"
+            "--row-cache-mib: {on}the binary log settings could not be read ({e})"
         ))],
     }
 }
@@ -282,7 +319,9 @@ async fn marker_writable(
 /// With replicas: one look at every server, as serving starts with, and
 /// the role each would have; a server hsd would not use is a warning
 /// saying why.
-async fn roles(settings: &MysqlSettings) -> Vec<Finding> {
+/// The roles' findings, which server is the primary, and whether any is a
+/// Galera node.
+async fn roles(settings: &MysqlSettings) -> (Vec<Finding>, Option<usize>, bool) {
     let mut all = vec![settings.url.clone()];
     all.extend(settings.replicas.iter().map(|(u, _)| u.clone()));
     let mut servers = Vec::with_capacity(all.len());
@@ -290,7 +329,7 @@ async fn roles(settings: &MysqlSettings) -> Vec<Finding> {
         let name = url.endpoint();
         match link_settings(url, settings.timeout, &name) {
             Ok(link) => servers.push(ServerSpec { name, link }),
-            Err(f) => return vec![f],
+            Err(f) => return (vec![f], None, false),
         }
     }
     let topology = Topology::start(
@@ -307,10 +346,12 @@ async fn roles(settings: &MysqlSettings) -> Vec<Finding> {
     .await;
     let topology = match topology {
         Ok(t) => t,
-        Err(e) => return vec![Finding::error(format!("{e:#}"))],
+        Err(e) => return (vec![Finding::error(format!("{e:#}"))], None, false),
     };
     let mut found = Vec::new();
     let roles = topology.roles();
+    let primary = roles.iter().position(|r| *r == Role::Primary);
+    let galera = (0..roles.len()).any(|i| topology.is_galera(i));
     for (i, role) in roles.iter().enumerate() {
         let name = topology.server_name(i);
         found.push(match role {
@@ -330,7 +371,7 @@ async fn roles(settings: &MysqlSettings) -> Vec<Finding> {
     }
     // Joins its thread: the check is over.
     let _ = tokio::task::spawn_blocking(move || topology.shut_down()).await;
-    found
+    (found, primary, galera)
 }
 
 /// A statement's rows as text; `None` when the server refused it.

@@ -130,7 +130,9 @@ pub enum StreamEvent {
     },
     /// The stream broke: until the next `Started`, changes may be missed
     /// (a cache stops serving). The reader reconnects by itself.
-    Lost { reason: String },
+    /// `stolen`: the server gave the stream to another replica that
+    /// registered with the same server id.
+    Lost { reason: String, stolen: bool },
 }
 
 #[cfg(test)]

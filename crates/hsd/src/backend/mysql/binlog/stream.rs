@@ -14,6 +14,19 @@ use std::time::Duration;
 /// The server's error for a position its binlog no longer holds (or never
 /// did): ER_MASTER_FATAL_ERROR_READING_BINLOG.
 const ER_BINLOG_POSITION_GONE: u16 = 1236;
+/// MariaDB's error to a stream another replica with its server id took
+/// over (ER_SLAVE_SAME_ID); MariaDB and MySQL may also say it as a 1236
+/// whose text names the same cause.
+const ER_SAME_SERVER_ID: u16 = 4052;
+const SAME_SERVER_ID_TEXT: &str = "same server_uuid/server_id";
+/// How long the reader waits before it takes a stolen stream back.
+const STOLEN_WAIT: Duration = Duration::from_secs(5);
+
+/// Whether the server ended the stream because another replica
+/// registered with the reader's server id.
+fn stolen(e: &mysql_wire::ErrPacket) -> bool {
+    e.code == ER_SAME_SERVER_ID || e.to_string().contains(SAME_SERVER_ID_TEXT)
+}
 
 /// How the reader connects.
 #[derive(Debug, Clone)]
@@ -96,6 +109,8 @@ impl Drop for BinlogReader {
 /// Why a stream ended.
 enum Ended {
     Lost(String),
+    /// Another replica with the reader's server id took the stream.
+    Stolen(String),
     /// The server no longer has the position: changes were missed.
     Gap(String),
 }
@@ -176,15 +191,23 @@ impl Follower {
     async fn run(self, mut link: Link, mut decoder: Decoder, mut sink: impl BinlogSink) {
         loop {
             let ended = follow(&mut link, &mut decoder, &mut sink).await;
-            let (reason, gap) = match ended {
-                Ended::Lost(r) => (r, false),
-                Ended::Gap(r) => (r, true),
+            let (reason, gap, stolen) = match ended {
+                Ended::Lost(r) => (r, false, false),
+                Ended::Gap(r) => (r, true, false),
+                Ended::Stolen(r) => (r, false, true),
             };
             tracing::warn!(%reason, "binlog reader: stream lost at {}", decoder.applied());
             sink.deliver(StreamEvent::Lost {
                 reason: reason.clone(),
+                stolen,
             });
-            let mut delay = Duration::from_millis(50);
+            // Taking a stolen stream back at once would steal it from the
+            // other replica as fast: the two would take turns all the time.
+            let mut delay = if stolen {
+                STOLEN_WAIT
+            } else {
+                Duration::from_millis(50)
+            };
             let mut from = decoder.applied().clone();
             if gap {
                 sink.deliver(StreamEvent::Change(Change::Everything {
@@ -243,6 +266,7 @@ async fn follow(link: &mut Link, decoder: &mut Decoder, sink: &mut impl BinlogSi
         let result = match StreamPacket::classify(&payload) {
             Ok(StreamPacket::Event(event)) => decoder.decode(event, &mut out),
             Ok(StreamPacket::End) => Err("the server ended the binlog stream".to_string()),
+            Ok(StreamPacket::Err(e)) if stolen(&e) => return Ended::Stolen(e.to_string()),
             Ok(StreamPacket::Err(e)) if e.code == ER_BINLOG_POSITION_GONE => {
                 return Ended::Gap(e.to_string())
             }

@@ -2,6 +2,10 @@
 //! change evicts the keys of its before and after images, a table change
 //! drops the table, anything else drops everything; `Applied` moves the
 //! position reads wait for, `Lost` stops serving until `Started`.
+//!
+//! Each reader feeds one generation: when the reader moves to another
+//! server (`FeedState::switch`), whatever the old one still delivers is
+//! ignored, so positions of two servers are never compared.
 
 use super::super::binlog::{BinlogSink, Cell, Change, Position, StreamEvent};
 use crate::backend::row_cache::{ImageCell, RowCache};
@@ -9,10 +13,35 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+/// A position the feed applied, and the generation (the server) it is a
+/// position of.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Applied {
+    pub(super) generation: u64,
+    pub(super) position: Position,
+}
+
+impl Applied {
+    /// Whether it is at or past `position` of `generation`.
+    pub(super) fn reached(&self, generation: u64, position: &Position) -> bool {
+        self.generation == generation && self.position.reached(position)
+    }
+}
+
 /// What the feed has done, for reads and metrics.
 pub(super) struct FeedState {
     /// Every transaction up to here has been applied to the cache.
-    pub(super) applied: tokio::sync::watch::Sender<Position>,
+    pub(super) applied: tokio::sync::watch::Sender<Applied>,
+    /// The generation events are taken from, held while one is applied.
+    gate: Mutex<u64>,
+    /// A copy of the gate's generation, read without the lock.
+    generation: AtomicU64,
+    /// Times the reader moved to a new primary.
+    pub(super) switches: AtomicU64,
+    /// Times another replica with the reader's server id took the stream.
+    pub(super) stolen: AtomicU64,
+    /// The server connection the stream runs on (its processlist id).
+    pub(super) connection_id: AtomicU64,
     /// Seconds between a transaction's commit and its arrival (server
     /// clock against ours; 0 while idle).
     pub(super) lag_seconds: AtomicI64,
@@ -24,7 +53,12 @@ pub(super) struct FeedState {
 impl FeedState {
     pub(super) fn new() -> FeedState {
         FeedState {
-            applied: tokio::sync::watch::Sender::new(Position::default()),
+            applied: tokio::sync::watch::Sender::new(Applied::default()),
+            gate: Mutex::new(0),
+            generation: AtomicU64::new(0),
+            switches: AtomicU64::new(0),
+            stolen: AtomicU64::new(0),
+            connection_id: AtomicU64::new(0),
             lag_seconds: AtomicI64::new(0),
             moved: Mutex::new(Instant::now()),
             restarts: AtomicU64::new(0),
@@ -39,6 +73,28 @@ impl FeedState {
             .as_secs_f64()
     }
 
+    pub(super) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The reader moves to another server: from here on the old one's
+    /// events are ignored, the cache serves nothing (fills under way are
+    /// discarded) and holds nothing. Returns the new generation, for the
+    /// new reader's `Feed`.
+    pub(super) fn switch(&self, cache: &RowCache) -> u64 {
+        let mut gate = self.gate.lock().unwrap_or_else(|p| p.into_inner());
+        *gate += 1;
+        self.generation.store(*gate, Ordering::Release);
+        cache.stream_lost();
+        cache.drop_all();
+        self.applied.send_replace(Applied {
+            generation: *gate,
+            position: Position::default(),
+        });
+        self.switches.fetch_add(1, Ordering::Relaxed);
+        *gate
+    }
+
     fn moved_now(&self) {
         *self.moved.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
     }
@@ -48,6 +104,10 @@ impl FeedState {
 pub(super) struct Feed {
     pub(super) cache: Arc<RowCache>,
     pub(super) state: Arc<FeedState>,
+    /// The generation this reader feeds (`FeedState::switch`).
+    pub(super) generation: u64,
+    /// The reader's replica id, for the log.
+    pub(super) server_id: u32,
 }
 
 fn image(row: &[Cell]) -> Vec<ImageCell<'_>> {
@@ -62,15 +122,28 @@ fn image(row: &[Cell]) -> Vec<ImageCell<'_>> {
 
 impl BinlogSink for Feed {
     fn deliver(&mut self, event: StreamEvent) {
+        let gate = self.state.gate.lock().unwrap_or_else(|p| p.into_inner());
+        if *gate != self.generation {
+            return;
+        }
         self.state.moved_now();
         match event {
-            StreamEvent::Started { position, .. } => {
+            StreamEvent::Started {
+                position,
+                connection_id,
+            } => {
                 self.state.restarts.fetch_add(1, Ordering::Relaxed);
+                self.state
+                    .connection_id
+                    .store(connection_id, Ordering::Relaxed);
                 tracing::info!("row cache: the binary log streams from {position}");
                 // Streaming from here: it is what has been applied (the
                 // reader resumes at its last `Applied`, or starts where
                 // the server is, with an empty cache).
-                self.state.applied.send_replace(position);
+                self.state.applied.send_replace(Applied {
+                    generation: self.generation,
+                    position,
+                });
                 self.cache.stream_started();
             }
             StreamEvent::Change(Change::Row(row)) => {
@@ -98,17 +171,25 @@ impl BinlogSink for Feed {
                     (now as i64 - i64::from(commit_time)).max(0)
                 };
                 self.state.lag_seconds.store(lag, Ordering::Relaxed);
-                self.state.applied.send_if_modified(|p| {
-                    let ahead = position.reached(p) && position != *p;
+                self.state.applied.send_if_modified(|a| {
+                    let ahead = position.reached(&a.position) && position != a.position;
                     if ahead {
-                        *p = position;
+                        a.position = position;
                     }
                     ahead
                 });
             }
-            StreamEvent::Lost { reason } => {
-                tracing::warn!("row cache: the binary log stream was lost ({reason}); reads go to the server until it streams again");
+            StreamEvent::Lost { reason, stolen } => {
                 self.cache.stream_lost();
+                if stolen {
+                    self.state.stolen.fetch_add(1, Ordering::Relaxed);
+                    tracing::error!(
+                        server_id = self.server_id,
+                        "row cache: another replica registered with the binlog reader's server id and the server gave it the stream ({reason}); reads go to the server until the reader takes it back; give --row-cache-server-id an id no other replica of this server uses"
+                    );
+                } else {
+                    tracing::warn!("row cache: the binary log stream was lost ({reason}); reads go to the server until it streams again");
+                }
             }
         }
     }

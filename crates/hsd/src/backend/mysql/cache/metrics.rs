@@ -25,6 +25,9 @@ struct CacheCollector {
     reader_lag: IntGauge,
     reader_idle: Gauge,
     reader_starts: IntCounter,
+    primary_changes: IntCounter,
+    reader_stolen: IntCounter,
+    reader_connection: IntGauge,
 }
 
 /// Sets a counter to `to` (it only grows).
@@ -53,6 +56,9 @@ impl CacheCollector {
             &self.reader_lag,
             &self.reader_idle,
             &self.reader_starts,
+            &self.primary_changes,
+            &self.reader_stolen,
+            &self.reader_connection,
         ]
     }
 }
@@ -75,7 +81,7 @@ impl Collector for CacheCollector {
             self.entries.set(st.entries as i64);
             self.bytes.set(st.bytes as i64);
             self.serving.set(i64::from(s.cache.serving()));
-            let applied = s.feed.applied.borrow().clone();
+            let applied = s.feed.applied.borrow().position.clone();
             let file_number = applied
                 .file
                 .rsplit_once('.')
@@ -87,6 +93,14 @@ impl Collector for CacheCollector {
                 .set(s.feed.lag_seconds.load(Ordering::Relaxed));
             self.reader_idle.set(s.feed.idle_seconds());
             advance(&self.reader_starts, s.feed.restarts.load(Ordering::Relaxed));
+            advance(
+                &self.primary_changes,
+                s.feed.switches.load(Ordering::Relaxed),
+            );
+            advance(&self.reader_stolen, s.feed.stolen.load(Ordering::Relaxed));
+            self.reader_connection.set(
+                i64::try_from(s.feed.connection_id.load(Ordering::Relaxed)).unwrap_or(i64::MAX),
+            );
         }
         self.all().into_iter().flat_map(|c| c.collect()).collect()
     }
@@ -147,6 +161,18 @@ pub(super) fn register(registry: &Registry, service: &Arc<RowCacheService>) -> a
         reader_starts: counter(
             "binlog_reader_starts_total",
             "Times the binary log stream started (1 + reconnections)",
+        )?,
+        primary_changes: counter(
+            "row_cache_primary_changes_total",
+            "Times the primary changed (--replica): the row cache dropped every entry and its binlog reader moved to the new primary",
+        )?,
+        reader_stolen: counter(
+            "binlog_reader_stolen_total",
+            "Times another replica registered with the reader's server id took its stream (--row-cache-server-id)",
+        )?,
+        reader_connection: gauge(
+            "binlog_reader_connection_id",
+            "The server's id of the connection the binary log streams on (its processlist id)",
         )?,
     };
     registry.register(Box::new(c))?;

@@ -7,17 +7,24 @@
 //! The cache is a place reads may run (`MysqlReads::Cached`): a batch goes
 //! there only once the reader has applied a position that covers what the
 //! batch must see (`--read-consistency`), else to the server.
+//!
+//! With `--replica` the reader follows the primary (`follow`): on each
+//! change of it the cache drops everything and serves nothing until the
+//! reader streams from the new primary.
 
 mod feed;
+mod follow;
 mod metrics;
 mod positions;
 
 use self::feed::{Feed, FeedState};
-use self::positions::{Positions, Request};
+use self::positions::{Positions, Request, Target};
 use super::binlog::{BinlogReader, ReaderSettings};
 use super::link::LinkSettings;
+use super::topology::Topology;
 use crate::backend::row_cache::RowCache;
 use mysql_wire::MysqlUrl;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -48,6 +55,8 @@ pub(crate) struct CacheSettings {
     /// `--row-cache-mib`, in bytes.
     pub(crate) bytes: usize,
     pub(crate) consistency: ReadConsistency,
+    /// `--row-cache-server-id` (or the random default).
+    pub(crate) server_id: u32,
 }
 
 /// What a read arriving now must see.
@@ -64,29 +73,62 @@ pub(crate) struct RowCacheService {
     feed: Arc<FeedState>,
     positions: Positions,
     consistency: ReadConsistency,
-    _reader: BinlogReader,
+    /// With replicas: the primary's changes the reader has caught up with
+    /// (`follow`); the cache serves only while it equals the topology's.
+    primary: Option<(Arc<Topology>, Arc<AtomicU64>)>,
+    /// The reader, or (with replicas) the task that owns it and moves it
+    /// to each new primary; stopped with the service.
+    _reader: Reading,
 }
 
-/// The replica id the reader registers with: one per process, so that two
-/// hsd processes on one server do not drop each other's stream.
-fn reader_server_id() -> u32 {
-    0x4853_0000 | (std::process::id() & 0xffff)
+/// Either stops when dropped.
+struct Reading {
+    _fixed: Option<BinlogReader>,
+    following: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        if let Some(task) = &self.following {
+            task.abort();
+        }
+    }
+}
+
+/// Where the cache's binlog comes from.
+pub(crate) enum CacheSource<'a> {
+    /// The one server (no `--replica`).
+    Single(&'a MysqlUrl),
+    /// Every configured server, numbered as the topology numbers them:
+    /// the reader follows the primary.
+    Topology(Arc<Topology>, Vec<MysqlUrl>),
 }
 
 impl RowCacheService {
-    /// Checks the server (the refusals name the setting), starts the
-    /// reader and the position asker on the calling runtime, registers the
-    /// metrics.
+    /// Checks the server the reader starts on (the refusals name the
+    /// setting), starts the reader and the position asker on the calling
+    /// runtime (with replicas, on the primary, and the task that follows
+    /// it), registers the metrics.
     pub(crate) async fn start(
         settings: CacheSettings,
-        url: &MysqlUrl,
+        source: CacheSource<'_>,
         timeout: Duration,
         registry: &prometheus::Registry,
     ) -> anyhow::Result<Arc<RowCacheService>> {
+        let (url, primary) = match &source {
+            CacheSource::Single(url) => ((*url).clone(), None),
+            CacheSource::Topology(topology, urls) => {
+                let primary = topology.primary();
+                let url = urls
+                    .get(primary.server)
+                    .ok_or_else(|| anyhow::anyhow!("no server {}", primary.server))?;
+                (url.clone(), Some(primary))
+            }
+        };
         let reader = ReaderSettings {
             url: url.clone(),
             timeout,
-            server_id: reader_server_id(),
+            server_id: settings.server_id,
         };
         let refused = BinlogReader::check(reader.clone())
             .await
@@ -105,24 +147,60 @@ impl RowCacheService {
             })),
         );
         let (positions, latest) = Positions::new(tx);
-        let link = LinkSettings::new(url.clone(), timeout).map_err(|e| anyhow::anyhow!(e))?;
-        tokio::spawn(positions::serve(link, rx, latest, cache.clone()));
+        let target = Target {
+            generation: 0,
+            link: LinkSettings::new(url, timeout).map_err(|e| anyhow::anyhow!(e))?,
+        };
+        let (targets, target) = tokio::sync::watch::channel(target);
+        tokio::spawn(positions::serve(target, rx, latest, cache.clone()));
         let feed = Arc::new(FeedState::new());
-        let reader = BinlogReader::start(
-            reader,
+        let first = BinlogReader::start(
+            reader.clone(),
             Feed {
                 cache: cache.clone(),
                 state: feed.clone(),
+                generation: 0,
+                server_id: settings.server_id,
             },
         )
         .await
         .map_err(|e| anyhow::anyhow!("--row-cache-mib: {e}"))?;
+        let (reading, primary) = match (source, primary) {
+            (CacheSource::Topology(topology, urls), Some(p)) => {
+                let followed = Arc::new(AtomicU64::new(p.changes));
+                let task = tokio::spawn(follow::follow(
+                    follow::Following {
+                        topology: topology.clone(),
+                        urls,
+                        reader,
+                        cache: cache.clone(),
+                        feed: feed.clone(),
+                        targets,
+                        followed: followed.clone(),
+                    },
+                    first,
+                ));
+                let reading = Reading {
+                    _fixed: None,
+                    following: Some(task),
+                };
+                (reading, Some((topology, followed)))
+            }
+            _ => (
+                Reading {
+                    _fixed: Some(first),
+                    following: None,
+                },
+                None,
+            ),
+        };
         let service = Arc::new(RowCacheService {
             cache,
             feed,
             positions,
             consistency: settings.consistency,
-            _reader: reader,
+            primary,
+            _reader: reading,
         });
         metrics::register(registry, &service)?;
         tracing::info!(
@@ -131,6 +209,17 @@ impl RowCacheService {
             settings.consistency
         );
         Ok(service)
+    }
+
+    /// Whether the reader follows the server that is the primary now
+    /// (always, with one server).
+    fn follows_primary(&self) -> bool {
+        match &self.primary {
+            None => true,
+            Some((topology, followed)) => {
+                followed.load(Ordering::Acquire) == topology.primary_changes()
+            }
+        }
     }
 
     pub(crate) fn must_see(&self) -> MustSee {
@@ -145,11 +234,12 @@ impl RowCacheService {
     /// had when it was asked after what the batch must see (waiting up to
     /// `CATCH_UP_WAIT` for it).
     pub(crate) async fn may_serve(&self, must_see: &MustSee) -> bool {
-        if !self.cache.serving() {
+        if !self.cache.serving() || !self.follows_primary() {
             return false;
         }
         let strict = self.consistency == ReadConsistency::Strict;
-        let covering = self.positions.covering(must_see, strict);
+        let generation = self.feed.generation();
+        let covering = self.positions.covering(must_see, strict, generation);
         let Some(target) = tokio::time::timeout(POSITION_WAIT, covering)
             .await
             .ok()
@@ -158,12 +248,19 @@ impl RowCacheService {
             return false;
         };
         let mut applied = self.feed.applied.subscribe();
-        if applied.borrow_and_update().reached(&target.position) {
-            return self.cache.serving();
+        let serving = || self.cache.serving() && self.follows_primary();
+        if applied
+            .borrow_and_update()
+            .reached(target.generation, &target.position)
+        {
+            return serving();
         }
         let caught_up = async {
             while applied.changed().await.is_ok() {
-                if applied.borrow_and_update().reached(&target.position) {
+                if applied
+                    .borrow_and_update()
+                    .reached(target.generation, &target.position)
+                {
                     return true;
                 }
             }
@@ -172,6 +269,6 @@ impl RowCacheService {
         tokio::time::timeout(CATCH_UP_WAIT, caught_up)
             .await
             .unwrap_or(false)
-            && self.cache.serving()
+            && serving()
     }
 }

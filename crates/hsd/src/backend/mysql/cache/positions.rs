@@ -3,7 +3,9 @@
 //! before this process's last write) waits for the reader to reach a
 //! position asked after that. Concurrent askers share one question; the
 //! same connection vets tables (foreign keys whose cascades the binlog
-//! does not show).
+//! does not show). With replicas the connection goes to the server the
+//! reader follows (`Target`), and each position says which generation of
+//! the feed it is for.
 
 use super::super::binlog::{query, Position};
 use super::super::link::{Link, LinkSettings};
@@ -15,11 +17,20 @@ use tokio::sync::{mpsc, oneshot};
 
 /// A position the server answered, and what it covers.
 pub(super) struct Fetched {
+    /// The feed generation (the server) it was asked for.
+    pub(super) generation: u64,
     /// When it was asked: it covers every commit before.
     pub(super) asked: Instant,
     /// This process's writes finished when it was asked.
     pub(super) writes: u64,
     pub(super) position: Position,
+}
+
+/// The server positions are asked of, for feed generation `generation`.
+#[derive(Clone)]
+pub(super) struct Target {
+    pub(super) generation: u64,
+    pub(super) link: LinkSettings,
 }
 
 pub(super) enum Request {
@@ -48,33 +59,58 @@ impl Positions {
 
     /// A position that covers what `must_see` must see: every write of
     /// this process finished before it arrived, and with `strict` every
-    /// commit before it arrived. `None`: the server could not be asked.
-    pub(super) async fn covering(&self, must_see: &MustSee, strict: bool) -> Option<Arc<Fetched>> {
+    /// commit before it arrived, on the server of feed generation
+    /// `generation`. `None`: that server could not be asked.
+    pub(super) async fn covering(
+        &self,
+        must_see: &MustSee,
+        strict: bool,
+        generation: u64,
+    ) -> Option<Arc<Fetched>> {
         let known = self
             .latest
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         if let Some(f) = known {
-            if f.writes >= must_see.writes && (!strict || f.asked >= must_see.arrived) {
+            if f.generation == generation
+                && f.writes >= must_see.writes
+                && (!strict || f.asked >= must_see.arrived)
+            {
                 return Some(f);
             }
         }
         let (reply, answer) = oneshot::channel();
         self.tx.send(Request::Position(reply)).ok()?;
-        answer.await.ok().flatten()
+        answer
+            .await
+            .ok()
+            .flatten()
+            .filter(|f| f.generation == generation)
     }
 }
 
 /// Answers the requests until every sender is gone.
 pub(super) async fn serve(
-    settings: LinkSettings,
+    target: tokio::sync::watch::Receiver<Target>,
     mut rx: mpsc::UnboundedReceiver<Request>,
     latest: Arc<Mutex<Option<Arc<Fetched>>>>,
     cache: Arc<RowCache>,
 ) {
     let mut link: Option<Link> = None;
+    let mut linked_generation = None;
     while let Some(first) = rx.recv().await {
+        let Target {
+            generation,
+            link: settings,
+        } = target.borrow().clone();
+        if linked_generation != Some(generation) {
+            // The reader moved: so do the questions.
+            if let Some(old) = link.take() {
+                old.quit().await;
+            }
+            linked_generation = Some(generation);
+        }
         let mut waiting = Vec::new();
         let mut vets = Vec::new();
         let mut take = |r| match r {
@@ -90,6 +126,7 @@ pub(super) async fn serve(
             let writes = cache.writes();
             let fetched = match position(&settings, &mut link).await {
                 Ok(position) => Some(Arc::new(Fetched {
+                    generation,
                     asked,
                     writes,
                     position,

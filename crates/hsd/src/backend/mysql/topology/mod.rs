@@ -39,7 +39,7 @@ use self::observe::Flavor;
 use super::link::LinkSettings;
 use crate::backend::StorageError;
 use prometheus::Registry;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -150,6 +150,20 @@ pub(crate) struct Topology {
     stop: Notify,
     stopping: std::sync::atomic::AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The primary (`read_primary`) and how many times it changed: a
+    /// follower of the primary's binlog (the row cache's reader) restarts
+    /// on each change, and serves nothing until it has.
+    primary: tokio::sync::watch::Sender<Primary>,
+    /// `primary`'s count, read without a lock by every cached read.
+    primary_changes: AtomicU64,
+}
+
+/// The server reads and writes go to, and the number of changes of it so
+/// far (a change back to the same server counts: history may differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Primary {
+    pub(crate) server: usize,
+    pub(crate) changes: u64,
 }
 
 impl Topology {
@@ -205,6 +219,11 @@ impl Topology {
             stop: Notify::new(),
             stopping: false.into(),
             thread: Mutex::new(None),
+            primary: tokio::sync::watch::Sender::new(Primary {
+                server: 0,
+                changes: 0,
+            }),
+            primary_changes: AtomicU64::new(0),
             settings,
         });
         Ok(topology)
@@ -236,6 +255,21 @@ impl Topology {
     /// last one while no server may take writes.
     pub(crate) fn read_primary(&self) -> usize {
         lock(&self.state).read_primary()
+    }
+
+    /// The primary now; `primary_changed` wakes on each change.
+    pub(crate) fn primary(&self) -> Primary {
+        *self.primary.borrow()
+    }
+
+    /// Changes of the primary so far (no lock: for every cached read).
+    pub(crate) fn primary_changes(&self) -> u64 {
+        self.primary_changes.load(Ordering::Acquire)
+    }
+
+    /// Follows the primary's changes.
+    pub(crate) fn primary_changed(&self) -> tokio::sync::watch::Receiver<Primary> {
+        self.primary.subscribe()
     }
 
     /// Whether the server is a Galera node (as last polled).
@@ -530,6 +564,11 @@ impl Topology {
                 if w != st.last_writer {
                     st.last_writer = w;
                     st.writer_since = Instant::now();
+                    // Under the state lock, before any write can be sent
+                    // to `w` (`writer()` takes the lock): a read that
+                    // arrives after such a write sees the change.
+                    let changes = self.primary_changes.fetch_add(1, Ordering::AcqRel) + 1;
+                    self.primary.send_replace(Primary { server: w, changes });
                 }
             }
             st.writer = writer;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/vitess.sh: a PRIVATE Vitess for hsd's tests: vtgate in front of the
-# keyspace `ks` sharded in two (-80, 80-), on the MySQL 8.0.31 that
-# scripts/mysql8.sh unpacks (docs/vitess.md).
+# keyspace `ks` sharded in two (-80, 80-) and the unsharded keyspace `seq`
+# that holds Vitess sequences (the AUTO_INCREMENT of sharded tables), on the
+# MySQL 8.0.31 that scripts/mysql8.sh unpacks (docs/vitess.md).
 #
 # Vitess is built once from the Go module proxy: scripts/vitess/go.mod
 # requires vitess.io/vitess v0.24.4 (`go install ...@version` is refused: its
@@ -10,7 +11,7 @@
 # module's config/ beside them (VTROOT). A stamp file names what was built, so
 # a later start builds nothing. vttestserver runs one mysqld (both shards are
 # databases in it: vt_ks_-80, vt_ks_80-) and one vtcombo (vtgate and the
-# tablets in one process).
+# tablets in one process); `seq` is one more database in it (vt_seq_0).
 #
 # Everything lives in $HSD_VITESS_DIR (default <repo>/target/vitess), owned
 # by `mysql` when run as root (mysqlctl refuses to run as root):
@@ -18,7 +19,8 @@
 #     data/          VTDATAROOT (vttestserver --data-dir): the mysqld datadir
 #     extra.cnf      mysqld options added to Vitess's own (loopback only)
 #     schema/ks/vschema.json  the keyspace's first vschema: sharded, with the
-#                    `hash` vindex (tables are added with ALTER VSCHEMA)
+#                    vindexes tables are sharded by (tables are added with
+#                    ALTER VSCHEMA); schema/seq/vschema.json: unsharded
 #     vttestserver.log, vttestserver.pid, port (the base port), env, lock
 # Ports: base (vtcombo http), base+1 (grpc), base+2 (mysqld), base+3 (vtgate's
 # MySQL protocol: what hsd and the tests use).
@@ -27,6 +29,7 @@
 # password log in, and every user may run vschema DDL. `env` prints
 #     export HSD_TEST_VITESS_URL=mysql://hsd:hsd@127.0.0.1:<base+3>
 #     export HSD_VITESS_PORT=<base+3> HSD_VITESS_KEYSPACE=ks
+#     export HSD_VITESS_SEQUENCE_KEYSPACE=seq
 #     export HSD_VITESS_HTTP=127.0.0.1:<base>   (vtgate's /debug/vars)
 #
 # The hook vthook/mysqld_shutdown stops mysqld with SIGTERM (the dist has no
@@ -169,11 +172,14 @@ pick_base_port() {
 
 vtgate_port() { echo $(( $(cat "$PORTFILE") + 3 )); }
 
-answers() {
-    [[ -f "$PORTFILE" ]] || return 1
+# The serving primaries vtgate knows (3: ks -80, ks 80-, seq 0).
+primaries() {
+    [[ -f "$PORTFILE" ]] || { echo 0; return; }
     mariadb --no-defaults --protocol=tcp -h127.0.0.1 -P"$(vtgate_port)" -uhsd -phsd -N \
-        -e 'SHOW VITESS_TABLETS' 2>/dev/null | grep -c PRIMARY | grep -qx 2
+        -e 'SHOW VITESS_TABLETS' 2>/dev/null | grep -c PRIMARY || true
 }
+
+answers() { [[ "$(primaries)" == 3 ]]; }
 
 write_env() {
     local port=$1 tmp=$ENVFILE.tmp
@@ -182,6 +188,7 @@ write_env() {
         printf 'export HSD_TEST_VITESS_URL=%q\n' "mysql://hsd:hsd@127.0.0.1:$port"
         printf 'export HSD_VITESS_PORT=%q\n' "$port"
         printf 'export HSD_VITESS_KEYSPACE=%q\n' ks
+        printf 'export HSD_VITESS_SEQUENCE_KEYSPACE=%q\n' seq
         printf 'export HSD_VITESS_HTTP=%q\n' "127.0.0.1:$((port - 3))"
         printf 'export HSD_VITESS_DIR=%q\n' "$DIR"
     } >"$tmp"
@@ -213,17 +220,25 @@ EOF
     chmod 755 "$VTROOT/vthook/mysqld_shutdown"
     # The keyspace is sharded from the start (vtgate otherwise takes it for
     # an unsharded one and refuses DDL on its two shards), with the vindexes
-    # tables are sharded by: `hash` for integers, `xxhash` for any column
-    # (ALTER VSCHEMA ON ks.t ADD VINDEX hash(id)).
-    mkdir -p "$DIR/schema/ks"
-    echo '{"sharded": true, "vindexes": {"hash": {"type": "hash"}, "xxhash": {"type": "xxhash"}}}' \
+    # tables are sharded by: `hash` for integers, `xxhash` for any column,
+    # `unicode_loose_xxhash` for text under a case-insensitive collation
+    # (ALTER VSCHEMA ON ks.t ADD VINDEX hash(id)). `seq` is unsharded: the
+    # sequence tables live there (ALTER VSCHEMA ADD SEQUENCE seq.t_seq).
+    mkdir -p "$DIR/schema/ks" "$DIR/schema/seq"
+    echo '{"sharded": true, "vindexes": {"hash": {"type": "hash"}, "xxhash": {"type": "xxhash"}, "unicode_loose_xxhash": {"type": "unicode_loose_xxhash"}}}' \
         >"$DIR/schema/ks/vschema.json"
+    echo '{"sharded": false}' >"$DIR/schema/seq/vschema.json"
 }
 
 do_start() {
     local pid base deadline
     do_build
     need_tools
+    if pid=$(pid_of_server) && [[ "$(primaries)" == 2 ]]; then
+        # Started by this script before it added the keyspace seq.
+        say "a Vitess without the keyspace seq runs (pid $pid); starting anew"
+        do_stop
+    fi
     if pid=$(pid_of_server); then
         deadline=$(( SECONDS + TIMEOUT ))
         until answers || ! alive "$pid" || (( SECONDS >= deadline )); do sleep 0.5; done
@@ -258,14 +273,14 @@ start_once() {
     : >"$LOG"
     own_dir
     ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-    say "starting vttestserver: keyspace ks in 2 shards, vtgate on 127.0.0.1:$((base + 3)) (dir $DIR)"
+    say "starting vttestserver: keyspace ks in 2 shards and seq in 1, vtgate on 127.0.0.1:$((base + 3)) (dir $DIR)"
     # No fd of ours may stay open in the daemons (a $(...) or CI pipe, the flock fd).
     VTROOT=$VTROOT VTDATAROOT=$DATA VT_MYSQL_ROOT=$MYSQL_BASE \
         LD_LIBRARY_PATH="$MYSQL_BASE/bin:$MYSQL_BASE/lib/private" \
         run_as "$VTROOT/bin/vttestserver" \
         --port "$base" \
         --data-dir "$DATA" \
-        --keyspaces ks --num-shards 2 \
+        --keyspaces ks,seq --num-shards 2,1 \
         --mysql-bind-host 127.0.0.1 --vtcombo-bind-host 127.0.0.1 --grpc-bind-address 127.0.0.1 \
         --tablet-hostname 127.0.0.1 \
         --extra-my-cnf "$DIR/extra.cnf" \

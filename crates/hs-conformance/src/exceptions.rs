@@ -2,7 +2,9 @@
 //! from the original, each because matching it would crash the server, open a
 //! hole or corrupt data (`exceptions`); and the only places where hsd on
 //! MySQL 8 may answer differently from hsd on MariaDB, each because the two
-//! servers store the value differently (`cross_backend`). Each has a name, a
+//! servers store the value differently (`cross_backend`); and those of hsd
+//! on a sharded Vitess keyspace from hsd on one MySQL 8 (`vitess`, in
+//! exceptions/vitess.rs). Each has a name, a
 //! reason and a predicate on (request line, reference answer, subject
 //! answer); each is also a named test in crates/hsd/tests/conformance.rs and
 //! a row in docs/compatibility.md. Nothing else belongs here.
@@ -61,34 +63,8 @@ pub struct RowsException {
     pub applies: fn(table: &Table, reference: &[Row], subject: &[Row]) -> bool,
 }
 
-/// hsd on Vitess against hsd on one MySQL 8 (docs/vitess.md).
-pub fn vitess() -> Vec<Exception> {
-    vec![
-        Exception {
-            name: "vitess_vindex_column_change",
-            reason: "vtgate refuses a write that changes the column a table is sharded by \
-                 (the row would move to another shard) before any shard sees it: hsd \
-                 answers vtgate's 1 1 1235 (VT12001) where one MySQL 8 changes the row, or \
-                 refuses it for what the change meets there (a duplicate key: 1 1 121)",
-            applies: |c| c.subject == b"1\t1\t1235",
-            ends_segment: true,
-            covers_rows: true,
-        },
-        Exception {
-            name: "vitess_insert_without_the_vindex_column",
-            reason: "an insert that leaves out the column a table is sharded by gives vtgate \
-                 no shard for the row: it refuses it (1048, the column cannot be NULL) \
-                 where one MySQL 8 stores the column's implicit default (0, '')",
-            applies: |c| {
-                c.subject == b"1\t1\t1048"
-                    && c.reference.starts_with(b"0\t")
-                    && c.request.split(|&b| b == b'\t').nth(1) == Some(b"+")
-            },
-            ends_segment: true,
-            covers_rows: true,
-        },
-    ]
-}
+mod vitess;
+pub use self::vitess::{vitess, vitess_rows};
 
 pub fn exceptions() -> Vec<Exception> {
     vec![

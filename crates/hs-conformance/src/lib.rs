@@ -8,6 +8,7 @@
 //! - `tables`, `schema`, `values`: what the requests run on and with.
 //! - `generate`: the seeded generator (segments of steps on two connections).
 //! - `target`, `store`: the servers' HandlerSocket ports and SQL copies.
+//! - `vschema`: how the Vitess run shards each table and numbers its rows.
 //! - `runner`: replays steps on both and finds the first difference.
 //! - `reduce`: shrinks a failing segment.
 //! - `exceptions`: the documented differences allowed (plugin vs hsd, and
@@ -32,3 +33,4 @@ pub mod suite;
 pub mod tables;
 pub mod target;
 pub mod values;
+pub mod vschema;

@@ -1,6 +1,8 @@
 //! hs-conformance: long differential runs of hsd against the original
 //! HandlerSocket plugin (`--backend mysql`, `sqlite`), or of hsd on MySQL 8
-//! against hsd on MariaDB (`--backend mysql8`). Prints figures as it goes
+//! against hsd on MariaDB (`--backend mysql8`), or of hsd on a sharded
+//! Vitess keyspace against hsd on one MySQL 8 (`--backend vitess`, which
+//! needs no MariaDB). Prints figures as it goes
 //! and, for each class of difference, the reduced transcript. Exit code 1
 //! when anything differs.
 
@@ -52,9 +54,9 @@ struct Args {
     /// hsd's data directory (the embedded store's files).
     #[arg(long, default_value = "target/conformance/hsd-data")]
     data_dir: PathBuf,
-    /// The MariaDB server with the plugin loaded.
+    /// The MariaDB server with the plugin loaded (not for --backend vitess).
     #[arg(long, env = "HSD_TEST_MYSQL_URL")]
-    mysql_url: String,
+    mysql_url: Option<String>,
     /// The MySQL 8 server (for --backend mysql8 and vitess).
     #[arg(long, env = "HSD_TEST_MYSQL8_URL")]
     mysql8_url: Option<String>,
@@ -115,8 +117,14 @@ fn run() -> Result<bool> {
     }
     // The hsd processes live until the run ends.
     let mut running = Vec::new();
+    let mariadb_url = || {
+        args.mysql_url.as_deref().context(
+            "--backend mysql, sqlite and mysql8 need --mysql-url or HSD_TEST_MYSQL_URL (MariaDB)",
+        )
+    };
     let (reference, subject) = match mode {
         Mode::Mysql | Mode::Sqlite => {
+            let mysql_url = mariadb_url()?;
             let (Some(port), Some(port_wr)) = (args.plugin_port, args.plugin_port_wr) else {
                 bail!("the plugin's ports are needed (--plugin-port, --plugin-port-wr or HSD_HS_ORIGINAL_PORT[_WR])");
             };
@@ -131,12 +139,12 @@ fn run() -> Result<bool> {
                     write_addr: format!("127.0.0.1:{port_wr}"),
                     db: plugin_db.into(),
                 },
-                store: Store::mysql(&args.mysql_url, plugin_db)?,
+                store: Store::mysql(mysql_url, plugin_db)?,
             };
-            let backend_url = matches!(mode, Mode::Mysql).then_some(args.mysql_url.as_str());
+            let backend_url = matches!(mode, Mode::Mysql).then_some(mysql_url);
             let hsd = start_hsd(&args.hsd, &args.data_dir, backend_url)?;
             let store = match mode {
-                Mode::Mysql => Store::mysql(&args.mysql_url, hsd_db)?,
+                Mode::Mysql => Store::mysql(mysql_url, hsd_db)?,
                 _ => Store::sqlite(&args.data_dir, hsd_db)?,
             };
             let side = hsd_side("hsd", &hsd, hsd_db, store);
@@ -144,21 +152,18 @@ fn run() -> Result<bool> {
             (plugin, side)
         }
         Mode::CrossBackend => {
+            let mysql_url = mariadb_url()?;
             let Some(mysql8_url) = args.mysql8_url.as_deref() else {
                 bail!("--backend mysql8 needs --mysql8-url or HSD_TEST_MYSQL8_URL");
             };
             let (maria_db, mysql8_db) = ("conf_x_mariadb", "conf_x_mysql8");
-            let maria = start_hsd(
-                &args.hsd,
-                &args.data_dir.join("mariadb"),
-                Some(&args.mysql_url),
-            )?;
+            let maria = start_hsd(&args.hsd, &args.data_dir.join("mariadb"), Some(mysql_url))?;
             let mysql8 = start_hsd(&args.hsd, &args.data_dir.join("mysql8"), Some(mysql8_url))?;
             let reference = hsd_side(
                 "mariadb",
                 &maria,
                 maria_db,
-                Store::mysql(&args.mysql_url, maria_db)?,
+                Store::mysql(mysql_url, maria_db)?,
             );
             let subject = hsd_side(
                 "mysql8",

@@ -292,6 +292,13 @@ impl Runner {
                         _ => None,
                     };
                     if writes.is_some() {
+                        // The table the server opened under the id, which a
+                        // malformed `P` (`P 1x ...`, read as id 1) may have
+                        // made another than the generator's.
+                        if let Some(t) = index.and_then(|o| self.table_index(o.table)) {
+                            self.dirty.insert(t);
+                            pending.insert(t);
+                        }
                         writes_since.push(SentWrite {
                             request: rreq.clone(),
                             opened: index.cloned(),

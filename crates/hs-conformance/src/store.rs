@@ -3,6 +3,7 @@
 //! the `mysql` crate, hsd's embedded store through SQLite directly (its files
 //! are ordinary SQLite databases, readable while hsd runs).
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use mysql::prelude::Queryable;
 
 use crate::schema::Table;
+use crate::vschema;
 
 /// One row: each value as the database's text form, NULL as None.
 pub type Row = Vec<Option<Vec<u8>>>;
@@ -23,8 +25,11 @@ pub enum Store {
         /// promises its reads see hsd's own writes.
         replicas: Vec<mysql::Conn>,
         /// `db` is a sharded Vitess keyspace behind vtgate: each table is
-        /// sharded by `xxhash` of its primary key's first column.
+        /// sharded by its primary key's first column, its AUTO_INCREMENT
+        /// numbered by a sequence (`vschema`).
         sharded: bool,
+        /// The vtgate URL and keyspace, naming the keyspace in `MADE`.
+        at: String,
     },
     Sqlite {
         conn: rusqlite::Connection,
@@ -55,6 +60,7 @@ impl Store {
             db: db.to_string(),
             replicas: Vec::new(),
             sharded: false,
+            at: String::new(),
         })
     }
 
@@ -74,6 +80,7 @@ impl Store {
             db: keyspace.to_string(),
             replicas: Vec::new(),
             sharded: true,
+            at: format!("{url} {keyspace}"),
         })
     }
 
@@ -118,8 +125,12 @@ impl Store {
             Store::Mysql {
                 conn,
                 db,
-                replicas,
-                sharded,
+                sharded: true,
+                at,
+                ..
+            } => reset_sharded(conn, db, at, table),
+            Store::Mysql {
+                conn, db, replicas, ..
             } => {
                 let name = table.name;
                 conn.query_drop(format!("DROP TABLE IF EXISTS `{db}`.`{name}`"))
@@ -128,20 +139,7 @@ impl Store {
                     .with_context(|| format!("use {db}"))?;
                 conn.query_drop(table.mysql_create())
                     .with_context(|| format!("create {db}.{name}"))?;
-                if *sharded {
-                    // The vschema entry outlives the table: after the first
-                    // reset the vindex is there already.
-                    let column = table.primary().column(0);
-                    let alter = format!(
-                        "ALTER VSCHEMA ON `{db}`.`{name}` ADD VINDEX xxhash(`{column}`) USING xxhash"
-                    );
-                    if let Err(e) = conn.query_drop(&alter) {
-                        if !e.to_string().contains("already defined") {
-                            return Err(e).with_context(|| format!("shard {db}.{name}"));
-                        }
-                    }
-                }
-                conn.query_drop(mysql_insert(table, *sharded))
+                conn.query_drop(mysql_insert(table, false))
                     .with_context(|| format!("seed {db}.{name}"))?;
                 check_mysql_index_order(conn, db, table)?;
                 if !replicas.is_empty() {
@@ -253,6 +251,75 @@ impl Store {
             }
         }
     }
+}
+
+/// The tables this process has made in a sharded keyspace (`vtgate-url
+/// keyspace`, table): the suite's own definitions, which a later reset
+/// only empties. Process-wide, so that the many short runs of one test
+/// binary make each table once.
+static MADE: std::sync::Mutex<BTreeSet<(String, &'static str)>> =
+    std::sync::Mutex::new(BTreeSet::new());
+
+/// Resets `table` in a sharded keyspace behind vtgate: made and sharded
+/// at this process's first reset of it, emptied at later ones (DDL through
+/// vtgate has every tablet reload its schema: several times slower than a
+/// DELETE); its sequence set back only when it numbered rows since.
+fn reset_sharded(conn: &mut mysql::Conn, keyspace: &str, at: &str, table: &Table) -> Result<()> {
+    let name = table.name;
+    conn.query_drop(format!("USE `{keyspace}`"))
+        .with_context(|| format!("use {keyspace}"))?;
+    let made = |add: bool| {
+        let mut set = MADE.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (at.to_string(), name);
+        if add {
+            set.insert(key);
+            true
+        } else {
+            set.contains(&key)
+        }
+    };
+    let first = !made(false);
+    if first {
+        conn.query_drop(format!("DROP TABLE IF EXISTS `{name}`"))
+            .with_context(|| format!("drop {keyspace}.{name}"))?;
+        conn.query_drop(table.mysql_create())
+            .with_context(|| format!("create {keyspace}.{name}"))?;
+        // vschema entries outlive the table: a keyspace the suite ran on
+        // before has them.
+        for alter in vschema::shard_statements(keyspace, table)? {
+            if let Err(e) = conn.query_drop(&alter) {
+                if !vschema::already_there(&e.to_string()) {
+                    return Err(e).with_context(|| format!("run {alter}"));
+                }
+            }
+        }
+    } else {
+        conn.query_drop(format!("DELETE FROM `{name}`"))
+            .with_context(|| format!("empty {keyspace}.{name}"))?;
+    }
+    let moved = match vschema::sequence_probe(table)? {
+        Some((sql, start)) => {
+            first
+                || conn
+                    .query_first::<u64, _>(&sql)
+                    .with_context(|| sql.clone())?
+                    != Some(start)
+        }
+        None => false,
+    };
+    if moved {
+        for stmt in vschema::sequence_reset(table)? {
+            conn.query_drop(&stmt)
+                .with_context(|| format!("reset the sequence of {name}: {stmt}"))?;
+        }
+    }
+    conn.query_drop(mysql_insert(table, true))
+        .with_context(|| format!("seed {keyspace}.{name}"))?;
+    if first {
+        check_mysql_index_order(conn, keyspace, table)?;
+        made(true);
+    }
+    Ok(())
 }
 
 /// The seed rows' INSERT; with the column list when `named` (vtgate takes

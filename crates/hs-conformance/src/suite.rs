@@ -24,7 +24,7 @@ pub enum Mode {
     /// MySQL).
     CrossBackend,
     /// hsd on one MySQL 8 vs hsd on a two-shard Vitess keyspace (vtgate):
-    /// the type-independent part, on a table sharded by its key.
+    /// every column type, each table sharded by its key (`vschema`).
     Vitess,
 }
 
@@ -39,16 +39,17 @@ impl Mode {
 
     pub fn range(self) -> Range {
         match self {
-            Mode::Mysql | Mode::CrossBackend => Range::Full,
-            Mode::Sqlite | Mode::Vitess => Range::TypeIndependent,
+            Mode::Mysql | Mode::CrossBackend | Mode::Vitess => Range::Full,
+            Mode::Sqlite => Range::TypeIndependent,
         }
     }
 
     /// The documented differences in the rows two servers keep.
     pub fn rows_exceptions(self) -> Vec<crate::exceptions::RowsException> {
         match self {
-            Mode::Mysql | Mode::Sqlite | Mode::Vitess => Vec::new(),
+            Mode::Mysql | Mode::Sqlite => Vec::new(),
             Mode::CrossBackend => crate::exceptions::cross_backend_rows(),
+            Mode::Vitess => crate::exceptions::vitess_rows(),
         }
     }
 

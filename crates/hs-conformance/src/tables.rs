@@ -56,15 +56,21 @@ pub fn mysql_tables() -> Vec<Table> {
     vec![ints(), nums(), times(), strs(), latin(), pairs()]
 }
 
-/// The table of the Vitess run (sharded by its key's first column): the
-/// two-column key without an auto-increment column (vtgate cannot pick a
-/// shard for a row whose key the server is to number), in MySQL 8's binary
-/// collation (MariaDB's `utf8mb4_nopad_bin` is not MySQL's).
+/// The tables of the Vitess run: every table of the MySQL run (each
+/// sharded by its key's first column, its AUTO_INCREMENT numbered by a
+/// Vitess sequence: `vschema`), and the two of the embedded-store run in
+/// MySQL 8's binary collation (MariaDB's `utf8mb4_nopad_bin` is not
+/// MySQL's), renamed so as not to meet the MySQL run's tables.
 pub fn vitess_tables() -> Vec<Table> {
+    let mut items = lite_items();
+    items.name = "vitess_items";
+    items.mysql_options = "DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
     let mut pairs = lite_pairs();
     pairs.name = "vitess_pairs";
     pairs.mysql_options = "DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin";
-    vec![pairs]
+    let mut all = mysql_tables();
+    all.extend([items, pairs]);
+    all
 }
 
 /// Tables with an SQLite twin: integers and binary-collated text only.

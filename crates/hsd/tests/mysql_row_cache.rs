@@ -369,6 +369,61 @@ fn mysql8_acknowledged_reads_see_hsd_writes_and_catch_up() {
     stress(&url, "hsdt_rc_ack", "acknowledged");
 }
 
+/// Reads right after hsd's own writes (`acknowledged`): each sees the
+/// write, and on a server that numbers every commit (MariaDB; MySQL with
+/// `gtid_mode = ON`) no batch asks the server's binlog position: the GTIDs
+/// the commits reported tell when the reader has applied them. Without
+/// GTIDs (MySQL 8 as scripts/mysql8.sh starts it) each such batch asks.
+fn reads_after_own_writes(url: &str) {
+    let db = "hsdt_rc_own";
+    let mut sql = fresh_db(url, db);
+    exec(
+        &mut sql,
+        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB",
+    );
+    exec(
+        &mut sql,
+        "INSERT INTO kv VALUES (1, 'a'), (2, 'b'), (100, 'hot')",
+    );
+    let numbered = scalar(&mut sql, "SELECT VERSION()").contains("MariaDB")
+        || scalar(&mut sql, "SELECT @@GLOBAL.gtid_mode") == "ON";
+    let (hsd, admin) = cached_hsd(url, "acknowledged");
+    let mut r = hsd.reader();
+    let mut w = hsd.writer();
+    assert_eq!(r.q(&format!("P|0|{db}|kv|PRIMARY|id,v")), "0|1");
+    assert_eq!(w.q(&format!("P|0|{db}|kv|PRIMARY|id,v")), "0|1");
+    read_until_a_hit(&mut r, &admin, "0|=|1|100", "0|2|100|hot", "warming up");
+    let waits_before = metric(&admin, "hsd_row_cache_position_waits_total");
+    let hits_before = metric(&admin, "hsd_row_cache_hits_total");
+    for i in 0..40 {
+        let key = 1 + i % 2;
+        assert_eq!(w.q(&format!("0|=|1|{key}|1|0|U|{key}|w{i}")), "0|1|1");
+        assert_eq!(r.q(&format!("0|=|1|{key}")), format!("0|2|{key}|w{i}"));
+        assert_eq!(r.q("0|=|1|100"), "0|2|100|hot");
+    }
+    let waits = metric(&admin, "hsd_row_cache_position_waits_total") - waits_before;
+    let hits = metric(&admin, "hsd_row_cache_hits_total") - hits_before;
+    eprintln!("{url}: numbered {numbered}, {waits} position waits, {hits} hits");
+    if numbered {
+        assert_eq!(waits, 0.0, "reads asked the server's position");
+        assert!(hits >= 10.0, "{hits} hits");
+    } else {
+        assert!(waits >= 40.0, "{waits} position waits without GTIDs");
+    }
+}
+
+#[test]
+fn mariadb_reads_after_own_writes_compare_gtids() {
+    let Some(url) = mysql_url() else { return };
+    reads_after_own_writes(&url);
+}
+
+#[test]
+fn mysql8_reads_after_own_writes_compare_gtids_where_it_has_them() {
+    let Some(url) = mysql8_url() else { return };
+    reads_after_own_writes(&url);
+}
+
 /// A child row a cascade deletes or changes is never answered stale: the
 /// child table is not cached at all.
 fn cascades(url: &str) {

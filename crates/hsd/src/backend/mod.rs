@@ -177,6 +177,12 @@ pub(crate) enum WriteForm {
     /// A generated column: the server computes it, nothing is written
     /// (MySQL refuses a value, MariaDB ignores one).
     Generated,
+    /// An integer column behind vtgate: the integer the column stores
+    /// (`values::stored_integer`) as a number. vtgate picks a row's shard
+    /// from the literal it is given for the vindex column, and its `hash`
+    /// vindex reads integers only (`'-5'`, `'1.5'` or `'1e2'` name no
+    /// shard: 1105), where one server converts the text as it stores it.
+    Integer,
 }
 
 impl ColumnMeta {

@@ -4,6 +4,7 @@
 
 use super::connector::{Connector, PRESSURE_IDLE};
 
+use super::cache::{AckedWrites, NotedCommit};
 use super::conn_writes::without_unchanged_keys;
 use super::errors::{doomed, dooms_transaction, refused_error};
 use super::handler::Handles;
@@ -77,6 +78,8 @@ pub(crate) struct MysqlConn {
     /// What the writer's topology had noted before this connection's next
     /// commit was sent (`Topology::note_commit_since`).
     noted_before: Position,
+    /// With the row cache: where its commits' GTIDs are noted.
+    acked: Option<Arc<AckedWrites>>,
 }
 
 impl MysqlConn {
@@ -93,7 +96,14 @@ impl MysqlConn {
             group_seq: 0,
             wrote: false,
             noted_before: Position::default(),
+            acked: None,
         }
+    }
+
+    /// Its commits are noted in `acked` too (the row cache's).
+    pub(super) fn noting_in(mut self, acked: Option<Arc<AckedWrites>>) -> MysqlConn {
+        self.acked = acked;
+        self
     }
 
     /// A connection that follows the writer moves to the server that takes
@@ -136,22 +146,30 @@ impl MysqlConn {
     /// follows the writer: records the GTID the server reported, before the
     /// writes are answered (reads on replicas wait for it).
     pub(super) fn note_commit(&mut self) {
+        // What the server told of the commit: `None` when hsd cannot know
+        // (no link: the COMMIT's answer was lost and the server was asked
+        // afterwards whether it committed; or a server that does not
+        // report GTIDs), else its GTID, or none for a commit that wrote
+        // nothing to the binary log.
+        let reported = match self.link.as_mut() {
+            Some(link) if link.tracks_gtids() => Some(link.take_reported_gtid()),
+            _ => None,
+        };
+        if let Some(acked) = &self.acked {
+            match &reported {
+                Some(Some(gtid)) => acked.note(NotedCommit::Gtid(gtid)),
+                Some(None) => {}
+                None => acked.note(NotedCommit::Untracked),
+            }
+        }
         let Placement::Writer { topology, at, .. } = &self.placement else {
             return;
         };
         let before = &self.noted_before;
-        // No link: the COMMIT's answer was lost and the server was asked
-        // afterwards whether it committed; its GTID is not known.
-        match self.link.as_mut() {
+        match &reported {
             None => topology.note_commit_since(*at, Commit::Untracked, before),
-            Some(link) if !link.tracks_gtids() => {
-                topology.note_commit_since(*at, Commit::Untracked, before)
-            }
-            Some(link) => {
-                if let Some(gtid) = link.take_reported_gtid() {
-                    topology.note_commit_since(*at, Commit::Gtid(&gtid), before);
-                }
-            }
+            Some(Some(gtid)) => topology.note_commit_since(*at, Commit::Gtid(gtid), before),
+            Some(None) => {}
         }
         // The next autocommitted write is sent after this one was noted.
         self.noted_before = topology.noted();

@@ -78,7 +78,12 @@ pub(super) async fn read_locked(
                     members.iter().map(|&m| scans[m].keys.as_slice()),
                 );
             } else {
-                scan_sql::build(first, DIALECT, &mut Literals { scan: first }, sql);
+                // The row cache is refused on Vitess.
+                let mut literals = Literals {
+                    scan: first,
+                    vitess: false,
+                };
+                scan_sql::build(first, DIALECT, &mut literals, sql);
             }
             sql.extend_from_slice(suffix);
         });

@@ -3,7 +3,7 @@
 
 use crate::backend::floats;
 use crate::backend::values::{
-    date_check, is_stored_form, stored_bit, stored_enum, stored_year, DateCheck,
+    date_check, is_stored_form, stored_bit, stored_enum, stored_integer, stored_year, DateCheck,
 };
 use crate::backend::write_sql::{WriteParam, WriteSink};
 use crate::backend::{ColumnKind, ColumnMeta, LocateForm, TableMeta, WriteForm, WriteValue};
@@ -226,6 +226,17 @@ impl WriteSink for WriteLiterals<'_> {
         match column.write_form {
             WriteForm::Plain => self.value(sql, param),
             WriteForm::Generated => sql.extend_from_slice(b"DEFAULT"),
+            WriteForm::Integer => match (param, &column.kind) {
+                (WriteParam::Value(i), ColumnKind::Integer { min, max }) => {
+                    match self.values.get(i) {
+                        Some(WriteValue::Bytes(Some(b))) => sql.extend_from_slice(
+                            stored_integer(b, *min, *max).to_string().as_bytes(),
+                        ),
+                        _ => self.value(sql, param),
+                    }
+                }
+                _ => self.value(sql, param),
+            },
             WriteForm::Json => {
                 let v = match param {
                     WriteParam::Value(i) => self.values.get(i),

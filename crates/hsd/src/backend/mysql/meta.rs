@@ -202,6 +202,8 @@ fn cast_type(data_type: &str, column_type: &str) -> Option<String> {
 struct Column {
     name: String,
     data_type: String,
+    /// CHARACTER_SET_NAME (None for columns that are not text).
+    charset: Option<String>,
     nullable: bool,
     auto_increment: bool,
     kind: ColumnKind,
@@ -447,6 +449,7 @@ pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<T
             );
             Column {
                 name: text(2),
+                charset: charset.clone(),
                 nullable,
                 auto_increment,
                 zero_on_insert: zero_on_insert(&Defaulted {
@@ -566,14 +569,21 @@ pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<T
                 ColumnMeta {
                     // The text protocol returns each value as the server's
                     // own text, as the original's answers were.
-                    select_sql: name_sql.clone(),
+                    select_sql: select_sql(&name_sql, c.charset.as_deref(), vitess),
                     is_blob: is_blob(&c.data_type),
                     kind: c.kind.clone(),
                     nullable: c.nullable,
                     auto_increment: c.auto_increment,
                     zero_on_insert: c.zero_on_insert,
                     int_read: c.int_read.clone(),
-                    write_form: c.write_form,
+                    write_form: match c.kind {
+                        ColumnKind::Integer { .. }
+                            if vitess && c.write_form == WriteForm::Plain =>
+                        {
+                            WriteForm::Integer
+                        }
+                        _ => c.write_form,
+                    },
                     locate: locate_form(&c.data_type, &name_sql, &c.kind),
                     name: c.name.clone(),
                     name_sql,
@@ -584,6 +594,20 @@ pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<T
         locator_sql: locator_index.map(names).unwrap_or_default(),
         table_sql,
     })
+}
+
+/// How a column is selected so that its value comes back in the column's
+/// own bytes. hsd's session asks for no conversion of results
+/// (`character_set_results = NULL`); vtgate accepts that setting but does
+/// not apply it (it only checks it against its own), so through it text of
+/// another character set than UTF-8 would come back converted to UTF-8:
+/// there such a column is selected as BINARY, which converts nothing.
+fn select_sql(name_sql: &str, charset: Option<&str>, vitess: bool) -> String {
+    let same_in_utf8 = |cs: &str| cs.starts_with("utf8") || cs == "ascii" || cs == "binary";
+    match charset {
+        Some(cs) if vitess && !same_in_utf8(cs) => format!("CAST({name_sql} AS BINARY)"),
+        _ => name_sql.to_string(),
+    }
 }
 
 async fn show_index(link: &mut Link, table_sql: &str) -> Result<Vec<RawIndex>, Failure> {

@@ -175,8 +175,14 @@ impl MysqlBackend {
                 ),
                 None => None,
             };
+            // With the cache, each commit's GTID comes back with it
+            // (`cache::AckedWrites`).
+            let base = bases.remove(0).with_replicated(Replicated {
+                track_gtids: cache.is_some(),
+                causal_reads: false,
+            });
             return Ok(MysqlBackend {
-                connector: Arc::new(Connector::new(bases.remove(0), settings.target)),
+                connector: Arc::new(Connector::new(base, settings.target)),
                 links_per_loop,
                 servers: None,
                 cache,
@@ -258,7 +264,8 @@ impl MysqlBackend {
     /// A connection to the one server, or one that follows the primary.
     /// The server connection itself is made on first use.
     fn primary_conn(&self) -> MysqlConn {
-        match &self.servers {
+        let acked = self.cache.as_ref().map(|c| c.acked.clone());
+        let conn = match &self.servers {
             None => MysqlConn::new(self.connector.clone(), Placement::Single),
             Some(s) => {
                 let at = s.topology.read_primary();
@@ -271,7 +278,8 @@ impl MysqlBackend {
                     },
                 )
             }
-        }
+        };
+        conn.noting_in(acked)
     }
 }
 

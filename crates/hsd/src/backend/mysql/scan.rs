@@ -28,7 +28,7 @@ use super::literal::{push_number_literal, push_stored, TEXT_KIND};
 use super::points::{points_lead, points_locator_len, run_points};
 use super::rows::{Columns, TextRowView};
 use crate::backend::scan_sql::{self, Dialect, Param, ScanLayout, ValueSink};
-use crate::backend::values::is_stored_form;
+use crate::backend::values::{is_stored_form, stored_integer};
 use crate::backend::{ColumnKind, FilterMode, LocateForm, RowVisitor, Scan, ScanStep, TableMeta};
 use hs_proto::FindOp;
 use mysql_wire::literal::{push_binary, push_number};
@@ -47,6 +47,12 @@ const ER_BAD_FIELD_ERROR: u32 = 1054;
 /// Writes a scan's values as literals for the shared SELECT.
 pub(super) struct Literals<'a, 's> {
     pub(super) scan: &'a Scan<'s>,
+    /// The server is vtgate: an integer key goes as the number its column
+    /// stores, computed here (`values::stored_integer`, what the SQL
+    /// conversion gives). vtgate routes by the literal, and its `hash`
+    /// vindex reads no expression and no negative DECIMAL (`-5.2` stored
+    /// is -5): such a key would find its row on no shard.
+    pub(super) vitess: bool,
 }
 
 impl ValueSink for Literals<'_, '_> {
@@ -64,6 +70,13 @@ impl ValueSink for Literals<'_, '_> {
                     .copied()
                     .flatten();
                 match (prefix, self.scan.keys[i]) {
+                    (None, Some(v)) if self.vitess => match kind {
+                        ColumnKind::Integer { min, max } => {
+                            let n = stored_integer(v, *min, *max);
+                            sql.extend_from_slice(n.to_string().as_bytes());
+                        }
+                        _ => push_stored(sql, kind, Some(v)),
+                    },
                     (Some(n), Some(_)) => {
                         sql.extend_from_slice(b"LEFT(");
                         push_stored(sql, kind, self.scan.keys[i]);
@@ -169,7 +182,8 @@ pub(super) async fn scan_many(
 ) -> Result<(), Failure> {
     // vtgate does not parse HANDLER (1105): SELECTs only, which it routes
     // by the vindex and merges in ORDER BY order across shards.
-    let handler_reads = handler_reads && !link.server.vitess;
+    let vitess = link.server.vitess;
+    let handler_reads = handler_reads && !vitess;
     // Plan: group point lookups by opened index.
     let mut routes = Vec::with_capacity(scans.len());
     let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -225,7 +239,7 @@ pub(super) async fn scan_many(
             }
             Route::Select => {
                 link.queue(|sql| {
-                    scan_sql::build(scan, DIALECT, &mut Literals { scan }, sql);
+                    scan_sql::build(scan, DIALECT, &mut Literals { scan, vitess }, sql);
                 });
                 pending.push(Queued::Scan);
             }

@@ -8,6 +8,8 @@
 //! ignored, so positions of two servers are never compared.
 
 use super::super::binlog::{BinlogSink, Cell, Change, Position, StreamEvent};
+use super::super::topology::gtid::Position as Gtids;
+use super::acked::commit_marks;
 use crate::backend::row_cache::{ImageCell, RowCache};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,6 +21,10 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 pub(super) struct Applied {
     pub(super) generation: u64,
     pub(super) position: Position,
+    /// The commit marks of what it applied (`acked`): per MariaDB domain
+    /// or MySQL source the highest number it has seen; `None` before the
+    /// first GTID.
+    pub(super) marks: Option<Arc<Gtids>>,
 }
 
 impl Applied {
@@ -26,10 +32,34 @@ impl Applied {
     pub(super) fn reached(&self, generation: u64, position: &Position) -> bool {
         self.generation == generation && self.position.reached(position)
     }
+
+    /// Whether it has applied every commit `acked` marks.
+    pub(super) fn covers(&self, acked: &Gtids) -> bool {
+        match &self.marks {
+            Some(m) => m.covers(acked),
+            None => Gtids::default().covers(acked),
+        }
+    }
+
+    /// Its marks with those of `position`'s GTID added.
+    fn marks_with(&self, mariadb: bool, position: &Position) -> Option<Arc<Gtids>> {
+        let Some(new) = position
+            .gtid
+            .as_deref()
+            .and_then(|g| commit_marks(mariadb, g))
+        else {
+            return self.marks.clone();
+        };
+        let mut marks = self.marks.as_deref().cloned().unwrap_or_default();
+        marks.merge(&new);
+        Some(Arc::new(marks.commit_marks()))
+    }
 }
 
 /// What the feed has done, for reads and metrics.
 pub(super) struct FeedState {
+    /// The server speaks MariaDB's GTIDs (else MySQL's).
+    mariadb: bool,
     /// Every transaction up to here has been applied to the cache.
     pub(super) applied: tokio::sync::watch::Sender<Applied>,
     /// The generation events are taken from, held while one is applied.
@@ -51,8 +81,9 @@ pub(super) struct FeedState {
 }
 
 impl FeedState {
-    pub(super) fn new() -> FeedState {
+    pub(super) fn new(mariadb: bool) -> FeedState {
         FeedState {
+            mariadb,
             applied: tokio::sync::watch::Sender::new(Applied::default()),
             gate: Mutex::new(0),
             generation: AtomicU64::new(0),
@@ -90,6 +121,7 @@ impl FeedState {
         self.applied.send_replace(Applied {
             generation: *gate,
             position: Position::default(),
+            marks: None,
         });
         self.switches.fetch_add(1, Ordering::Relaxed);
         *gate
@@ -139,10 +171,13 @@ impl BinlogSink for Feed {
                 tracing::info!("row cache: the binary log streams from {position}");
                 // Streaming from here: it is what has been applied (the
                 // reader resumes at its last `Applied`, or starts where
-                // the server is, with an empty cache).
-                self.state.applied.send_replace(Applied {
-                    generation: self.generation,
-                    position,
+                // the server is, with an empty cache, which nothing before
+                // can have left stale).
+                let mariadb = self.state.mariadb;
+                self.state.applied.send_modify(|a| {
+                    a.marks = a.marks_with(mariadb, &position);
+                    a.generation = self.generation;
+                    a.position = position;
                 });
                 self.cache.stream_started();
             }
@@ -171,9 +206,11 @@ impl BinlogSink for Feed {
                     (now as i64 - i64::from(commit_time)).max(0)
                 };
                 self.state.lag_seconds.store(lag, Ordering::Relaxed);
+                let mariadb = self.state.mariadb;
                 self.state.applied.send_if_modified(|a| {
                     let ahead = position.reached(&a.position) && position != a.position;
                     if ahead {
+                        a.marks = a.marks_with(mariadb, &position);
                         a.position = position;
                     }
                     ahead

@@ -28,6 +28,7 @@ struct CacheCollector {
     primary_changes: IntCounter,
     reader_stolen: IntCounter,
     reader_connection: IntGauge,
+    position_waits: IntCounter,
 }
 
 /// Sets a counter to `to` (it only grows).
@@ -59,6 +60,7 @@ impl CacheCollector {
             &self.primary_changes,
             &self.reader_stolen,
             &self.reader_connection,
+            &self.position_waits,
         ]
     }
 }
@@ -98,6 +100,10 @@ impl Collector for CacheCollector {
                 s.feed.switches.load(Ordering::Relaxed),
             );
             advance(&self.reader_stolen, s.feed.stolen.load(Ordering::Relaxed));
+            advance(
+                &self.position_waits,
+                s.positions.asked.load(Ordering::Relaxed),
+            );
             self.reader_connection.set(
                 i64::try_from(s.feed.connection_id.load(Ordering::Relaxed)).unwrap_or(i64::MAX),
             );
@@ -173,6 +179,10 @@ pub(super) fn register(registry: &Registry, service: &Arc<RowCacheService>) -> a
         reader_connection: gauge(
             "binlog_reader_connection_id",
             "The server's id of the connection the binary log streams on (its processlist id)",
+        )?,
+        position_waits: counter(
+            "row_cache_position_waits_total",
+            "Read batches that asked the server's binlog position before the cache could answer them (strict reads; acknowledged ones only after a commit whose GTID hsd does not know, or without GTIDs)",
         )?,
     };
     registry.register(Box::new(c))?;

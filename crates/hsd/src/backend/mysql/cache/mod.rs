@@ -6,17 +6,24 @@
 //!
 //! The cache is a place reads may run (`MysqlReads::Cached`): a batch goes
 //! there only once the reader has applied a position that covers what the
-//! batch must see (`--read-consistency`), else to the server.
+//! batch must see (`--read-consistency`), else to the server. Under
+//! `acknowledged`, on a server that numbers every commit, that is the GTIDs
+//! of the writes hsd acknowledged (`acked`), compared with those the reader
+//! applied, without a question to the server; otherwise (`strict`, a commit
+//! whose GTID hsd does not know, MySQL without GTIDs) a position the server
+//! answered when asked after what the batch must see (`positions`).
 //!
 //! With `--replica` the reader follows the primary (`follow`): on each
 //! change of it the cache drops everything and serves nothing until the
 //! reader streams from the new primary.
 
+mod acked;
 mod feed;
 mod follow;
 mod metrics;
 mod positions;
 
+pub(crate) use self::acked::{AckedWrites, NotedCommit};
 use self::feed::{Feed, FeedState};
 use self::positions::{Positions, Request, Target};
 use super::binlog::{BinlogReader, ReaderSettings};
@@ -60,11 +67,15 @@ pub(crate) struct CacheSettings {
 }
 
 /// What a read arriving now must see.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct MustSee {
     /// This process's writes finished by then.
     writes: u64,
     arrived: Instant,
+    /// The commit marks of the writes acknowledged by then (`acked`).
+    acked: Arc<super::topology::gtid::Position>,
+    /// Commits noted without a GTID by then.
+    untracked: u64,
 }
 
 /// The cache, its reader and the position asker, shared by every loop.
@@ -73,6 +84,15 @@ pub(crate) struct RowCacheService {
     feed: Arc<FeedState>,
     positions: Positions,
     consistency: ReadConsistency,
+    /// The writes hsd acknowledged, by GTID (the write connections note them).
+    pub(crate) acked: Arc<AckedWrites>,
+    /// Whether the server numbers every commit, so that `acked` tells what
+    /// an `acknowledged` read must see.
+    numbered: bool,
+    /// Commits without a GTID that a position asked after them, and
+    /// applied since, covers: reads compare GTIDs again once it reaches
+    /// `acked`'s count.
+    untracked_settled: AtomicU64,
     /// With replicas: the primary's changes the reader has caught up with
     /// (`follow`); the cache serves only while it equals the topology's.
     primary: Option<(Arc<Topology>, Arc<AtomicU64>)>,
@@ -151,9 +171,12 @@ impl RowCacheService {
             generation: 0,
             link: LinkSettings::new(url, timeout).map_err(|e| anyhow::anyhow!(e))?,
         };
+        let (mariadb, numbered) = acked::numbering(&target.link)
+            .await
+            .unwrap_or((false, false));
         let (targets, target) = tokio::sync::watch::channel(target);
         tokio::spawn(positions::serve(target, rx, latest, cache.clone()));
-        let feed = Arc::new(FeedState::new());
+        let feed = Arc::new(FeedState::new(mariadb));
         let first = BinlogReader::start(
             reader.clone(),
             Feed {
@@ -199,6 +222,9 @@ impl RowCacheService {
             feed,
             positions,
             consistency: settings.consistency,
+            acked: Arc::new(AckedWrites::new(mariadb)),
+            numbered,
+            untracked_settled: AtomicU64::new(0),
             primary,
             _reader: reading,
         });
@@ -223,10 +249,39 @@ impl RowCacheService {
     }
 
     pub(crate) fn must_see(&self) -> MustSee {
+        // Every write answered before now was noted before its answer.
         MustSee {
             writes: self.cache.writes(),
             arrived: Instant::now(),
+            acked: self.acked.marks(),
+            untracked: self.acked.untracked(),
         }
+    }
+
+    /// `acknowledged`, by GTIDs: whether the reader has applied every
+    /// commit `must_see` marks (waiting up to `CATCH_UP_WAIT`); `None`
+    /// when GTIDs cannot tell (a commit without one not yet settled).
+    async fn applied_acked(&self, must_see: &MustSee) -> Option<bool> {
+        if !self.numbered || must_see.untracked > self.untracked_settled.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut applied = self.feed.applied.subscribe();
+        if applied.borrow_and_update().covers(&must_see.acked) {
+            return Some(true);
+        }
+        let caught_up = async {
+            while applied.changed().await.is_ok() {
+                if applied.borrow_and_update().covers(&must_see.acked) {
+                    return true;
+                }
+            }
+            false
+        };
+        Some(
+            tokio::time::timeout(CATCH_UP_WAIT, caught_up)
+                .await
+                .unwrap_or(false),
+        )
     }
 
     /// Whether a batch that must see `must_see` may be answered from the
@@ -238,6 +293,12 @@ impl RowCacheService {
             return false;
         }
         let strict = self.consistency == ReadConsistency::Strict;
+        let serving = || self.cache.serving() && self.follows_primary();
+        if !strict {
+            if let Some(applied) = self.applied_acked(must_see).await {
+                return applied && serving();
+            }
+        }
         let generation = self.feed.generation();
         let covering = self.positions.covering(must_see, strict, generation);
         let Some(target) = tokio::time::timeout(POSITION_WAIT, covering)
@@ -248,27 +309,28 @@ impl RowCacheService {
             return false;
         };
         let mut applied = self.feed.applied.subscribe();
-        let serving = || self.cache.serving() && self.follows_primary();
-        if applied
+        let reached = applied
             .borrow_and_update()
             .reached(target.generation, &target.position)
-        {
-            return serving();
-        }
-        let caught_up = async {
-            while applied.changed().await.is_ok() {
-                if applied
-                    .borrow_and_update()
-                    .reached(target.generation, &target.position)
-                {
-                    return true;
+            || tokio::time::timeout(CATCH_UP_WAIT, async {
+                while applied.changed().await.is_ok() {
+                    if applied
+                        .borrow_and_update()
+                        .reached(target.generation, &target.position)
+                    {
+                        return true;
+                    }
                 }
-            }
-            false
-        };
-        tokio::time::timeout(CATCH_UP_WAIT, caught_up)
+                false
+            })
             .await
-            .unwrap_or(false)
-            && serving()
+            .unwrap_or(false);
+        if reached && !strict {
+            // Asked after the commits without a GTID this batch had to
+            // see, and applied: GTIDs tell again from here.
+            self.untracked_settled
+                .fetch_max(must_see.untracked, Ordering::AcqRel);
+        }
+        reached && serving()
     }
 }

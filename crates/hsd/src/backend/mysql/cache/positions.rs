@@ -11,6 +11,7 @@ use super::super::binlog::{query, Position};
 use super::super::link::{Link, LinkSettings};
 use super::MustSee;
 use crate::backend::row_cache::{RowCache, TableState};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
@@ -41,6 +42,8 @@ pub(super) enum Request {
 pub(super) struct Positions {
     tx: mpsc::UnboundedSender<Request>,
     latest: Arc<Mutex<Option<Arc<Fetched>>>>,
+    /// Batches that waited for the server to be asked (metrics).
+    pub(super) asked: AtomicU64,
 }
 
 impl Positions {
@@ -52,6 +55,7 @@ impl Positions {
             Positions {
                 tx,
                 latest: latest.clone(),
+                asked: AtomicU64::new(0),
             },
             latest,
         )
@@ -80,6 +84,7 @@ impl Positions {
                 return Some(f);
             }
         }
+        self.asked.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
         self.tx.send(Request::Position(reply)).ok()?;
         answer

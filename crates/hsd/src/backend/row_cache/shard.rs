@@ -46,10 +46,11 @@ fn slab_bytes(slots: usize) -> usize {
     heap_block(slots * std::mem::size_of::<Option<Entry>>()) + heap_block(slots * 4)
 }
 
-/// Bytes of a hash table able to hold `capacity` slot numbers: hashbrown
-/// keeps buckets at a power of two with 1/8 spare, each a 4-byte slot
-/// number (the array rounded to 16) and a control byte, plus one group of
-/// control bytes, in one heap block.
+/// Bytes of a hash table reserved for `capacity` slot numbers (a plan:
+/// what a table holds is `ShardMap::table_heap`): hashbrown keeps buckets
+/// at a power of two with 1/8 spare, each a 4-byte slot number (the array
+/// rounded to 16) and a control byte, plus one group of control bytes, in
+/// one heap block.
 fn table_bytes(capacity: usize) -> usize {
     if capacity == 0 {
         return 0;
@@ -69,11 +70,26 @@ fn table_bytes(capacity: usize) -> usize {
 impl ShardMap {
     /// Everything the shard holds, in bytes.
     pub(super) fn bytes(&self) -> usize {
-        self.row_bytes + self.structure_bytes(self.slots.capacity(), self.index.capacity())
+        self.row_bytes + slab_bytes(self.slots.capacity()) + self.table_heap()
     }
 
-    fn structure_bytes(&self, slots: usize, table: usize) -> usize {
-        slab_bytes(slots) + table_bytes(table)
+    /// The heap block the hash table holds.
+    fn table_heap(&self) -> usize {
+        match self.index.allocation_size() {
+            0 => 0,
+            n => heap_block(n),
+        }
+    }
+
+    /// What the shard would hold with a slab of `slots` (the table reserved
+    /// to it when it grows).
+    fn planned_bytes(&self, slots: usize, cost: usize) -> usize {
+        let table = if slots > self.slots.capacity() {
+            table_bytes(slots).max(self.table_heap())
+        } else {
+            self.table_heap()
+        };
+        self.row_bytes + cost + slab_bytes(slots) + table
     }
 
     pub(super) fn len(&self) -> usize {
@@ -127,10 +143,7 @@ impl ShardMap {
         // as fits (doubled, else by an eighth), else after an eviction.
         let mut growth = 0;
         loop {
-            let fits = |slots: usize| {
-                let table = slots.max(self.index.capacity());
-                self.row_bytes + cost + self.structure_bytes(slots, table) <= budget
-            };
+            let fits = |slots: usize| self.planned_bytes(slots, cost) <= budget;
             if !self.free.is_empty() || self.slots.len() < self.slots.capacity() {
                 if fits(self.slots.capacity()) {
                     break;
@@ -175,7 +188,14 @@ impl ShardMap {
         }
         let slots = &self.slots;
         self.index.insert_unique(hash, i, |&j| rehash(slots, j));
-        // What the doubling or a rehash added beyond the plan.
+        // A table whose spare room went to deleted marks grows on an
+        // insert (hashbrown doubles it when more than half full): back to
+        // the size planned for the slab, which drops the marks.
+        if self.table_heap() > table_bytes(self.slots.capacity()) {
+            let slots = &self.slots;
+            self.index
+                .shrink_to(self.slots.capacity(), |&j| rehash(slots, j));
+        }
         while self.bytes() > budget && self.evict_one() {
             evicted += 1;
         }

@@ -5,7 +5,8 @@
 mod cluster;
 
 use cluster::{
-    block_on, client, eventually, get, insert, open, req, set, Cluster, Hsd, Kind, Restore,
+    block_on, client, eventually, get, insert, open, req, set, write_until_it_moves, Cluster, Hsd,
+    Kind, Restore,
 };
 use hs_conformance::lockstep;
 use hs_conformance::target::Endpoint;
@@ -358,19 +359,15 @@ fn promoted_replica_takes_the_writes() {
 
         c.script(&["stop-node", "1"]);
         c.script(&["promote", "2"]);
-        let promoted = Instant::now();
         let mut i = 100;
-        let took = loop {
-            i += 1;
-            if set(&mut writer, 1, 1, i).await == "0|1|1" {
-                break promoted.elapsed();
-            }
-            assert!(
-                promoted.elapsed() < 4 * interval + Duration::from_secs(2),
-                "writes never moved"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
+        let took = write_until_it_moves(
+            &mut writer,
+            1,
+            &mut i,
+            4 * interval + Duration::from_secs(2),
+            "writes never moved",
+        )
+        .await;
         eprintln!("s2 promoted: writes went to it after {took:?} (interval {interval:?})");
         assert!(took < 2 * interval + Duration::from_secs(1), "{took:?}");
         assert_eq!(
@@ -388,18 +385,14 @@ fn promoted_replica_takes_the_writes() {
         // again (a switchover).
         c.script(&["start-node", "1"]);
         c.script(&["promote", "1"]);
-        let promoted = Instant::now();
-        let took = loop {
-            i += 1;
-            if set(&mut writer, 1, 1, i).await == "0|1|1" {
-                break promoted.elapsed();
-            }
-            assert!(
-                promoted.elapsed() < 4 * interval + Duration::from_secs(2),
-                "writes never moved back"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
+        let took = write_until_it_moves(
+            &mut writer,
+            1,
+            &mut i,
+            4 * interval + Duration::from_secs(2),
+            "writes never moved back",
+        )
+        .await;
         eprintln!("switchover back to s1: writes followed after {took:?}");
         assert_eq!(
             c.value(0, "SELECT v FROM hsdtest.rr_promote WHERE id = 1")
@@ -525,19 +518,15 @@ fn a_replica_ahead_of_the_promoted_primary_serves_nothing() {
         );
         c.script(&["kill-node", "1"]);
         c.script(&["promote", "2"]);
-        let promoted = Instant::now();
         let mut i = 1000;
-        loop {
-            i += 1;
-            if set(&mut writer, 1, 1, i).await == "0|1|1" {
-                break;
-            }
-            assert!(
-                promoted.elapsed() < Duration::from_secs(10),
-                "writes never moved"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        write_until_it_moves(
+            &mut writer,
+            1,
+            &mut i,
+            Duration::from_secs(10),
+            "writes never moved",
+        )
+        .await;
         let mut stale = 0;
         for _ in 0..200 {
             i += 1;
@@ -1253,17 +1242,14 @@ fn row_cache_follows_a_new_primary() {
         c.script(&["stop-sql", "1"]);
         let promoted = Instant::now();
         let mut i = 100;
-        loop {
-            i += 1;
-            if set(&mut writer, 1, 1, i).await == "0|1|1" {
-                break;
-            }
-            assert!(
-                promoted.elapsed() < Duration::from_secs(5),
-                "writes never moved"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        write_until_it_moves(
+            &mut writer,
+            1,
+            &mut i,
+            Duration::from_secs(5),
+            "writes never moved",
+        )
+        .await;
         assert_eq!(get(&mut reader, 1, 1).await, format!("0|2|1|{i}"));
         for k in 1..=30 {
             c.sql(

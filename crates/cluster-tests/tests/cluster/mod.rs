@@ -438,6 +438,27 @@ pub async fn set(c: &mut hs_client::Client, id: u32, k: i64, v: i64) -> String {
     req(c, &format!("{id}|=|1|{k}|1|0|U|{k}|{v}")).await
 }
 
+/// After a change of primary: sets row 1 (index `id`) to `*v + 1`,
+/// `*v + 2`, ... (`*v` left at the value written) until a write succeeds,
+/// failing with `what` past `within`; how long it took.
+pub async fn write_until_it_moves(
+    c: &mut hs_client::Client,
+    id: u32,
+    v: &mut i64,
+    within: std::time::Duration,
+    what: &str,
+) -> std::time::Duration {
+    let started = std::time::Instant::now();
+    loop {
+        *v += 1;
+        if set(c, id, 1, *v).await == "0|1|1" {
+            return started.elapsed();
+        }
+        assert!(started.elapsed() < within, "{what}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// Row `k` as `0|2|k|v` (or the error).
 pub async fn get(c: &mut hs_client::Client, id: u32, k: i64) -> String {
     req(c, &format!("{id}|=|1|{k}")).await

@@ -23,6 +23,7 @@ mod statement;
 mod stream;
 
 pub(in crate::backend::mysql) use checks::query;
+pub(in crate::backend::mysql) use stream::master_status;
 pub use stream::{BinlogReader, BinlogSink, ReaderSettings};
 
 /// One column of a row image.

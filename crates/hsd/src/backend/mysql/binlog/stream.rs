@@ -282,8 +282,9 @@ async fn follow(link: &mut Link, decoder: &mut Decoder, sink: &mut impl BinlogSi
     }
 }
 
-/// The server's binlog position now (MariaDB: with its GTID state).
-async fn current_position(link: &mut Link) -> Result<Position, String> {
+/// The server's binlog file and offset now (`SHOW MASTER STATUS`), without
+/// its GTID state.
+pub(in crate::backend::mysql) async fn master_status(link: &mut Link) -> Result<Position, String> {
     let rows = query(link, "SHOW MASTER STATUS").await?;
     let row = rows
         .first()
@@ -295,6 +296,16 @@ async fn current_position(link: &mut Link) -> Result<Position, String> {
         .flatten()
         .and_then(|p| p.parse().ok())
         .ok_or("SHOW MASTER STATUS answered no position")?;
+    Ok(Position {
+        file,
+        offset,
+        gtid: None,
+    })
+}
+
+/// The server's binlog position now (MariaDB: with its GTID state).
+async fn current_position(link: &mut Link) -> Result<Position, String> {
+    let Position { file, offset, .. } = master_status(link).await?;
     let gtid = if link.server.mariadb {
         let rows = query(link, "SELECT @@GLOBAL.gtid_binlog_pos").await?;
         Some(

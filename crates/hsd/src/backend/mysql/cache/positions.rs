@@ -7,7 +7,7 @@
 //! reader follows (`Target`), and each position says which generation of
 //! the feed it is for.
 
-use super::super::binlog::{query, Position};
+use super::super::binlog::{master_status, query, Position};
 use super::super::link::{Link, LinkSettings};
 use super::MustSee;
 use crate::backend::row_cache::{RowCache, TableState};
@@ -169,33 +169,18 @@ async fn connected<'a>(
     link.as_mut().ok_or_else(|| "no connection".to_string())
 }
 
-/// The server's position; a failure drops the link.
+/// The server's position; a failure drops the link. File and offset are
+/// what the reader's positions compare by; the GTID state is not needed
+/// (one statement, not two).
 async fn position(settings: &LinkSettings, link: &mut Option<Link>) -> Result<Position, String> {
     let answer = match connected(settings, link).await {
-        Ok(l) => query(l, "SHOW MASTER STATUS").await,
+        Ok(l) => master_status(l).await,
         Err(e) => Err(e),
     };
     if answer.is_err() {
         *link = None;
     }
-    // File and offset are what the reader's positions compare by; the
-    // GTID state is not needed (one statement, not two).
-    let row = answer?
-        .into_iter()
-        .next()
-        .ok_or("SHOW MASTER STATUS answered nothing")?;
-    let file = row.first().cloned().flatten().unwrap_or_default();
-    let offset = row
-        .get(1)
-        .cloned()
-        .flatten()
-        .and_then(|p| p.parse().ok())
-        .ok_or("SHOW MASTER STATUS answered no position")?;
-    Ok(Position {
-        file,
-        offset,
-        gtid: None,
-    })
+    answer
 }
 
 /// Whether a foreign key's cascade (CASCADE, SET NULL, SET DEFAULT on

@@ -17,6 +17,15 @@
 //! order among them, as on the original; two groups that touch one row
 //! meet at the server's row lock, held until the first commits.
 //!
+//! A task that takes the baton while another group's COMMIT waits on its
+//! fsync first gathers: it waits until as many client batches are queued
+//! as its last group answered (those clients are sending their next
+//! requests), or until that COMMIT returns, whichever comes first. Its
+//! COMMIT could not be made durable before that fsync ends anyway (it
+//! would wait for the next one), so the writes that arrive meanwhile join
+//! its group at no cost, where taking the first one alone split the
+//! clients' writes into groups of one or two, each paying an fsync.
+//!
 //! Writes to a db file another process holds locked are not waited for:
 //! they stay queued (in order, behind nothing else) and are tried again
 //! with each later group and after short pauses, while writes to other
@@ -42,10 +51,11 @@
 //! reached the disk at the next start, as a database does after a failed
 //! fsync.
 
-use crate::backend::{Backend, Durability, StorageConn, SyncStep, ERR_BUSY};
+use crate::backend::{Backend, Committed, Durability, StorageConn, SyncStep, ERR_BUSY};
 use crate::exec::{self, Answer, WalkProgress, WriteOutcome, WriteTask};
 use crate::job_queue::{error_answer, unavailable, JobQueue};
 use crate::shared::Shared;
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -54,7 +64,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// Most writes in one group: bounds a group's latency and memory.
-const MAX_GROUP_WRITES: usize = 1024;
+pub(crate) const MAX_GROUP_WRITES: usize = 1024;
 /// How long writes wait for a db file another process keeps locked.
 const BUSY_BUDGET: Duration = Duration::from_secs(10);
 /// Pauses between tries on a locked file, growing to the last one.
@@ -88,8 +98,10 @@ impl<A: Answer> GroupCommitter<A> {
         let tasks = shared.write_groups.max(1);
         let queue = Rc::new(JobQueue::new(tasks));
         let baton = Rc::new(Baton::new());
+        let commits = Rc::new(CommitsInFlight::default());
         for me in 0..tasks {
-            tokio::task::spawn_local(run(shared.clone(), queue.clone(), me, baton.clone()));
+            let (queue, baton, commits) = (queue.clone(), baton.clone(), commits.clone());
+            tokio::task::spawn_local(run(shared.clone(), queue, me, baton, commits));
         }
         GroupCommitter { queue }
     }
@@ -168,13 +180,55 @@ impl Drop for Turn<'_> {
     }
 }
 
+/// The COMMITs of a loop's groups that wait for their answer (see the
+/// module comment on gathering).
+#[derive(Default)]
+struct CommitsInFlight {
+    count: Cell<usize>,
+    returned: tokio::sync::Notify,
+}
+
+impl CommitsInFlight {
+    /// Runs a group's COMMIT, counted while it waits.
+    async fn commit<C: StorageConn>(&self, storage: &mut C) -> Committed {
+        self.count.set(self.count.get() + 1);
+        let committed = storage.commit().await;
+        self.count.set(self.count.get().saturating_sub(1));
+        self.returned.notify_waiters();
+        committed
+    }
+}
+
+/// Waits, holding the baton, while another group's COMMIT is in flight
+/// and fewer than `expected` client batches are queued (module comment).
+/// Nothing but that COMMIT's answer or a push ends it: the wait is at most
+/// one fsync, and a group that would have been sent earlier would have
+/// waited for the same fsync to end.
+async fn gather<J>(queue: &JobQueue<J>, commits: &CommitsInFlight, expected: usize) {
+    loop {
+        if commits.count.get() == 0 || queue.len() >= expected.max(1) || queue.stopping() {
+            return;
+        }
+        // Single-threaded: nothing runs between the test and these.
+        let pushed = queue.next_push();
+        let returned = commits.returned.notified();
+        tokio::select! {
+            _ = pushed => {}
+            _ = returned => {}
+        }
+    }
+}
+
 async fn run<B: Backend, A: Answer>(
     shared: Shared<B>,
     queue: Rc<JobQueue<WriteJob<A>>>,
     me: usize,
     baton: Rc<Baton>,
+    commits: Rc<CommitsInFlight>,
 ) {
     let mut storage: Option<B::Storage> = None;
+    // Client batches this task's last group answered.
+    let mut last_jobs = 0usize;
     // Jobs taken but not fully answered (some writes wait on a locked file).
     let mut active: Vec<WriteJob<A>> = Vec::new();
     let mut pause = 0usize;
@@ -182,7 +236,11 @@ async fn run<B: Backend, A: Answer>(
     let mut turn = Turn::new(&baton);
     loop {
         turn.take().await;
+        if active.is_empty() {
+            gather(&queue, &commits, last_jobs).await;
+        }
         take_jobs(&queue, &mut active);
+        last_jobs = active.len();
         if active.is_empty() {
             turn.give();
             if queue.stopping() {
@@ -207,7 +265,8 @@ async fn run<B: Backend, A: Answer>(
             }
         }
         let Some(c) = storage.as_mut() else { continue };
-        let (busy, writes, durability) = commit_group(c, &shared, &mut active, &mut turn).await;
+        let (busy, writes, durability) =
+            commit_group(c, &shared, &mut active, &mut turn, &commits).await;
         turn.give();
         let finished = take_finished(&mut active);
         let step = match durability {
@@ -352,6 +411,7 @@ async fn commit_group<B: Backend, A: Answer>(
     shared: &Shared<B>,
     active: &mut [WriteJob<A>],
     turn: &mut Turn<'_>,
+    commits: &CommitsInFlight,
 ) -> (bool, usize, Durability) {
     let started = Instant::now();
     let mut attempt = 0;
@@ -387,7 +447,7 @@ async fn commit_group<B: Backend, A: Answer>(
         } else {
             // The next group may run its statements while this COMMIT waits.
             turn.give();
-            Some(storage.commit().await)
+            Some(commits.commit(storage).await)
         };
         let conflict = conflict
             || committed.as_ref().is_some_and(|c| {
@@ -421,7 +481,7 @@ async fn commit_group<B: Backend, A: Answer>(
             // holds (the failed statements answered their error).
             None => {
                 turn.give();
-                storage.commit().await
+                commits.commit(storage).await
             }
         };
         break (locked, ran, walked, committed);
@@ -908,6 +968,80 @@ mod tests {
                 assert_eq!(client.await.expect("client"), ["0\t1\t1\n"]);
             }
             assert_eq!(n_of(&store, "3"), "10");
+            committer.shut_down().await;
+        });
+    }
+
+    /// Two write groups; clients 1-3 arrive together (one group, its
+    /// COMMIT held), then client 4 (the second group, held too); the
+    /// first COMMIT is let through, so the task that ran it (and answered
+    /// three clients) takes the baton while the second waits: the
+    /// committer, the gate, the clients still waiting.
+    async fn a_task_gathering_after_three(
+        store: &MemoryStore,
+        index: &Arc<OpenedIndex>,
+    ) -> (
+        Rc<GroupCommitter<ResponseWriter>>,
+        Arc<tokio::sync::Semaphore>,
+        tokio::task::JoinHandle<Vec<String>>,
+    ) {
+        let mut s = shared(store.clone());
+        s.write_groups = 2;
+        let committer = Rc::new(GroupCommitter::start(s));
+        let gate = store.hold_commits();
+        let first: Vec<_> = (1..=3).map(|id| increment(&committer, index, id)).collect();
+        let_run().await;
+        let fourth = increment(&committer, index, 4);
+        let_run().await;
+        assert_eq!(calls_of(store, "begin"), 2, "{:?}", store.log());
+        gate.add_permits(1);
+        for client in first {
+            assert_eq!(client.await.expect("client"), ["0\t1\t1\n"]);
+        }
+        let_run().await;
+        (committer, gate, fourth)
+    }
+
+    #[test]
+    fn a_group_gathers_as_many_clients_as_it_answered_while_another_commit_waits() {
+        let (store, table) = store(WriteBatching::OneAtATime);
+        let index = open(&table, 1, 0, &[2], &[]);
+        local(async {
+            let (committer, gate, fourth) = a_task_gathering_after_three(&store, &index).await;
+            // One client back: not taken alone while the other COMMIT waits.
+            let mut sent = vec![increment(&committer, &index, 5)];
+            let_run().await;
+            assert_eq!(calls_of(&store, "begin"), 2, "{:?}", store.log());
+            // Three queued, as many as the task answered: one group.
+            sent.push(increment(&committer, &index, 6));
+            sent.push(increment(&committer, &index, 7));
+            let_run().await;
+            assert_eq!(calls_of(&store, "begin"), 3, "{:?}", store.log());
+            gate.add_permits(2);
+            for client in sent.into_iter().chain([fourth]) {
+                assert_eq!(client.await.expect("client"), ["0\t1\t1\n"]);
+            }
+            assert_eq!(calls_of(&store, "commit"), 3, "{:?}", store.log());
+            committer.shut_down().await;
+        });
+    }
+
+    #[test]
+    fn a_gathering_group_starts_when_the_other_commit_returns() {
+        let (store, table) = store(WriteBatching::OneAtATime);
+        let index = open(&table, 1, 0, &[2], &[]);
+        local(async {
+            let (committer, gate, fourth) = a_task_gathering_after_three(&store, &index).await;
+            let fifth = increment(&committer, &index, 5);
+            let_run().await;
+            assert_eq!(calls_of(&store, "begin"), 2, "{:?}", store.log());
+            // The other COMMIT returns: the wait ends with what is queued.
+            gate.add_permits(1);
+            assert_eq!(fourth.await.expect("fourth"), ["0\t1\t1\n"]);
+            let_run().await;
+            assert_eq!(calls_of(&store, "begin"), 3, "{:?}", store.log());
+            gate.add_permits(1);
+            assert_eq!(fifth.await.expect("fifth"), ["0\t1\t1\n"]);
             committer.shut_down().await;
         });
     }

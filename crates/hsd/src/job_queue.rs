@@ -32,6 +32,9 @@ pub(crate) struct JobQueue<J> {
     /// Tasks still running; `shut_down` waits for zero.
     running: Cell<usize>,
     stopped: Notify,
+    /// Every push, for a busy task that waits for more company
+    /// (`group_commit`'s gathering).
+    pushed: Notify,
 }
 
 impl<J> JobQueue<J> {
@@ -44,6 +47,7 @@ impl<J> JobQueue<J> {
             stopping: Cell::new(false),
             running: Cell::new(tasks),
             stopped: Notify::new(),
+            pushed: Notify::new(),
         }
     }
 
@@ -55,7 +59,18 @@ impl<J> JobQueue<J> {
         }
         self.jobs.borrow_mut().push_back(job);
         self.wake_one();
+        self.pushed.notify_waiters();
         Ok(())
+    }
+
+    /// How many jobs are queued.
+    pub(crate) fn len(&self) -> usize {
+        self.jobs.borrow().len()
+    }
+
+    /// Resolves at the next push after it was made (even if polled later).
+    pub(crate) fn next_push(&self) -> tokio::sync::futures::Notified<'_> {
+        self.pushed.notified()
     }
 
     /// Takes jobs from the front while `fits` accepts them (it sees each

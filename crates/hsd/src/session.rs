@@ -77,15 +77,6 @@ enum Batch {
     Writes(Vec<WriteTask>),
 }
 
-impl Batch {
-    fn len(&self) -> usize {
-        match self {
-            Batch::Reads(t) => t.len(),
-            Batch::Writes(t) => t.len(),
-        }
-    }
-}
-
 pub(crate) struct Session<B: Backend> {
     port: Rc<Port>,
     dispatcher: Rc<Dispatcher<B, ResponseWriter>>,
@@ -114,9 +105,16 @@ pub(crate) const MAX_FILTERS: usize = 128;
 /// A pending batch runs once its requests may answer with this many rows,
 /// so pipelined scans cannot pile up answers far bigger than the requests.
 const MAX_PENDING_ROWS: u64 = 4096;
-/// A pending batch runs once it holds this many requests, so one client's
-/// long pipeline goes to storage in pieces and others' requests get turns.
+/// A pending batch of finds runs once it holds this many requests, so one
+/// client's long pipeline goes to storage in pieces and others' requests
+/// get turns.
 const MAX_PENDING_REQUESTS: usize = 128;
+/// A pending batch of writes may hold more: it is one group (and one
+/// commit, one fsync) however many it holds, and other connections' writes
+/// join that group instead of waiting behind it. So a pipeline commits once
+/// per read of the socket, as on the original, not once per 128 requests.
+/// As many as a group takes.
+const MAX_PENDING_WRITES: usize = crate::group_commit::MAX_GROUP_WRITES;
 
 impl<B: Backend> Session<B> {
     pub(crate) fn new(port: Rc<Port>, dispatcher: Rc<Dispatcher<B, ResponseWriter>>) -> Self {
@@ -321,8 +319,12 @@ impl<B: Backend> Session<B> {
         }
         self.pending_since.get_or_insert_with(Instant::now);
         self.pending_rows += u64::from(rows);
-        let count = self.pending.as_ref().map_or(0, Batch::len);
-        if self.pending_rows >= MAX_PENDING_ROWS || count >= MAX_PENDING_REQUESTS {
+        let full = match &self.pending {
+            Some(Batch::Reads(tasks)) => tasks.len() >= MAX_PENDING_REQUESTS,
+            Some(Batch::Writes(tasks)) => tasks.len() >= MAX_PENDING_WRITES,
+            None => false,
+        };
+        if self.pending_rows >= MAX_PENDING_ROWS || full {
             self.flush(out).await;
         }
     }

@@ -71,6 +71,10 @@ const BUSY_BUDGET: Duration = Duration::from_secs(10);
 const BUSY_PAUSES_MS: [u64; 6] = [1, 2, 5, 10, 20, 50];
 /// How many times a group that deadlocked with another transaction is run.
 const CONFLICT_ATTEMPTS: u32 = 4;
+/// The longest a task gathers writes while another COMMIT waits: well
+/// above an fsync here (about 0.4 ms), so that only a COMMIT held by
+/// something else ends it.
+const GATHER_AT_MOST: Duration = Duration::from_millis(3);
 /// Groups of at least this many writes have their sync step run on the
 /// sync thread, overlapping the next group.
 const SYNC_BESIDE_FROM: usize = 32;
@@ -95,10 +99,18 @@ pub(crate) struct GroupCommitter<A: Answer> {
 impl<A: Answer> GroupCommitter<A> {
     /// Starts the committer task on the current `LocalSet`.
     pub(crate) fn start<B: Backend>(shared: Shared<B>) -> GroupCommitter<A> {
+        GroupCommitter::gathering_for(shared, GATHER_AT_MOST)
+    }
+
+    /// `start`, a gathering task waiting at most `patience`.
+    fn gathering_for<B: Backend>(shared: Shared<B>, patience: Duration) -> GroupCommitter<A> {
         let tasks = shared.write_groups.max(1);
         let queue = Rc::new(JobQueue::new(tasks));
         let baton = Rc::new(Baton::new());
-        let commits = Rc::new(CommitsInFlight::default());
+        let commits = Rc::new(CommitsInFlight {
+            patience,
+            ..CommitsInFlight::default()
+        });
         for me in 0..tasks {
             let (queue, baton, commits) = (queue.clone(), baton.clone(), commits.clone());
             tokio::task::spawn_local(run(shared.clone(), queue, me, baton, commits));
@@ -186,6 +198,8 @@ impl Drop for Turn<'_> {
 struct CommitsInFlight {
     count: Cell<usize>,
     returned: tokio::sync::Notify,
+    /// The longest a task gathers (`GATHER_AT_MOST`).
+    patience: Duration,
 }
 
 impl CommitsInFlight {
@@ -200,11 +214,12 @@ impl CommitsInFlight {
 }
 
 /// Waits, holding the baton, while another group's COMMIT is in flight
-/// and fewer than `expected` client batches are queued (module comment).
-/// Nothing but that COMMIT's answer or a push ends it: the wait is at most
-/// one fsync, and a group that would have been sent earlier would have
-/// waited for the same fsync to end.
+/// and fewer than `expected` client batches are queued (module comment),
+/// and not longer than `patience`: a COMMIT normally returns within an
+/// fsync, but one resolved after a lost answer, or waiting on a slow disk
+/// or a replica's acknowledgement, would otherwise hold this group too.
 async fn gather<J>(queue: &JobQueue<J>, commits: &CommitsInFlight, expected: usize) {
+    let give_up = tokio::time::Instant::now() + commits.patience;
     loop {
         if commits.count.get() == 0 || queue.len() >= expected.max(1) || queue.stopping() {
             return;
@@ -215,6 +230,7 @@ async fn gather<J>(queue: &JobQueue<J>, commits: &CommitsInFlight, expected: usi
         tokio::select! {
             _ = pushed => {}
             _ = returned => {}
+            _ = tokio::time::sleep_until(give_up) => return,
         }
     }
 }
@@ -980,6 +996,7 @@ mod tests {
     async fn a_task_gathering_after_three(
         store: &MemoryStore,
         index: &Arc<OpenedIndex>,
+        patience: Duration,
     ) -> (
         Rc<GroupCommitter<ResponseWriter>>,
         Arc<tokio::sync::Semaphore>,
@@ -987,7 +1004,7 @@ mod tests {
     ) {
         let mut s = shared(store.clone());
         s.write_groups = 2;
-        let committer = Rc::new(GroupCommitter::start(s));
+        let committer = Rc::new(GroupCommitter::gathering_for(s, patience));
         let gate = store.hold_commits();
         let first: Vec<_> = (1..=3).map(|id| increment(&committer, index, id)).collect();
         let_run().await;
@@ -998,7 +1015,6 @@ mod tests {
         for client in first {
             assert_eq!(client.await.expect("client"), ["0\t1\t1\n"]);
         }
-        let_run().await;
         (committer, gate, fourth)
     }
 
@@ -1007,7 +1023,8 @@ mod tests {
         let (store, table) = store(WriteBatching::OneAtATime);
         let index = open(&table, 1, 0, &[2], &[]);
         local(async {
-            let (committer, gate, fourth) = a_task_gathering_after_three(&store, &index).await;
+            let (committer, gate, fourth) =
+                a_task_gathering_after_three(&store, &index, Duration::from_secs(60)).await;
             // One client back: not taken alone while the other COMMIT waits.
             let mut sent = vec![increment(&committer, &index, 5)];
             let_run().await;
@@ -1031,7 +1048,8 @@ mod tests {
         let (store, table) = store(WriteBatching::OneAtATime);
         let index = open(&table, 1, 0, &[2], &[]);
         local(async {
-            let (committer, gate, fourth) = a_task_gathering_after_three(&store, &index).await;
+            let (committer, gate, fourth) =
+                a_task_gathering_after_three(&store, &index, Duration::from_secs(60)).await;
             let fifth = increment(&committer, &index, 5);
             let_run().await;
             assert_eq!(calls_of(&store, "begin"), 2, "{:?}", store.log());
@@ -1041,6 +1059,26 @@ mod tests {
             let_run().await;
             assert_eq!(calls_of(&store, "begin"), 3, "{:?}", store.log());
             gate.add_permits(1);
+            assert_eq!(fifth.await.expect("fifth"), ["0\t1\t1\n"]);
+            committer.shut_down().await;
+        });
+    }
+
+    #[test]
+    fn a_gathering_group_waits_no_longer_than_its_patience() {
+        let (store, table) = store(WriteBatching::OneAtATime);
+        let index = open(&table, 1, 0, &[2], &[]);
+        local(async {
+            let (committer, gate, fourth) =
+                a_task_gathering_after_three(&store, &index, Duration::from_millis(5)).await;
+            // The other COMMIT stays held: the write that came back alone
+            // goes after 5 ms (with a minute's patience it waits: the test
+            // above).
+            let fifth = increment(&committer, &index, 5);
+            let_run().await;
+            assert_eq!(calls_of(&store, "begin"), 3, "{:?}", store.log());
+            gate.add_permits(2);
+            assert_eq!(fourth.await.expect("fourth"), ["0\t1\t1\n"]);
             assert_eq!(fifth.await.expect("fifth"), ["0\t1\t1\n"]);
             committer.shut_down().await;
         });

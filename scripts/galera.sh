@@ -174,7 +174,7 @@ do_wait_synced() {
         synced "$n" && return 0
         sleep 0.2
     done
-    node_log_tail "$(node_dir "$n")"
+    log_tail "$(node_dir "$n")/error.log"
     die "g$n is not Synced in the primary component after ${secs}s"
 }
 

@@ -66,22 +66,15 @@ if (( ${#SOCK} > 100 )); then   # sun_path is 108 bytes
     SOCK=/tmp/hsd-mariadb-$(printf '%s' "$DIR" | md5sum | cut -c1-12).sock
 fi
 TIMEOUT=${HSD_MARIADB_TIMEOUT:-60}
+LOCK_WAIT=$((TIMEOUT + 30))
+SCRIPT_NAME=mariadb.sh
+# shellcheck source=lib/common.sh
+source "$ROOT/scripts/lib/common.sh"
 BUFFER_POOL=${HSD_MARIADB_BUFFER_POOL:-256M}
 FLUSH_METHOD=${HSD_MARIADB_FLUSH_METHOD:-}
 # The plugin's worker threads for its read port (the write port has one): the
 # original's default is 16; two cores gain nothing from more than two.
 HS_THREADS=${HSD_MARIADB_HS_THREADS:-2}
-
-say() { echo "mariadb.sh: $*" >&2; }
-die() { echo "mariadb.sh: ERROR: $*" >&2; exit 1; }
-
-log_tail() {
-    if [[ -f "$LOG" ]]; then
-        echo "----- last 40 lines of $LOG -----" >&2
-        tail -n 40 "$LOG" >&2
-        echo "----- end of $LOG -----" >&2
-    fi
-}
 
 for bin in mariadbd mariadb-install-db mariadb mariadb-admin flock; do
     command -v "$bin" >/dev/null 2>&1 || die "$bin not found; run scripts/deps.sh"
@@ -93,15 +86,6 @@ done
 # in the instance directory reaches it.
 admin() { mariadb-admin --no-defaults --protocol=socket --socket="$SOCK" -uroot --connect-timeout=2 "$@"; }
 client() { mariadb --no-defaults --protocol=socket --socket="$SOCK" -uroot "$@"; }
-
-# alive PID: the process exists and is not a zombie (an orphaned mariadbd
-# killed by us may linger as a zombie until init reaps it).
-alive() {
-    kill -0 "$1" 2>/dev/null || return 1
-    local state
-    state=$(awk '{print $3}' /proc/"$1"/stat 2>/dev/null) || return 1
-    [[ -n "$state" && "$state" != Z ]]
-}
 
 pid_of_server() {
     local pid
@@ -115,8 +99,6 @@ pid_of_server() {
 }
 
 answers() { admin ping >/dev/null 2>&1; }
-
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 pick_port() {
     local p
@@ -411,20 +393,13 @@ do_restart() {
     do_start "$port"
 }
 
-with_lock() {
-    mkdir -p "$DIR"
-    exec 9>"$LOCK"
-    flock -w "$((TIMEOUT + 30))" 9 || die "timed out waiting for $LOCK"
-    "$@"
-}
-
 cmd=${1:-}
 shift || true
 case "$cmd" in
-    start) with_lock do_start ;;
-    stop) with_lock do_stop ;;
-    restart) with_lock do_restart ;;
-    kill) with_lock do_kill ;;
+    start) with_lock "$LOCK" do_start ;;
+    stop) with_lock "$LOCK" do_stop ;;
+    restart) with_lock "$LOCK" do_restart ;;
+    kill) with_lock "$LOCK" do_kill ;;
     env)
         [[ -f "$ENVFILE" ]] || die "not started (no $ENVFILE); run: $0 start"
         pid_of_server >/dev/null || say "warning: mariadbd is not running (killed?); env from last start"

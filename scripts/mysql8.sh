@@ -65,18 +65,11 @@ if (( ${#SOCK} > 100 )); then   # sun_path is 108 bytes
     SOCK=/tmp/hsd-mysql8-$(printf '%s' "$DIR" | md5sum | cut -c1-12).sock
 fi
 TIMEOUT=${HSD_MYSQL8_TIMEOUT:-60}
+LOCK_WAIT=$((TIMEOUT + 120))
+SCRIPT_NAME=mysql8.sh
+# shellcheck source=lib/common.sh
+source "$ROOT/scripts/lib/common.sh"
 BUFFER_POOL=${HSD_MYSQL8_BUFFER_POOL:-128M}
-
-say() { echo "mysql8.sh: $*" >&2; }
-die() { echo "mysql8.sh: ERROR: $*" >&2; exit 1; }
-
-log_tail() {
-    if [[ -f "$LOG" ]]; then
-        echo "----- last 40 lines of $LOG -----" >&2
-        tail -n 40 "$LOG" >&2
-        echo "----- end of $LOG -----" >&2
-    fi
-}
 
 # The server runs as `mysql` when we are root; as ourselves otherwise.
 RUN_AS=()
@@ -148,13 +141,6 @@ own_dir() {
     return 0
 }
 
-alive() {
-    kill -0 "$1" 2>/dev/null || return 1
-    local state
-    state=$(awk '{print $3}' /proc/"$1"/stat 2>/dev/null) || return 1
-    [[ -n "$state" && "$state" != Z ]]
-}
-
 pid_of_server() {
     local pid
     [[ -f "$PIDFILE" ]] || return 1
@@ -164,8 +150,6 @@ pid_of_server() {
     [[ "$(cat /proc/"$pid"/comm 2>/dev/null)" == mysqld ]] || return 1
     echo "$pid"
 }
-
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 pick_port() {
     local p
@@ -367,20 +351,13 @@ do_restart() {
     do_start "$port"
 }
 
-with_lock() {
-    mkdir -p "$DIR"
-    exec 9>"$LOCK"
-    flock -w "$((TIMEOUT + 120))" 9 || die "timed out waiting for $LOCK"
-    "$@"
-}
-
 cmd=${1:-}
 shift || true
 case "$cmd" in
-    start) with_lock do_start ;;
-    stop) with_lock do_stop ;;
-    restart) with_lock do_restart ;;
-    kill) with_lock do_kill ;;
+    start) with_lock "$LOCK" do_start ;;
+    stop) with_lock "$LOCK" do_stop ;;
+    restart) with_lock "$LOCK" do_restart ;;
+    kill) with_lock "$LOCK" do_kill ;;
     fetch) fetch_locked ;;
     env)
         [[ -f "$ENVFILE" ]] || die "not started (no $ENVFILE); run: $0 start"

@@ -64,19 +64,12 @@ ENVFILE=$DIR/env
 LOCK=$DIR/lock
 STAMP=$VTROOT/bin/built
 TIMEOUT=${HSD_VITESS_TIMEOUT:-120}
+LOCK_WAIT=$((TIMEOUT + 900))
+SCRIPT_NAME=vitess.sh
+# shellcheck source=lib/common.sh
+source "$ROOT/scripts/lib/common.sh"
 TRANSACTION_MODE=${HSD_VITESS_TRANSACTION_MODE:-MULTI}
 TOOLS=(vttestserver vtcombo mysqlctl)
-
-say() { echo "vitess.sh: $*" >&2; }
-die() { echo "vitess.sh: ERROR: $*" >&2; exit 1; }
-
-log_tail() {
-    if [[ -f "$LOG" ]]; then
-        echo "----- last 40 lines of $LOG -----" >&2
-        tail -n 40 "$LOG" >&2
-        echo "----- end of $LOG -----" >&2
-    fi
-}
 
 # What a build is for: the Vitess version and the module's files.
 build_id() { cat "$MODULE/go.mod" "$MODULE/go.sum" | md5sum | cut -c1-16; }
@@ -136,13 +129,6 @@ own_dir() {
     return 0
 }
 
-alive() {
-    kill -0 "$1" 2>/dev/null || return 1
-    local state
-    state=$(awk '{print $3}' /proc/"$1"/stat 2>/dev/null) || return 1
-    [[ -n "$state" && "$state" != Z ]]
-}
-
 pid_of_server() {
     local pid
     [[ -f "$PIDFILE" ]] || return 1
@@ -152,8 +138,6 @@ pid_of_server() {
     [[ "$(cat /proc/"$pid"/comm 2>/dev/null)" == vttestserver ]] || return 1
     echo "$pid"
 }
-
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # A base port with the three after it free too, below the kernel's range
 # of ephemeral ports (which any client's connection may take meanwhile).
@@ -352,19 +336,12 @@ do_stop() {
     say "stopped"
 }
 
-with_lock() {
-    mkdir -p "$DIR"
-    exec 9>"$LOCK"
-    flock -w "$((TIMEOUT + 900))" 9 || die "timed out waiting for $LOCK"
-    "$@"
-}
-
 cmd=${1:-}
 shift || true
 case "$cmd" in
-    start) with_lock do_start ;;
-    stop) with_lock do_stop ;;
-    build) with_lock do_build ;;
+    start) with_lock "$LOCK" do_start ;;
+    stop) with_lock "$LOCK" do_stop ;;
+    build) with_lock "$LOCK" do_build ;;
     env)
         [[ -f "$ENVFILE" ]] || die "not started (no $ENVFILE); run: $0 start"
         pid_of_server >/dev/null || say "warning: vttestserver is not running; env from last start"

@@ -13,8 +13,9 @@
 
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
-say() { echo "${SCRIPT_NAME:-node}: $*" >&2; }
-die() { echo "${SCRIPT_NAME:-node}: ERROR: $*" >&2; exit 1; }
+LOCK_WAIT=$((TIMEOUT * 3 + 30))
+# shellcheck source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 for _bin in mariadbd mariadb-install-db mariadb mariadb-admin flock; do
     command -v "$_bin" >/dev/null 2>&1 || die "$_bin not found; run scripts/deps.sh"
@@ -49,15 +50,6 @@ node_query() {
     node_sql "$1" -N -B -e "$2"
 }
 
-# alive PID: the process exists and is not a zombie (a mariadbd we killed may
-# linger as one until init reaps it).
-alive() {
-    kill -0 "$1" 2>/dev/null || return 1
-    local state
-    state=$(awk '{print $3}' /proc/"$1"/stat 2>/dev/null) || return 1
-    [[ -n "$state" && "$state" != Z ]]
-}
-
 # node_pid DIR: the pid of the node's running mariadbd (checked against a
 # recycled pid), or failure.
 node_pid() {
@@ -74,8 +66,6 @@ node_pid() {
 node_answers() { node_admin "$1" ping >/dev/null 2>&1; }
 
 node_port() { cat "$1/port" 2>/dev/null; }
-
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # Ports handed out by pick_port in this process: a port picked for one node
 # is not listening yet when the next one is picked, so remember them.
@@ -110,15 +100,6 @@ keep_or_pick_port() {
     fi
     echo "$p" >"$file"
     echo "$p"
-}
-
-node_log_tail() {
-    local log=$1/error.log
-    if [[ -f "$log" ]]; then
-        echo "----- last 40 lines of $log -----" >&2
-        tail -n 40 "$log" >&2
-        echo "----- end of $log -----" >&2
-    fi
 }
 
 # make_template DIR CNF_EXTRA: a data directory made by mariadb-install-db
@@ -181,7 +162,7 @@ node_launch() {
     done
     node_answers "$dir" && return 0
     if alive "$bgpid"; then
-        node_log_tail "$dir"
+        log_tail "$dir/error.log"
         kill -9 "$bgpid" 2>/dev/null || true
         wait "$bgpid" 2>/dev/null || true
         say "mariadbd in $dir did not answer within ${TIMEOUT}s (killed it)"
@@ -191,7 +172,7 @@ node_launch() {
     if tail -c +"$((logpos + 1))" "$log" | grep -q 'Bind on TCP/IP port'; then
         return 2
     fi
-    node_log_tail "$dir"
+    log_tail "$dir/error.log"
     say "mariadbd in $dir exited during startup"
     return 1
 }
@@ -219,15 +200,6 @@ node_kill() {
     pid=$(node_pid "$dir") || return 0
     kill -9 "$pid" 2>/dev/null || true
     while alive "$pid"; do sleep 0.05; done
-}
-
-# with_lock LOCKFILE CMD...: runs CMD holding an exclusive flock on fd 9.
-with_lock() {
-    local lock=$1; shift
-    mkdir -p "$(dirname "$lock")"
-    exec 9>"$lock"
-    flock -w "$((TIMEOUT * 3 + 30))" 9 || die "timed out waiting for $lock"
-    "$@"
 }
 
 # hsd's account on a node, made by the caller on the node that writes (it

@@ -265,7 +265,7 @@ mysql8_half() {
     echo "== MySQL 8 half: $HSD_TEST_MYSQL8_URL"
     # (binary, filter): the MySQL backend's own suites whole; the
     # both-backend suites' mysql halves.
-    for spec in "mysql_types -" "mysql_consistency -" "mysql_ddl -" "mysql_grouping -" \
+    for spec in "mysql_types -" "mysql_consistency -" "mysql_ddl -" "mysql_metadata_locks -" "mysql_grouping -" \
         "protocol ::mysql" "operations ::mysql" "crash ::mysql"; do
         read -r name filter <<<"$spec"
         bin=$(awk -v n="$name" '$1 == n {print $2}' <<<"$hsd_test_bins")

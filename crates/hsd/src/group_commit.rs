@@ -262,7 +262,15 @@ async fn run<B: Backend, A: Answer>(
             if queue.stopping() {
                 break;
             }
-            queue.idle(me, None).await;
+            // An idle connection gives back what it must not hold idle
+            // (HANDLER handles and their metadata locks, read leases; its
+            // link while the server refuses connections).
+            let deadline = storage.as_ref().and_then(StorageConn::idle_deadline);
+            if !queue.idle(me, deadline).await {
+                if let Some(c) = storage.as_mut() {
+                    c.release_idle().await;
+                }
+            }
             continue;
         }
         if storage.is_none() {

@@ -590,3 +590,170 @@ fn mysql8_idle_stream_stays_up() {
     let Some(url) = mysql8_url() else { return };
     idle_stream_stays_up(&url, 4204);
 }
+
+/// The integer column types, each signed and unsigned: (SQL type, bits).
+const INTEGER_TYPES: [(&str, u32); 5] = [
+    ("TINYINT", 8),
+    ("SMALLINT", 16),
+    ("MEDIUMINT", 24),
+    ("INT", 32),
+    ("BIGINT", 64),
+];
+
+/// The edges of a column's range, as decimal text: its least and greatest
+/// values, their neighbours, and the values about zero and the sign bit.
+fn integer_edges(bits: u32, unsigned: bool) -> Vec<String> {
+    let (min, max): (i128, i128) = if unsigned {
+        (0, (1i128 << bits) - 1)
+    } else {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    };
+    let half = 1i128 << (bits - 1);
+    let mut v = vec![
+        min,
+        min + 1,
+        -5,
+        -1,
+        0,
+        1,
+        5,
+        half - 1,
+        half,
+        half + 1,
+        max - 1,
+        max,
+    ];
+    v.retain(|n| (min..=max).contains(n));
+    v.iter().map(i128::to_string).collect()
+}
+
+/// Every integer type and width at its edges, signed and unsigned, under
+/// each `binlog_row_metadata` the server has: the reader's text of each
+/// value (inserted, then as the before image of a DELETE) is what SELECT
+/// answers for it, or `Undecoded` where the server logged no signedness and
+/// the top bit is set; never another number. A YEAR column stands first:
+/// the server's signedness flags count it.
+fn integers_read_as_select_reads_them(url: &str, db: &str, server_id: u32, mariadb: bool) {
+    let _g = GLOBALS.write().unwrap_or_else(|e| e.into_inner());
+    let mut sql = fresh_db(url, db);
+    exec(
+        &mut sql,
+        "CREATE TABLE marker (id INT NOT NULL PRIMARY KEY) ENGINE=InnoDB",
+    );
+    let mut columns = Vec::new();
+    for (ty, bits) in INTEGER_TYPES {
+        for unsigned in [false, true] {
+            columns.push((ty, bits, unsigned));
+        }
+    }
+    let defs: Vec<String> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, (ty, _, unsigned))| {
+            format!("c{i} {ty}{}", if *unsigned { " UNSIGNED" } else { "" })
+        })
+        .collect();
+    exec(
+        &mut sql,
+        &format!(
+            "CREATE TABLE ints (y YEAR, id INT NOT NULL PRIMARY KEY, {}) ENGINE=InnoDB",
+            defs.join(", ")
+        ),
+    );
+    let edges: Vec<Vec<String>> = columns
+        .iter()
+        .map(|(_, bits, unsigned)| integer_edges(*bits, *unsigned))
+        .collect();
+    let row_count = edges.iter().map(Vec::len).max().unwrap_or(0);
+    // Row r holds each column's r-th edge (its last one once they run out).
+    let value = |c: usize, r: usize| edges[c][r.min(edges[c].len() - 1)].clone();
+    let levels: &[&str] = if mariadb {
+        &["NO_LOG", "MINIMAL", "FULL"]
+    } else {
+        &["MINIMAL", "FULL"]
+    };
+    let mut checked = 0;
+    for level in levels {
+        let mut admin = sql_conn(url);
+        let _metadata = GlobalSetting::set(&mut admin, "binlog_row_metadata", level);
+        let logs_signedness = *level != "NO_LOG";
+        let mut sql = sql_conn(url);
+        exec(&mut sql, &format!("USE `{db}`"));
+        exec(&mut sql, "DELETE FROM marker");
+        let (mut f, _) = Follow::start(url, server_id);
+        let inserts: Vec<String> = (0..row_count)
+            .map(|r| {
+                let values: Vec<String> = (0..columns.len()).map(|c| value(c, r)).collect();
+                format!("(2024, {r}, {})", values.join(", "))
+            })
+            .collect();
+        exec(
+            &mut sql,
+            &format!("INSERT INTO ints VALUES {}", inserts.join(", ")),
+        );
+        // What SELECT answers, by row number and column.
+        let selected: Vec<Vec<String>> = rows(&mut sql, "SELECT * FROM ints ORDER BY id")
+            .into_iter()
+            .map(|row| {
+                row.into_iter()
+                    .skip(2)
+                    .map(|v| String::from_utf8_lossy(&v.unwrap_or_default()).into_owned())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(selected.len(), row_count);
+        exec(&mut sql, "DELETE FROM ints");
+        let changes = rows_of(&f.through_marker(&mut sql, db), "ints");
+        assert_eq!(changes.len(), 2 * row_count, "{level}: {changes:#?}");
+        for change in &changes {
+            let image = change
+                .after
+                .as_ref()
+                .or(change.before.as_ref())
+                .unwrap_or_else(|| panic!("{level}: a change with no image: {change:?}"));
+            let Cell::Text(id) = &image[1] else {
+                panic!("{level}: the key is not text: {image:?}")
+            };
+            let r: usize = String::from_utf8_lossy(id).parse().expect("row number");
+            for (c, (ty, bits, unsigned)) in columns.iter().enumerate() {
+                let want = &selected[r][c];
+                assert_eq!(*want, value(c, r), "{level}: SELECT of {ty}, row {r}");
+                let got = &image[2 + c];
+                let sign = if *unsigned { "UNSIGNED" } else { "signed" };
+                let n: i128 = want.parse().expect("an integer");
+                let top_bit = if *unsigned {
+                    n >= 1i128 << (bits - 1)
+                } else {
+                    n < 0
+                };
+                match got {
+                    Cell::Text(t) => assert_eq!(
+                        String::from_utf8_lossy(t),
+                        *want,
+                        "{level}: {ty} {sign}, row {r}"
+                    ),
+                    Cell::Undecoded => assert!(
+                        !logs_signedness && top_bit,
+                        "{level}: {ty} {sign} {want} undecoded (signedness logged: \
+                         {logs_signedness})"
+                    ),
+                    other => panic!("{level}: {ty} {sign} {want} read as {other:?}"),
+                }
+                checked += 1;
+            }
+        }
+    }
+    eprintln!("{checked} integer values read back as SELECT answers them");
+}
+
+#[test]
+fn mariadb_integers_read_as_select_reads_them() {
+    let Some(url) = mysql_url() else { return };
+    integers_read_as_select_reads_them(&url, "hsdt_binlog_ints", 4105, true);
+}
+
+#[test]
+fn mysql8_integers_read_as_select_reads_them() {
+    let Some(url) = mysql8_url() else { return };
+    integers_read_as_select_reads_them(&url, "hsdt_binlog_ints", 4205, false);
+}

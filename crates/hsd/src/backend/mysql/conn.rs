@@ -151,8 +151,21 @@ impl MysqlConn {
         // afterwards whether it committed; or a server that does not
         // report GTIDs), else its GTID, or none for a commit that wrote
         // nothing to the binary log.
+        let wrote = self.wrote;
         let reported = match self.link.as_mut() {
-            Some(link) if link.tracks_gtids() => Some(link.take_reported_gtid()),
+            Some(link) if link.tracks_gtids() => match link.take_reported_gtid() {
+                Some(gtid) => Some(Some(gtid)),
+                // A commit that wrote, answered without the GTID that was
+                // asked for: the server's tracker is off (an administrator
+                // emptied `session_track_system_variables`, ...), not a
+                // commit that logged nothing (a group that wrote also
+                // changed its commit marker). Unknown, as a lost answer.
+                None if wrote => {
+                    untracked_commit_warning();
+                    None
+                }
+                None => Some(None),
+            },
             _ => None,
         };
         if let Some(acked) = &self.acked {
@@ -189,9 +202,12 @@ impl MysqlConn {
         }
     }
 
-    /// HANDLER reads are allowed (not on a Galera node read causally).
+    /// HANDLER reads are allowed: outside a write group (a handle keeps its
+    /// table's metadata lock until it is closed, past the group's COMMIT, so
+    /// a find in a group reads by SELECT, whose lock the COMMIT ends), and
+    /// not on a Galera node read causally.
     fn handler_reads(&self) -> bool {
-        !matches!(self.placement, Placement::Fixed { causal: true })
+        matches!(self.txn, Txn::Off) && !matches!(self.placement, Placement::Fixed { causal: true })
     }
 
     /// The server rolled the whole transaction back with this error
@@ -648,6 +664,21 @@ impl StorageConn for MysqlConn {
             }
         }
     }
+}
+
+/// Says once per process that commits come without their GTID although
+/// tracking was asked for: each such commit then costs reads a question of
+/// the server's position.
+fn untracked_commit_warning() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        tracing::warn!(
+            "the server answered a commit that wrote without its GTID although hsd asked to \
+             track it (is session_track_system_variables or session_track_gtids off at the \
+             server?): such commits are treated as of unknown position, and reads that must \
+             see them ask the server's position first"
+        )
+    });
 }
 
 /// A name for a write connection in the commit marker table, unique

@@ -148,7 +148,11 @@ impl Link {
     /// MariaDB bounds every statement (`max_statement_time`, seconds, error
     /// 1969). MySQL bounds only SELECTs (`max_execution_time`, milliseconds,
     /// error 3024); its writes wait at most `innodb_lock_wait_timeout` for a
-    /// row lock (error 1205) and the link's own timeout for the rest.
+    /// row lock (error 1205) and the link's own timeout for the rest. On
+    /// both, a metadata lock (a table a DDL of another client holds) is
+    /// waited for as long as a row lock (`lock_wait_timeout`, 1205 too):
+    /// the server's default is a year, and statements queue behind a
+    /// waiting DDL.
     ///
     /// CHECK constraints: the original wrote rows at the storage engine,
     /// below them, so on MariaDB hsd turns them off for its session
@@ -161,7 +165,7 @@ impl Link {
             "SET NAMES utf8mb4".to_string(),
             format!(
                 "SET SESSION sql_mode = '', autocommit = 1, character_set_results = NULL, \
-                 innodb_lock_wait_timeout = {lock_wait}"
+                 innodb_lock_wait_timeout = {lock_wait}, lock_wait_timeout = {lock_wait}"
             ),
             "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string(),
         ];

@@ -5,7 +5,7 @@
 //! before any format description, checksums (verified here, CRC32), and
 //! where each transaction ends.
 
-use super::cells::{knows_signedness, row_cells};
+use super::cells::{row_cells, unsigned_columns};
 use super::statement::{classify, Statement};
 use super::{Change, Position, RowChange, StreamEvent};
 use mysql_common::binlog::consts::BinlogVersion;
@@ -246,7 +246,7 @@ impl Decoder {
                         .map(|i| b.get(i).as_deref().copied().unwrap_or(false))
                         .collect()
                 });
-                let signedness = knows_signedness(tme);
+                let unsigned = unsigned_columns(tme);
                 let db = tme.database_name().into_owned();
                 let table = tme.table_name().into_owned();
                 for row in rows.rows(tme) {
@@ -255,7 +255,7 @@ impl Decoder {
                         let (Some(row), Some(bits)) = (row, bits) else {
                             return None;
                         };
-                        Some(row_cells(row, bits.iter().copied(), tme, signedness))
+                        Some(row_cells(row, bits.iter().copied(), tme, &unsigned))
                     };
                     out.push(StreamEvent::Change(Change::Row(RowChange {
                         db: db.clone(),

@@ -6,7 +6,7 @@ use super::super::link::{Answer, Link, ResultSink};
 use mysql_wire::TextRow;
 
 /// What the server says about its binary log and the account.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ObservedSettings {
     pub(crate) mariadb: bool,
     /// `@@log_bin`: `1` or `0`.
@@ -21,6 +21,15 @@ pub(crate) struct ObservedSettings {
     /// The account's privileges on `*.*`, upper case, as SHOW GRANTS
     /// lists them (`ALL PRIVILEGES` included as such).
     pub(crate) global_privileges: Vec<String>,
+    /// `SHOW MASTER STATUS`'s `Binlog_Do_DB` and `Binlog_Ignore_DB`: the
+    /// databases the binary log keeps or leaves out (empty: none).
+    pub(crate) binlog_do_db: String,
+    pub(crate) binlog_ignore_db: String,
+    /// `@@log_slave_updates` (`log_replica_updates` on MySQL): `1` or `0`.
+    pub(crate) log_replica_updates: String,
+    /// Whether the server replicates from another: `Err` with why when it
+    /// could not be asked.
+    pub(crate) replica: Result<bool, String>,
 }
 
 impl ObservedSettings {
@@ -82,6 +91,39 @@ pub(crate) fn refusals(s: &ObservedSettings) -> Vec<String> {
             s.compression_setting()
         ));
     }
+    if !s.binlog_do_db.is_empty() || !s.binlog_ignore_db.is_empty() {
+        let mut filters = Vec::new();
+        if !s.binlog_do_db.is_empty() {
+            filters.push(format!("binlog-do-db = {}", s.binlog_do_db));
+        }
+        if !s.binlog_ignore_db.is_empty() {
+            filters.push(format!("binlog-ignore-db = {}", s.binlog_ignore_db));
+        }
+        out.push(format!(
+            "the binary log is filtered ({}): changes it leaves out would never reach the \
+             row cache; the row cache needs an unfiltered binary log",
+            filters.join(", ")
+        ));
+    }
+    let updates = if s.mariadb {
+        "log_slave_updates"
+    } else {
+        "log_replica_updates"
+    };
+    if !on(&s.log_replica_updates) {
+        match &s.replica {
+            Ok(false) => {}
+            Ok(true) => out.push(format!(
+                "{updates} is OFF on a replica: what its replication applies is not in its \
+                 binary log, and the row cache would never see it; set {updates} = ON"
+            )),
+            Err(e) => out.push(format!(
+                "{updates} is OFF and whether the server is a replica cannot be told ({e}): \
+                 on a replica, what replication applies would never reach the row cache; set \
+                 {updates} = ON, or grant the account the right to read its replica status"
+            )),
+        }
+    }
     if !s.has(&["REPLICATION SLAVE", "REPLICATION REPLICA"]) {
         out.push(
             "the account lacks the REPLICATION SLAVE privilege (GRANT REPLICATION SLAVE ON *.*): \
@@ -116,7 +158,7 @@ pub(super) async fn observe(link: &mut Link) -> Result<ObservedSettings, String>
     };
     let sql = format!(
         "SELECT @@GLOBAL.log_bin, @@GLOBAL.binlog_format, @@GLOBAL.binlog_row_image, \
-         @@GLOBAL.binlog_checksum, {compression}"
+         @@GLOBAL.binlog_checksum, {compression}, @@GLOBAL.log_slave_updates"
     );
     let rows = query(link, &sql).await?;
     let row = rows.first().ok_or("the server answered no settings")?;
@@ -129,7 +171,25 @@ pub(super) async fn observe(link: &mut Link) -> Result<ObservedSettings, String>
         binlog_checksum: value(3),
         compression: value(4),
         global_privileges: Vec::new(),
+        binlog_do_db: String::new(),
+        binlog_ignore_db: String::new(),
+        log_replica_updates: value(5),
+        replica: Ok(false),
     };
+    // File, Position, Binlog_Do_DB, Binlog_Ignore_DB (, Executed_Gtid_Set).
+    if let Some(status) = query(link, "SHOW MASTER STATUS").await?.first() {
+        let column = |i: usize| status.get(i).cloned().flatten().unwrap_or_default();
+        settings.binlog_do_db = column(2);
+        settings.binlog_ignore_db = column(3);
+    }
+    let replica_status = if mariadb {
+        "SHOW ALL SLAVES STATUS"
+    } else {
+        "SHOW REPLICA STATUS"
+    };
+    settings.replica = query(link, replica_status)
+        .await
+        .map(|rows| !rows.is_empty());
     for row in query(link, "SHOW GRANTS").await? {
         if let Some(Some(line)) = row.first() {
             settings.global_privileges.extend(global_privileges(line));
@@ -199,7 +259,43 @@ mod tests {
             global_privileges: global_privileges(
                 "GRANT REPLICATION SLAVE, BINLOG MONITOR, REPLICATION CLIENT ON *.* TO `r`@`%`",
             ),
+            binlog_do_db: String::new(),
+            binlog_ignore_db: String::new(),
+            log_replica_updates: "0".into(),
+            replica: Ok(false),
         }
+    }
+
+    #[test]
+    fn a_filtered_log_or_a_replica_that_does_not_log_what_it_applies_is_refused() {
+        let mut s = good(true);
+        s.binlog_ignore_db = "secret".into();
+        let r = refusals(&s);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert!(r[0].contains("binlog-ignore-db = secret"), "{r:?}");
+        let mut s = good(false);
+        s.binlog_do_db = "app".into();
+        assert!(refusals(&s)[0].contains("binlog-do-db = app"));
+
+        let mut s = good(true);
+        s.replica = Ok(true);
+        let r = refusals(&s);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert!(
+            r[0].starts_with("log_slave_updates is OFF on a replica"),
+            "{r:?}"
+        );
+        s.log_replica_updates = "1".into();
+        assert!(refusals(&s).is_empty());
+        let mut s = good(false);
+        s.replica = Err("access denied".into());
+        let r = refusals(&s);
+        assert!(
+            r[0].starts_with("log_replica_updates is OFF and whether"),
+            "{r:?}"
+        );
+        s.replica = Ok(false);
+        assert!(refusals(&s).is_empty());
     }
 
     #[test]

@@ -54,8 +54,12 @@ pub(super) fn classify(schema: &str, query: &[u8]) -> Statement {
         ("SAVEPOINT", _) | ("RELEASE", "SAVEPOINT") | ("XA", "END") => Statement::Neutral,
         ("XA", _) => Statement::EndWith(vec![everything_change(&text)]),
         ("GRANT", _) | ("REVOKE", _) | ("FLUSH", _) | ("SET", "PASSWORD") => Statement::Neutral,
-        ("ALTER", "TABLE") => tables(names(2)),
-        ("ALTER", "ONLINE" | "IGNORE") if word(2) == "TABLE" => tables(names(3)),
+        ("ALTER", "TABLE") => {
+            alter_names(&words, 2, schema).map_or_else(|| everything(&text), tables)
+        }
+        ("ALTER", "ONLINE" | "IGNORE") if word(2) == "TABLE" => {
+            alter_names(&words, 3, schema).map_or_else(|| everything(&text), tables)
+        }
         ("ALTER", "DATABASE" | "SCHEMA" | "USER") => Statement::Neutral,
         ("DROP" | "CREATE", "USER" | "ROLE" | "VIEW" | "FUNCTION" | "PROCEDURE" | "EVENT")
         | ("DROP" | "CREATE", "TRIGGER" | "SERVER")
@@ -124,6 +128,59 @@ fn names_after(words: &[String], from: usize, schema: &str) -> Vec<(String, Stri
             Some(w) if w == "," || w.eq_ignore_ascii_case("TO") => i += 1,
             _ => return out,
         }
+    }
+}
+
+/// The tables an ALTER TABLE from word `from` changes: the one it names,
+/// and every other table a clause names: `EXCHANGE PARTITION p WITH TABLE
+/// x` swaps rows with x, MariaDB's `CONVERT TABLE y TO PARTITION` moves y's
+/// rows in (y is gone) and `CONVERT PARTITION p TO TABLE y` out, `RENAME
+/// [TO | AS] u` moves the table. `None` (drop everything) when a clause
+/// that moves rows between tables names no table this reader can read.
+fn alter_names(words: &[String], from: usize, schema: &str) -> Option<Vec<(String, String)>> {
+    let mut out = names_after(words, from, schema);
+    let mut moves_rows = false;
+    let mut named = false;
+    let mut i = from + 1;
+    while i < words.len() {
+        let w = words[i].to_ascii_uppercase();
+        match w.as_str() {
+            "EXCHANGE" | "CONVERT" => moves_rows = moves_rows || w == "EXCHANGE",
+            "TABLE" | "RENAME" => {
+                let mut at = i + 1;
+                if w == "RENAME"
+                    && words.get(at).is_some_and(|t| {
+                        t.eq_ignore_ascii_case("TO") || t.eq_ignore_ascii_case("AS")
+                    })
+                {
+                    at += 1;
+                }
+                let name = one_name(words, at, schema)?;
+                out.push(name);
+                named = true;
+                // A table named by a clause: CONVERT moves rows too.
+                moves_rows = true;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if moves_rows && !named {
+        return None;
+    }
+    Some(out)
+}
+
+/// One table name at word `at` (`t`, `db`.`t`), qualified.
+fn one_name(words: &[String], at: usize, schema: &str) -> Option<(String, String)> {
+    let w = words
+        .get(at)
+        .filter(|w| !matches!(w.as_str(), "(" | "," | "." | ")" | "="))?;
+    if words.get(at + 1).is_some_and(|d| d == ".") {
+        let table = words.get(at + 2)?;
+        Some((unquote(w), unquote(table)))
+    } else {
+        Some((schema.to_string(), unquote(w)))
     }
 }
 
@@ -261,6 +318,44 @@ mod tests {
             c("-- note\n/* why */ ALTER ONLINE TABLE t FORCE"),
             tables(&[("app", "t")])
         );
+    }
+
+    #[test]
+    fn an_alter_names_every_table_whose_rows_it_moves() {
+        assert_eq!(
+            c("ALTER TABLE p EXCHANGE PARTITION p0 WITH TABLE x WITHOUT VALIDATION"),
+            tables(&[("app", "p"), ("app", "x")])
+        );
+        assert_eq!(
+            c("alter table d.p exchange partition p0 with table `e`.`x`"),
+            tables(&[("d", "p"), ("e", "x")])
+        );
+        assert_eq!(
+            c("ALTER TABLE p CONVERT TABLE y TO PARTITION p9 VALUES LESS THAN (100)"),
+            tables(&[("app", "p"), ("app", "y")])
+        );
+        assert_eq!(
+            c("ALTER TABLE p CONVERT PARTITION p0 TO TABLE y"),
+            tables(&[("app", "p"), ("app", "y")])
+        );
+        assert_eq!(
+            c("ALTER TABLE t RENAME TO u"),
+            tables(&[("app", "t"), ("app", "u")])
+        );
+        assert_eq!(
+            c("ALTER TABLE t ADD COLUMN x INT, RENAME AS d.u"),
+            tables(&[("app", "t"), ("d", "u")])
+        );
+        // Not a move: the charset of t's own columns.
+        assert_eq!(
+            c("ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4"),
+            tables(&[("app", "t")])
+        );
+        // A move whose other table cannot be read: everything.
+        assert!(matches!(
+            &c("ALTER TABLE p EXCHANGE PARTITION p0 WITH"),
+            Statement::Changes(v) if matches!(v.as_slice(), [Change::Everything { .. }])
+        ));
     }
 
     #[test]

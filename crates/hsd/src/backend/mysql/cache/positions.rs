@@ -183,9 +183,14 @@ async fn position(settings: &LinkSettings, link: &mut Option<Link>) -> Result<Po
     answer
 }
 
-/// Whether a foreign key's cascade (CASCADE, SET NULL, SET DEFAULT on
-/// delete or update) can change `table`'s rows: InnoDB applies those
-/// below the binary log, which shows only the parent's row.
+/// Whether `table`'s rows can change where the feed does not see: its
+/// engine is not InnoDB (a MERGE table's rows change under its underlying
+/// tables' names, FEDERATED, CONNECT and SPIDER rows on other servers; only
+/// InnoDB is shown by a test to log its own changes under its own name), it
+/// is system-versioned (its lookups answer history rows a fill's SELECT
+/// does not), or a foreign key's cascade (CASCADE, SET NULL, SET DEFAULT
+/// on delete or update) changes it: InnoDB applies those below the binary
+/// log, which shows only the parent's row.
 async fn vet(
     settings: &LinkSettings,
     link: &mut Option<Link>,
@@ -193,6 +198,56 @@ async fn vet(
     table: &TableState,
 ) {
     let hex = |s: &str| -> String { s.bytes().map(|b| format!("{b:02x}")).collect() };
+    let kind = format!(
+        "SELECT ENGINE, TABLE_TYPE FROM information_schema.TABLES \
+         WHERE TABLE_SCHEMA = CONVERT(X'{}' USING utf8mb4) AND TABLE_NAME = CONVERT(X'{}' USING utf8mb4)",
+        hex(table.db()),
+        hex(table.name())
+    );
+    let answer = match connected(settings, link).await {
+        Ok(l) => query(l, &kind).await,
+        Err(e) => Err(e),
+    };
+    if answer.is_err() {
+        *link = None;
+    }
+    match answer {
+        Ok(rows) => {
+            let value = |i: usize| {
+                rows.iter()
+                    .find(|r| r.len() > i)
+                    .and_then(|r| r[i].clone())
+                    .unwrap_or_default()
+            };
+            let (engine, kind) = (value(0), value(1));
+            if !engine.eq_ignore_ascii_case("InnoDB") {
+                let why =
+                    format!(
+                    "its engine is {}: the row cache holds InnoDB tables only (another engine's \
+                     rows may change with no row event naming the table)",
+                    if engine.is_empty() { "unknown" } else { &engine }
+                );
+                cache.vetted(table, Some(&why));
+                return;
+            }
+            if kind.eq_ignore_ascii_case("SYSTEM VERSIONED") {
+                cache.vetted(
+                    table,
+                    Some("it is system-versioned: its lookups answer history rows"),
+                );
+                return;
+            }
+        }
+        Err(e) => {
+            tracing::warn!(
+                "row cache: could not read {}.{}'s engine ({e}); not cached for now",
+                table.db(),
+                table.name()
+            );
+            cache.table_changed(table.db(), table.name());
+            return;
+        }
+    }
     let sql = format!(
         "SELECT CONSTRAINT_NAME, DELETE_RULE, UPDATE_RULE FROM information_schema.REFERENTIAL_CONSTRAINTS \
          WHERE CONSTRAINT_SCHEMA = CONVERT(X'{}' USING utf8mb4) AND TABLE_NAME = CONVERT(X'{}' USING utf8mb4) \

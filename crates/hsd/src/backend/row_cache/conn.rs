@@ -23,6 +23,10 @@ use std::sync::Arc;
 /// ids `P` gives (a backend groups lookups by id).
 const FILL_INDEX_IDS: u64 = 1 << 63;
 
+/// The server's "unknown column" (ER_BAD_FIELD_ERROR): a fill selects
+/// every column its table had when described.
+const ERR_UNKNOWN_COLUMN: u32 = 1054;
+
 /// A storage connection in front of the cache: `serves` says whether its
 /// lookups are answered from the cache (the router sent them to the
 /// cache's place) or go to the server; either way its writes are counted
@@ -177,7 +181,23 @@ impl<S: StorageConn> StorageConn for CachedConn<S> {
             .collect();
         let mut read: Vec<Option<Vec<RowValues>>> = vec![None; scans.len()];
         if !fill_scans.is_empty() {
-            let mut got = self.inner.read_for_cache(&fill_scans).await?.into_iter();
+            let got = match self.inner.read_for_cache(&fill_scans).await {
+                Ok(got) => got,
+                // A column the fills select is gone: read as asked instead.
+                Err(StorageError::Refused { code, .. }) if code == ERR_UNKNOWN_COLUMN => {
+                    for plan in plans.iter_mut() {
+                        if let (Plan::Fill { table, .. }, Some(c)) = (&*plan, &self.cache) {
+                            c.definition_outdated(table);
+                        }
+                        if matches!(plan, Plan::Fill { .. }) {
+                            *plan = Plan::Pass;
+                        }
+                    }
+                    Vec::new()
+                }
+                Err(e) => return Err(e),
+            };
+            let mut got = got.into_iter();
             let cache = self.cache.as_deref();
             for (i, plan) in plans.iter_mut().enumerate() {
                 if matches!(plan, Plan::Fill { .. }) {

@@ -126,6 +126,9 @@ pub(crate) struct RowCache {
     tables: RwLock<HashMap<String, HashMap<String, Arc<TableState>>>>,
     /// Tables never cached, with why (said once in the log).
     refused: Mutex<HashMap<(String, String), String>>,
+    /// Definitions a fill found outdated (a column it selects is gone):
+    /// lookups through indexes opened under them are not cached.
+    outdated: Mutex<HashMap<(String, String), Arc<TableMeta>>>,
     next_table: AtomicU64,
     /// Bumped when everything is dropped.
     global_epoch: AtomicU64,
@@ -157,6 +160,7 @@ impl RowCache {
             hasher: Default::default(),
             tables: RwLock::default(),
             refused: Mutex::default(),
+            outdated: Mutex::default(),
             next_table: AtomicU64::new(1),
             global_epoch: AtomicU64::new(0),
             serving: AtomicBool::new(false),
@@ -250,6 +254,12 @@ impl RowCache {
         }
         let key = (meta.db.clone(), meta.name.clone());
         if lock(&self.refused).contains_key(&key) {
+            return None;
+        }
+        if lock(&self.outdated)
+            .get(&key)
+            .is_some_and(|old| Arc::ptr_eq(old, meta) || **old == **meta)
+        {
             return None;
         }
         let state = Arc::new(TableState {
@@ -436,6 +446,27 @@ impl RowCache {
         if let Some(state) = removed {
             state.epoch.fetch_add(1, Ordering::AcqRel);
         }
+    }
+
+    /// A fill of `table` failed for a column its definition names and the
+    /// server no longer has (a DDL the client's opened index predates):
+    /// its entries are forgotten and lookups under that definition go to
+    /// the server as asked, which selects only the opened columns, until
+    /// the index is opened again under the table's new definition.
+    pub(crate) fn definition_outdated(&self, table: &TableState) {
+        let key = (table.db().to_string(), table.name().to_string());
+        let first = lock(&self.outdated)
+            .insert(key, table.meta.clone())
+            .is_none_or(|old| *old != *table.meta);
+        if first {
+            tracing::info!(
+                "row cache: {}.{} changed under indexes opened before; lookups through them go \
+                 to the server until they are opened again",
+                table.db(),
+                table.name()
+            );
+        }
+        self.forget_table(table.db(), table.name());
     }
 
     /// Anything may have changed: every entry and table is forgotten.

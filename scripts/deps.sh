@@ -80,6 +80,10 @@ wanted=(
     "dpkg-dev dpkg-shlibdeps"
     "systemd systemd-analyze"
     "man-db man"
+    "curl curl"
+    "g++ g++"
+    "libdbi-perl -"
+    "libdbd-mysql-perl -"
 )
 
 pkg_installed() {

@@ -19,7 +19,7 @@
 #      tests find through PERL5LIB; nothing is installed system-wide). The
 #      sources include three MariaDB server headers (config.h, my_global.h,
 #      my_alloca.h) for a few system headers and one typedef; the build writes
-#      its own three-line stand-ins instead.
+#      its own few-line stand-ins instead.
 #   4. Runs every regtest/test_01_lib/testNN.pl against (a) the plugin of the
 #      private MariaDB of scripts/mariadb.sh and (b) hsd (target/debug/hsd,
 #      `cargo build -p hsd` unless HSD_BIN names one) serving that MariaDB on
@@ -43,12 +43,15 @@
 #     server; the expectations were made with DBD::mysql (the upstream
 #     HandlerSocket's hstest.pm), which passes bytes as they are: DBI:mysql.
 #   - NULL columns: HandlerSocket.xs puts the read-only &PL_sv_undef into the
-#     arrays it returns; perls of this century keep it read-only there, and
-#     test19's `$fld = 'NULL' if !defined($fld)` (aliasing each element) dies
-#     with "Modification of a read-only value"; newSV(0) instead, a fresh undef.
-# The test databases is hstestdb on the private MariaDB (dropped and created
+#     arrays it returns; on this perl (5.36) test19's
+#     `$fld = 'NULL' if !defined($fld)`, aliasing each element, dies with
+#     "Modification of a read-only value" on the first NULL (on both servers;
+#     the perl its expectation came from let it through): newSV(0) instead, a
+#     fresh undef.
+# The tests' database is hstestdb on the private MariaDB (dropped and created
 # by every test). Runs take a lock: two at once would share that database.
-# The first run downloads about 115 MB; later ones about a minute less.
+# The first run downloads the orig tarball (about 110 MB), extracts and
+# builds; later ones reuse all three and take about 25 s plus cargo's build.
 #
 # Usage: scripts/plugin-regtest.sh
 # Environment: HSD_BIN, HSD_MARIADB_DIR (see scripts/mariadb.sh),
@@ -76,7 +79,7 @@ LOCK_WAIT=600
 exec 8>"$WORK/lock"
 flock -w "$LOCK_WAIT" 8 || die "another plugin-regtest run holds $WORK/lock"
 
-# --- 2. packages ---------------------------------------------------------------
+# --- packages (step 2) ---------------------------------------------------------
 SUDO=()
 if [[ $(id -u) -ne 0 ]] && command -v sudo >/dev/null 2>&1; then SUDO=(sudo -n); fi
 apt_updated=0
@@ -107,7 +110,7 @@ if ! command -v mariadbd >/dev/null 2>&1 || ! command -v mariadb-install-db >/de
     bash "$ROOT/scripts/deps.sh"
 fi
 
-# --- 1. the source ---------------------------------------------------------------
+# --- the source (step 1) ---------------------------------------------------------
 # The .dsc's orig tarball: "<sha256> <size> <name>" from its Checksums-Sha256.
 orig_of_dsc() {
     awk '/^Checksums-Sha256:/ { on = 1; next } /^[^ ]/ { on = 0 }
@@ -160,7 +163,6 @@ if [[ ! -f "$SRC/.complete" ]]; then
     tarball=$CACHE/$orig
     if [[ ! -f "$tarball" ]] || ! echo "$sha  $tarball" | sha256sum -c --quiet - >/dev/null 2>&1; then
         url="${DSC_URL%/*}/$orig"
-        [[ -n "$DSC_URL" ]] || url="$ARCHIVE/${POOLS[0]}/$orig"
         say "downloading $url ($((size / 1048576)) MB)"
         curl -fsS --retry 3 -o "$tarball.part" "$url" || die "download of $url failed"
         echo "$sha  $tarball.part" | sha256sum -c --quiet - ||
@@ -186,7 +188,7 @@ sed_checked() {
     grep -q -e "$3" "$1" || die "patching $1 failed: /$2/ no longer applies"
 }
 
-# --- 3. libhsclient and Net::HandlerSocket ----------------------------------------
+# --- libhsclient and Net::HandlerSocket (step 3) ------------------------------------
 BUILD=$WORK/build/$VERSION
 stamp="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)"
 if [[ "$(cat "$BUILD/.stamp" 2>/dev/null)" != "$stamp" ]]; then
@@ -230,6 +232,7 @@ cp -r "$SRC/regtest" "$RT"
 sed_checked "$RT/common/hstest.pm" 's/DBI:MariaDB:/DBI:mysql:/; s/;mariadb_/;mysql_/g' '"DBI:mysql:'
 ! grep -q 'mariadb_' "$RT/common/hstest.pm" || die "hstest.pm: a mariadb_ DSN option left"
 for t in "$RT"/test_01_lib/test*.pl; do
+    # shellcheck disable=SC2016  # a Perl $ENV{...}, for the test's copy
     sed -i 's/get_hs_connection(undef, 9999)/get_hs_connection(undef, $ENV{HSPORT_WR})/g' "$t"
 done
 ! grep -n 'get_hs_connection([^)]*9999' "$RT"/test_01_lib/test*.pl || die "a test still names port 9999"
@@ -256,18 +259,19 @@ fi
 [[ -x "$HSD_BIN" ]] || die "no hsd binary at $HSD_BIN"
 
 stop_mariadb=1
-bash "$ROOT/scripts/mariadb.sh" status >/dev/null 2>&1 && stop_mariadb=0
+bash "$ROOT/scripts/mariadb.sh" status >/dev/null 2>&1 8>&- && stop_mariadb=0
 HSD_PID=""
 cleanup() {
     if [[ -n "$HSD_PID" ]]; then
         kill "$HSD_PID" 2>/dev/null || true
         wait "$HSD_PID" 2>/dev/null || true
     fi
-    [[ $stop_mariadb -eq 1 ]] && bash "$ROOT/scripts/mariadb.sh" stop >/dev/null 2>&1
+    [[ $stop_mariadb -eq 1 ]] && bash "$ROOT/scripts/mariadb.sh" stop >/dev/null 2>&1 8>&-
     return 0
 }
 trap cleanup EXIT
-bash "$ROOT/scripts/mariadb.sh" start >"$WORK/mariadb-start.log" 2>&1 ||
+trap 'exit 130' INT TERM
+bash "$ROOT/scripts/mariadb.sh" start >"$WORK/mariadb-start.log" 2>&1 8>&- ||
     { cat "$WORK/mariadb-start.log" >&2; die "scripts/mariadb.sh start failed"; }
 eval "$(bash "$ROOT/scripts/mariadb.sh" env)"
 [[ "${HSD_TEST_MYSQL_URL:-}" =~ ^mysql://([^:@/]+):([^@/]*)@([^:/]+):([0-9]+)$ ]] ||
@@ -304,7 +308,7 @@ stop_hsd() {
     HSD_PID=""
 }
 
-# --- 4./5. run ------------------------------------------------------------------------
+# --- the runs (steps 4 and 5) ----------------------------------------------------------
 passed=0 failed=0
 declare -A result
 run_system() {
@@ -343,11 +347,13 @@ run_system() {
         # the server's metadata lock): a new server, so the next test is its own.
         if [[ $rc -eq 124 || $rc -eq 137 ]]; then
             if [[ $sys == hsd ]]; then
-                say "test$n hung on hsd: restarting hsd"
+                say "test$n timed out on hsd: restarting hsd"
                 stop_hsd; start_hsd; export HSPORT=$HSD_PORT HSPORT_WR=$HSD_PORT_WR
             else
-                say "test$n hung on the original plugin: restarting MariaDB"
-                bash "$ROOT/scripts/mariadb.sh" restart >>"$WORK/mariadb-start.log" 2>&1 || die "scripts/mariadb.sh restart failed"
+                say "test$n timed out on the original plugin: restarting MariaDB"
+                bash "$ROOT/scripts/mariadb.sh" restart >>"$WORK/mariadb-start.log" 2>&1 8>&- || die "scripts/mariadb.sh restart failed"
+                eval "$(bash "$ROOT/scripts/mariadb.sh" env)"
+                export HSPORT=$HSD_HS_ORIGINAL_PORT HSPORT_WR=$HSD_HS_ORIGINAL_PORT_WR
             fi
         fi
     done

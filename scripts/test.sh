@@ -12,7 +12,9 @@
 #     background beside the others: both mostly wait), the compat
 #     steps, the Python client's tests (clients/python, in a venv under
 #     target/), the Go client's tests (clients/go, go vet and go test
-#     -race), the memcached clients (compat/memcached: pymemcache and
+#     -race), the original plugin's regression tests against the plugin
+#     and hsd (scripts/plugin-regtest.sh), the memcached clients
+#     (compat/memcached: pymemcache and
 #     gomemcache, on all three backends), and the bench smoke steps;
 #   - MySQL 8 (background, output in target/test-mysql8.log, printed when it
 #     ends): the MySQL backend's suites (the mysql_* tests and the
@@ -433,6 +435,12 @@ HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/compat/run.sh" sqlite
 
 section "compat: third-party clients (hs4j, node-handlersocket, nc) on MariaDB"
 HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/compat/run.sh" mysql
+
+section "the original plugin's regression tests against the plugin and hsd (scripts/plugin-regtest.sh)"
+# regtest/ from MariaDB's Debian source package (downloaded once into
+# target/plugin-regtest/cache/), over the Perl client built from it; every
+# test against the plugin, then against hsd on the same MariaDB.
+HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/scripts/plugin-regtest.sh"
 
 section "python client: pytest against hsd (embedded store, MariaDB) and the original plugin"
 # A venv under target/ with the client (clients/python) and its test tools

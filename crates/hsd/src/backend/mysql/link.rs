@@ -281,6 +281,10 @@ pub(super) struct Link {
     /// The server's `innodb_rollback_on_timeout`: a lock wait that times
     /// out rolls back the whole transaction, not just the statement.
     pub(crate) rollback_on_timeout: bool,
+    /// The server stores table and database names in lower case
+    /// (`lower_case_table_names = 1`): names are lowered before they are
+    /// looked up, as the server resolves them.
+    pub(crate) lower_case_names: bool,
     /// The link is encrypted.
     pub(crate) tls: bool,
     rbuf: Vec<u8>,
@@ -329,6 +333,7 @@ impl Link {
             connection_id: 0,
             server_run: ServerRun::default(),
             rollback_on_timeout: false,
+            lower_case_names: false,
             tls: false,
             rbuf: Vec::with_capacity(READ_CHUNK),
             rpos: 0,

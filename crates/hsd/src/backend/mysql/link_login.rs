@@ -186,7 +186,8 @@ impl Link {
         }
         // The greeting's connection id is 32 bits; the server's own may be
         // wider, and `KILL` must name exactly this connection.
-        const WHO: &str = "SELECT CONNECTION_ID(), @@server_id, @@innodb_rollback_on_timeout";
+        const WHO: &str = "SELECT CONNECTION_ID(), @@server_id, @@innodb_rollback_on_timeout, \
+                           @@lower_case_table_names";
         // When the server started: an account that may not read the status
         // is told so and goes on (`ServerRun::started_at` stays unknown).
         let started: &[u8] = if self.server.mariadb {
@@ -212,6 +213,7 @@ impl Link {
             .ok_or_else(|| Failure::protocol("CONNECTION_ID() answered no number"))?;
         self.server_run.server_id = who.number(1);
         self.rollback_on_timeout = who.number(2) == Some(1);
+        self.lower_case_names = who.number(3) == Some(1);
         let mut since = FirstRow::default();
         self.server_run.started_at = match self.answer(&mut since).await? {
             Answer::Done(_) => since.number(0),

@@ -379,6 +379,15 @@ struct RawIndex {
 }
 
 pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<TableMeta, Failure> {
+    // As the server resolves a statement's names: in lower case where it
+    // stores them so (`RT`.`T` opens `rt`.`t`, as the original did).
+    let lowered;
+    let (db, table) = if link.lower_case_names {
+        lowered = (db.to_lowercase(), table.to_lowercase());
+        (lowered.0.as_str(), lowered.1.as_str())
+    } else {
+        (db, table)
+    };
     let mut filter = Vec::new();
     filter.extend_from_slice(b" WHERE TABLE_SCHEMA = ");
     push_binary(&mut filter, Some(db.as_bytes()));

@@ -30,6 +30,9 @@ pub(crate) struct ObservedSettings {
     /// Whether the server replicates from another: `Err` with why when it
     /// could not be asked.
     pub(crate) replica: Result<bool, String>,
+    /// `@@lower_case_table_names`: 0 names as given, 1 stored and compared
+    /// in lower case, 2 stored as given and compared in lower case.
+    pub(crate) lower_case_table_names: String,
 }
 
 impl ObservedSettings {
@@ -50,6 +53,13 @@ impl ObservedSettings {
     /// The server's checksums are CRC32 (else none).
     pub(super) fn checksums(&self) -> bool {
         self.binlog_checksum.eq_ignore_ascii_case("CRC32")
+    }
+
+    /// The server stores and compares table and database names in lower
+    /// case (`lower_case_table_names = 1`): a statement's names are
+    /// lowered before they are compared.
+    pub(super) fn lower_case_names(&self) -> bool {
+        self.lower_case_table_names == "1"
     }
 }
 
@@ -124,6 +134,14 @@ pub(crate) fn refusals(s: &ObservedSettings) -> Vec<String> {
             )),
         }
     }
+    if s.lower_case_table_names == "2" {
+        out.push(
+            "lower_case_table_names is 2: names are stored as given and compared in lower case, \
+             so the binary log's names cannot be matched to the cached tables exactly; the row \
+             cache needs 0 or 1"
+                .to_string(),
+        );
+    }
     if !s.has(&["REPLICATION SLAVE", "REPLICATION REPLICA"]) {
         out.push(
             "the account lacks the REPLICATION SLAVE privilege (GRANT REPLICATION SLAVE ON *.*): \
@@ -158,7 +176,8 @@ pub(super) async fn observe(link: &mut Link) -> Result<ObservedSettings, String>
     };
     let sql = format!(
         "SELECT @@GLOBAL.log_bin, @@GLOBAL.binlog_format, @@GLOBAL.binlog_row_image, \
-         @@GLOBAL.binlog_checksum, {compression}, @@GLOBAL.log_slave_updates"
+         @@GLOBAL.binlog_checksum, {compression}, @@GLOBAL.log_slave_updates, \
+         @@lower_case_table_names"
     );
     let rows = query(link, &sql).await?;
     let row = rows.first().ok_or("the server answered no settings")?;
@@ -175,6 +194,7 @@ pub(super) async fn observe(link: &mut Link) -> Result<ObservedSettings, String>
         binlog_ignore_db: String::new(),
         log_replica_updates: value(5),
         replica: Ok(false),
+        lower_case_table_names: value(6),
     };
     // File, Position, Binlog_Do_DB, Binlog_Ignore_DB (, Executed_Gtid_Set).
     if let Some(status) = query(link, "SHOW MASTER STATUS").await?.first() {
@@ -263,7 +283,17 @@ mod tests {
             binlog_ignore_db: String::new(),
             log_replica_updates: "0".into(),
             replica: Ok(false),
+            lower_case_table_names: "0".into(),
         }
+    }
+
+    #[test]
+    fn names_compared_apart_from_how_they_are_stored_are_refused() {
+        let mut s = good(true);
+        s.lower_case_table_names = "1".into();
+        assert!(refusals(&s).is_empty());
+        s.lower_case_table_names = "2".into();
+        assert!(refusals(&s)[0].starts_with("lower_case_table_names is 2"));
     }
 
     #[test]

@@ -34,9 +34,20 @@ pub(super) struct Decoder {
     mariadb_gtid: Option<MariadbGtid>,
     mysql_gtid: Option<String>,
     in_transaction: bool,
+    /// The server stores names in lower case (`lower_case_table_names =
+    /// 1`): a statement's names, as typed, are lowered to match.
+    lower_case_names: bool,
 }
 
 impl Decoder {
+    /// Lowers the names a statement gives (see `lower_case_names`).
+    pub(super) fn lowering_names(self, lower: bool) -> Decoder {
+        Decoder {
+            lower_case_names: lower,
+            ..self
+        }
+    }
+
     /// A decoder for a stream that starts at `from`.
     pub(super) fn new(mariadb: bool, checksums: bool, from: &Position) -> Decoder {
         let mut domains = BTreeMap::new();
@@ -61,6 +72,7 @@ impl Decoder {
             mariadb_gtid: None,
             mysql_gtid: None,
             in_transaction: false,
+            lower_case_names: false,
         }
     }
 
@@ -265,25 +277,27 @@ impl Decoder {
                     })));
                 }
             }
-            EventData::QueryEvent(q) => match classify(&q.schema(), q.query_raw()) {
-                Statement::Begin => self.in_transaction = true,
-                Statement::End => self.end_transaction(time, out),
-                Statement::Neutral => {
-                    if !self.in_transaction {
+            EventData::QueryEvent(q) => {
+                match lowered(classify(&q.schema(), q.query_raw()), self.lower_case_names) {
+                    Statement::Begin => self.in_transaction = true,
+                    Statement::End => self.end_transaction(time, out),
+                    Statement::Neutral => {
+                        if !self.in_transaction {
+                            self.end_transaction(time, out);
+                        }
+                    }
+                    Statement::Changes(changes) => {
+                        out.extend(changes.into_iter().map(StreamEvent::Change));
+                        if !self.in_transaction {
+                            self.end_transaction(time, out);
+                        }
+                    }
+                    Statement::EndWith(changes) => {
+                        out.extend(changes.into_iter().map(StreamEvent::Change));
                         self.end_transaction(time, out);
                     }
                 }
-                Statement::Changes(changes) => {
-                    out.extend(changes.into_iter().map(StreamEvent::Change));
-                    if !self.in_transaction {
-                        self.end_transaction(time, out);
-                    }
-                }
-                Statement::EndWith(changes) => {
-                    out.extend(changes.into_iter().map(StreamEvent::Change));
-                    self.end_transaction(time, out);
-                }
-            },
+            }
             EventData::GtidEvent(g) => {
                 self.mysql_gtid = Some(format!("{}:{}", uuid_text(&g.sid()), g.gno()));
             }
@@ -332,4 +346,30 @@ fn uuid_text(sid: &[u8; 16]) -> String {
         &hex[16..20],
         &hex[20..32]
     )
+}
+
+/// `statement` with the tables it names in lower case, when the server
+/// stores them so (`lower_case_table_names = 1`: `TRUNCATE TABLE RT.T2`
+/// changes `rt`.`t2`, the name its row events and its tables carry).
+fn lowered(statement: Statement, lower: bool) -> Statement {
+    if !lower {
+        return statement;
+    }
+    let lower_all = |changes: Vec<Change>| -> Vec<Change> {
+        changes
+            .into_iter()
+            .map(|c| match c {
+                Change::Table { db, table } => Change::Table {
+                    db: db.to_lowercase(),
+                    table: table.to_lowercase(),
+                },
+                other => other,
+            })
+            .collect()
+    };
+    match statement {
+        Statement::Changes(c) => Statement::Changes(lower_all(c)),
+        Statement::EndWith(c) => Statement::EndWith(lower_all(c)),
+        other => other,
+    }
 }

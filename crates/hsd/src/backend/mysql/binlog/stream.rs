@@ -79,6 +79,7 @@ impl BinlogReader {
         let follower = Follower {
             mariadb: observed.mariadb,
             checksums: observed.checksums(),
+            lower_case_names: observed.lower_case_names(),
             ..follower
         };
         let (link, decoder) = follower.open(&from).await?;
@@ -120,6 +121,8 @@ struct Follower {
     link: LinkSettings,
     mariadb: bool,
     checksums: bool,
+    /// Names are lowered before they are compared (`lower_case_table_names = 1`).
+    lower_case_names: bool,
 }
 
 impl Follower {
@@ -130,6 +133,7 @@ impl Follower {
             link,
             mariadb: false,
             checksums: false,
+            lower_case_names: false,
         })
     }
 
@@ -184,7 +188,10 @@ impl Follower {
         let file = if self.mariadb { "" } else { from.file.as_str() };
         binlog_dump(&mut link.wbuf, id, file, offset);
         link.send().await.map_err(|f| f.error.to_string())?;
-        Ok((link, Decoder::new(self.mariadb, self.checksums, from)))
+        Ok((
+            link,
+            Decoder::new(self.mariadb, self.checksums, from).lowering_names(self.lower_case_names),
+        ))
     }
 
     /// Follows the stream for ever: on a break, says so and resumes.

@@ -9,7 +9,7 @@
 //! openings once they hold `MAX_REMEMBERED_BYTES`.
 
 use super::storage_error_kind;
-use crate::backend::{OpenedIndex, StorageConn, TableMeta};
+use crate::backend::{OpenedIndex, StorageConn, StorageError, TableMeta};
 use hs_proto::{ErrorKind, OpenIndexRequest};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -69,9 +69,13 @@ pub(crate) async fn open_index<C: StorageConn>(
     };
     let meta = storage.describe(db, table).await.map_err(|e| {
         tracing::debug!(db, table, error = %e, "open_index failed");
-        match storage_error_kind(&e) {
-            ErrorKind::Storage(_) => ErrorKind::OpenTable,
-            other => other,
+        match (&e, storage_error_kind(&e)) {
+            // The server could not be reached: the table may well exist,
+            // so not `open_table` (a mistyped name) but `1 1 2013`, as
+            // every request answers while the server cannot be reached.
+            (StorageError::Unavailable(_), kind) => kind,
+            (_, ErrorKind::Storage(_)) => ErrorKind::OpenTable,
+            (_, other) => other,
         }
     })?;
     let key: OpenKey = (

@@ -298,6 +298,13 @@ pub struct ServeOptions {
     #[arg(long, env = "HSD_ROW_CACHE_SERVER_ID")]
     #[serde(alias = "row_cache_server_id")]
     pub(crate) row_cache_server_id: Option<u32>,
+    /// The row cache serves no entry older than this many seconds: the
+    /// bound on a row changed where no binary log shows it (a session with
+    /// `sql_log_bin = 0`, a restore behind the server's back); 0 for no
+    /// bound [default: 60].
+    #[arg(long, env = "HSD_ROW_CACHE_MAX_AGE")]
+    #[serde(alias = "row_cache_max_age")]
+    pub(crate) row_cache_max_age: Option<u32>,
     /// What a read answered elsewhere than the writer (the row cache, a
     /// replica) must see: `acknowledged` (every write this hsd process
     /// acknowledged before it arrived) or `strict` (every write committed
@@ -347,6 +354,11 @@ pub struct ServeOptions {
     #[serde(default)]
     pub(crate) memcached: Option<crate::memcached::FileSettings>,
 }
+
+/// `--row-cache-max-age`'s default, in seconds: a hot key is read again
+/// from the server once a minute, a negligible cost, and a change no
+/// binary log shows is served for a minute at most.
+const DEFAULT_ROW_CACHE_MAX_AGE: u32 = 60;
 
 /// `--row-cache-server-id`'s default: drawn at start from the upper half
 /// of the ids (servers' own ids are usually small), so that two hsd
@@ -599,10 +611,15 @@ impl ServeOptions {
             server_id != Some(0),
             "--row-cache-server-id 0: a replica id is 1 to 4294967295 (0 is no replica)"
         );
+        let max_age = self
+            .row_cache_max_age
+            .or(file.row_cache_max_age)
+            .unwrap_or(DEFAULT_ROW_CACHE_MAX_AGE);
         let row_cache = (row_cache_mib > 0).then_some(CacheSettings {
             server_id: server_id.unwrap_or_else(random_server_id),
             bytes: (row_cache_mib as usize) << 20,
             consistency,
+            max_age: (max_age > 0).then_some(max_age),
         });
         let threads = in_range(
             "--threads",

@@ -925,3 +925,63 @@ fn mysql8_a_dropped_column_fails_no_lookup() {
     let Some(url) = mysql8_url() else { return };
     a_dropped_column_fails_no_lookup(&url);
 }
+
+/// A write no binary log shows (`SET SESSION sql_log_bin = 0`) cannot
+/// evict anything: the cached row is served until `--row-cache-max-age`
+/// (here 1 s; ages count whole seconds, so 2 s at most, and 4 s leave
+/// room for a loaded machine) makes it a miss, and then the row is read
+/// again.
+fn an_unlogged_write_is_served_no_longer_than_the_max_age(url: &str) {
+    let db = "hsdt_rc_unlogged";
+    let mut sql = fresh_db(url, db);
+    exec(
+        &mut sql,
+        "CREATE TABLE kv (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB",
+    );
+    exec(&mut sql, "INSERT INTO kv VALUES (1, 'logged')");
+    let hsd = Hsd::start(
+        url,
+        &[
+            "--row-cache-mib",
+            "8",
+            "--row-cache-max-age",
+            "1",
+            "--admin-address",
+            "127.0.0.1:0",
+        ],
+    );
+    let admin = hsd.admin.clone().expect("admin address");
+    let mut r = hsd.reader();
+    assert_eq!(r.q(&format!("P|0|{db}|kv|PRIMARY|id,v")), "0|1");
+    read_until_a_hit(&mut r, &admin, "0|=|1|1", "0|2|1|logged", "warming up");
+    exec(&mut sql, "SET SESSION sql_log_bin = 0");
+    exec(&mut sql, "UPDATE kv SET v = 'unlogged' WHERE id = 1");
+    exec(&mut sql, "SET SESSION sql_log_bin = 1");
+    let changed = Instant::now();
+    loop {
+        let got = r.q("0|=|1|1");
+        if got == "0|2|1|unlogged" {
+            break;
+        }
+        assert_eq!(got, "0|2|1|logged");
+        assert!(
+            changed.elapsed() < Duration::from_secs(4),
+            "the unlogged change was still not seen after {:?}",
+            changed.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!("an unlogged change seen after {:?}", changed.elapsed());
+}
+
+#[test]
+fn mariadb_an_unlogged_write_is_served_no_longer_than_the_max_age() {
+    let Some(url) = mysql_url() else { return };
+    an_unlogged_write_is_served_no_longer_than_the_max_age(&url);
+}
+
+#[test]
+fn mysql8_an_unlogged_write_is_served_no_longer_than_the_max_age() {
+    let Some(url) = mysql8_url() else { return };
+    an_unlogged_write_is_served_no_longer_than_the_max_age(&url);
+}

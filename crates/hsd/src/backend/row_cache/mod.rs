@@ -118,6 +118,10 @@ pub(crate) struct CacheStats {
 }
 
 pub(crate) struct RowCache {
+    /// When the cache began (entries' ages count from it).
+    began: std::time::Instant,
+    /// `--row-cache-max-age`: entries older are not served.
+    max_age: Option<u32>,
     shards: Box<[Shard]>,
     /// Bytes each shard may hold.
     shard_budget: usize,
@@ -155,6 +159,8 @@ impl RowCache {
     pub(crate) fn new(bytes: usize) -> RowCache {
         let shards = (bytes / MIN_SHARD_BYTES).clamp(1, MAX_SHARDS);
         RowCache {
+            began: std::time::Instant::now(),
+            max_age: None,
             shards: (0..shards).map(|_| Shard::default()).collect(),
             shard_budget: bytes / shards,
             hasher: Default::default(),
@@ -173,6 +179,21 @@ impl RowCache {
             vetter: None,
             writes: AtomicU64::new(0),
         }
+    }
+
+    /// Entries older than `seconds` are not served (`--row-cache-max-age`):
+    /// what no binary log shows (a write with `sql_log_bin = 0`, a restore
+    /// behind the server's back) is served for that long at most.
+    pub(crate) fn with_max_age(self, seconds: Option<u32>) -> RowCache {
+        RowCache {
+            max_age: seconds,
+            ..self
+        }
+    }
+
+    /// Seconds since the cache began: entries' ages are counted in them.
+    fn now(&self) -> u32 {
+        u32::try_from(self.began.elapsed().as_secs()).unwrap_or(u32::MAX)
     }
 
     /// Tables are cached only once `vetter` has vetted them.
@@ -306,11 +327,14 @@ impl RowCache {
     fn get(&self, table: &TableState, key: &[u8]) -> Option<PackedRow> {
         let (hash, shard) = self.locate(key);
         let shard = &self.shards[shard];
+        // An expired entry is a miss; its refill replaces it.
+        let oldest = self.max_age.map(|age| self.now().saturating_sub(age));
         let found = {
             let map = read(&shard.inner);
             map.find(hash, key).and_then(|e| {
                 let current = e.table_epoch == table.epoch.load(Ordering::Acquire)
-                    && e.global_epoch == self.global_epoch.load(Ordering::Acquire);
+                    && e.global_epoch == self.global_epoch.load(Ordering::Acquire)
+                    && oldest.is_none_or(|oldest| e.born >= oldest);
                 current.then(|| {
                     e.referenced.store(true, Ordering::Relaxed);
                     e.row.clone()
@@ -369,6 +393,7 @@ impl RowCache {
             hash,
             table_epoch: lease.table_epoch,
             global_epoch: lease.global_epoch,
+            born: self.now(),
             referenced: AtomicBool::new(false),
         };
         if let Some(evicted) = map.insert(entry, self.shard_budget) {

@@ -22,6 +22,8 @@ pub(super) struct Entry {
     pub(super) hash: u64,
     pub(super) table_epoch: u64,
     pub(super) global_epoch: u64,
+    /// When it was filled: seconds since the cache began (`RowCache::now`).
+    pub(super) born: u32,
     /// Read since the hand last passed (CLOCK's second chance).
     pub(super) referenced: AtomicBool,
 }
@@ -265,6 +267,7 @@ mod tests {
             hash: hasher.hash_one(key),
             table_epoch: 0,
             global_epoch: 0,
+            born: 0,
             referenced: AtomicBool::new(false),
         }
     }

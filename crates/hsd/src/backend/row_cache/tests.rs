@@ -640,3 +640,45 @@ fn random_fills_writes_commits_and_evictions_never_leave_a_stale_row() {
         "{checked} {s:?}"
     );
 }
+
+/// `--row-cache-max-age`: an entry older than the bound is a miss and is
+/// read again from the server, which may have changed where no feed shows
+/// (here: the store changed and no eviction came).
+#[test]
+fn an_entry_past_its_max_age_is_read_again() {
+    let rt = rt();
+    let store = MemoryStore::new(WriteBatching::OneAtATime);
+    let table = store.add_table(meta(), &[]);
+    set_rows(&store, &rows(&[(1, "a")]));
+    let cache = Arc::new(RowCache::new(1 << 20).with_max_age(Some(0)));
+    cache.stream_started();
+    let by_id = OpenedIndex {
+        id: 1,
+        table,
+        index: 0,
+        columns: vec![1],
+        filter_columns: Vec::new(),
+    };
+    let mut conn = CachedConn::new(
+        rt.block_on(store.connect()).expect("connect"),
+        cache.clone(),
+    );
+    assert_eq!(
+        rt.block_on(answers(&mut conn, &[point(&by_id, "1")])),
+        ["0:a"]
+    );
+    // Unseen by the feed: the cached row is now stale.
+    set_rows(&store, &rows(&[(1, "z")]));
+    // Within the same second the entry is served as it is...
+    let same_second = rt.block_on(answers(&mut conn, &[point(&by_id, "1")]));
+    if cache.stats().hits == 1 {
+        assert_eq!(same_second, ["0:a"]);
+    }
+    // ...and once it is older than the bound, read again.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    assert_eq!(
+        rt.block_on(answers(&mut conn, &[point(&by_id, "1")])),
+        ["0:z"]
+    );
+    assert_eq!(cache.stats().fills, 2, "the expired entry was filled again");
+}

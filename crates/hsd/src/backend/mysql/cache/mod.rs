@@ -64,6 +64,8 @@ pub(crate) struct CacheSettings {
     pub(crate) consistency: ReadConsistency,
     /// `--row-cache-server-id` (or the random default).
     pub(crate) server_id: u32,
+    /// `--row-cache-max-age`, in seconds (`None`: no bound).
+    pub(crate) max_age: Option<u32>,
 }
 
 /// What a read arriving now must see.
@@ -162,9 +164,11 @@ impl RowCacheService {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let vet_tx = tx.clone();
         let cache = Arc::new(
-            RowCache::new(settings.bytes).with_vetter(Box::new(move |t| {
-                let _ = vet_tx.send(Request::Vet(t));
-            })),
+            RowCache::new(settings.bytes)
+                .with_max_age(settings.max_age)
+                .with_vetter(Box::new(move |t| {
+                    let _ = vet_tx.send(Request::Vet(t));
+                })),
         );
         let (positions, latest) = Positions::new(tx);
         let target = Target {

@@ -305,6 +305,12 @@ pub struct ServeOptions {
     #[arg(long, env = "HSD_ROW_CACHE_MAX_AGE")]
     #[serde(alias = "row_cache_max_age")]
     pub(crate) row_cache_max_age: Option<u32>,
+    /// Row cache entries read again from the server per second, to find
+    /// rows changed where the binary log does not show it (a found one
+    /// drops its table's entries); 0 turns the verifier off [default: 5].
+    #[arg(long, env = "HSD_ROW_CACHE_VERIFY")]
+    #[serde(alias = "row_cache_verify")]
+    pub(crate) row_cache_verify: Option<u32>,
     /// What a read answered elsewhere than the writer (the row cache, a
     /// replica) must see: `acknowledged` (every write this hsd process
     /// acknowledged before it arrived) or `strict` (every write committed
@@ -359,6 +365,10 @@ pub struct ServeOptions {
 /// from the server once a minute, a negligible cost, and a change no
 /// binary log shows is served for a minute at most.
 const DEFAULT_ROW_CACHE_MAX_AGE: u32 = 60;
+
+/// `--row-cache-verify`'s default, in rows a second: two small
+/// statements each on a connection of the verifier's own.
+const DEFAULT_ROW_CACHE_VERIFY: u32 = 5;
 
 /// `--row-cache-server-id`'s default: drawn at start from the upper half
 /// of the ids (servers' own ids are usually small), so that two hsd
@@ -615,11 +625,20 @@ impl ServeOptions {
             .row_cache_max_age
             .or(file.row_cache_max_age)
             .unwrap_or(DEFAULT_ROW_CACHE_MAX_AGE);
+        let verify = self
+            .row_cache_verify
+            .or(file.row_cache_verify)
+            .unwrap_or(DEFAULT_ROW_CACHE_VERIFY);
+        anyhow::ensure!(
+            verify <= 10_000,
+            "--row-cache-verify {verify}: at most 10000 rows a second"
+        );
         let row_cache = (row_cache_mib > 0).then_some(CacheSettings {
             server_id: server_id.unwrap_or_else(random_server_id),
             bytes: (row_cache_mib as usize) << 20,
             consistency,
             max_age: (max_age > 0).then_some(max_age),
+            verify_per_second: (verify > 0).then_some(verify),
         });
         let threads = in_range(
             "--threads",

@@ -29,7 +29,6 @@ pub(crate) fn set_owner(key: &mut [u8], table: u32, index: u16) {
 }
 
 /// The table and index a key belongs to.
-#[cfg(test)]
 pub(crate) fn owner(key: &[u8]) -> (u32, u16) {
     let b = |i: usize| key.get(i).copied().unwrap_or(0);
     (
@@ -116,8 +115,8 @@ fn push_part(out: &mut Vec<u8>, value: &[u8]) {
     out.extend_from_slice(value);
 }
 
-/// A key's parts again (tests compare entries with the table).
-#[cfg(test)]
+/// A key's parts again (the verifier reads its row by them; tests compare
+/// entries with the table).
 pub(crate) fn decode(bytes: &[u8]) -> Vec<Vec<u8>> {
     let mut parts = Vec::new();
     let mut rest = bytes.get(OWNER_BYTES..).unwrap_or_default();

@@ -32,7 +32,7 @@ mod tests;
 
 pub(crate) use self::conn::CachedConn;
 pub(crate) use self::keys::ImageCell;
-use self::keys::{cacheable_index, key_from_image, set_owner, KeyBytes};
+use self::keys::{cacheable_index, key_from_image, owner, set_owner, KeyBytes};
 pub(crate) use self::packed::PackedRow;
 use self::shard::{Entry, ShardMap};
 use super::TableMeta;
@@ -76,6 +76,32 @@ impl TableState {
     }
 }
 
+/// A cached entry the verifier checks against the server: its table, the
+/// index and key it is cached under, and its row (`same` tells whether it
+/// is still the very entry sampled).
+pub(crate) struct Sample {
+    pub(crate) table: Arc<TableState>,
+    pub(crate) index: usize,
+    key: KeyBytes,
+    pub(crate) row: PackedRow,
+    table_epoch: u64,
+    global_epoch: u64,
+}
+
+impl Sample {
+    /// The key's parts, as a lookup gives them.
+    pub(crate) fn key_parts(&self) -> Vec<Vec<u8>> {
+        keys::decode(&self.key)
+    }
+}
+
+impl TableState {
+    /// Its definition, as the cache knows it (the verifier reads by it).
+    pub(crate) fn meta(&self) -> &Arc<TableMeta> {
+        &self.meta
+    }
+}
+
 /// Asked about each table before any of its rows is cached: whether
 /// something the change feed does not show can change its rows (a foreign
 /// key's cascade). It answers later with `RowCache::vetted`.
@@ -115,6 +141,8 @@ pub(crate) struct CacheStats {
     pub(crate) evictions_by_capacity: u64,
     pub(crate) entries: u64,
     pub(crate) bytes: u64,
+    pub(crate) verified: u64,
+    pub(crate) stale_found: u64,
 }
 
 pub(crate) struct RowCache {
@@ -130,6 +158,12 @@ pub(crate) struct RowCache {
     tables: RwLock<HashMap<String, HashMap<String, Arc<TableState>>>>,
     /// Tables never cached, with why (said once in the log).
     refused: Mutex<HashMap<(String, String), String>>,
+    /// The verifier's counts: entries checked against the server, and
+    /// entries found to differ where no change was logged; where its next
+    /// sample is taken.
+    verified: AtomicU64,
+    stale_found: AtomicU64,
+    next_sample: AtomicU64,
     /// Definitions a fill found outdated (a column it selects is gone):
     /// lookups through indexes opened under them are not cached.
     outdated: Mutex<HashMap<(String, String), Arc<TableMeta>>>,
@@ -167,6 +201,9 @@ impl RowCache {
             tables: RwLock::default(),
             refused: Mutex::default(),
             outdated: Mutex::default(),
+            verified: AtomicU64::new(0),
+            stale_found: AtomicU64::new(0),
+            next_sample: AtomicU64::new(0),
             next_table: AtomicU64::new(1),
             global_epoch: AtomicU64::new(0),
             serving: AtomicBool::new(false),
@@ -494,6 +531,81 @@ impl RowCache {
         self.forget_table(table.db(), table.name());
     }
 
+    /// A current entry to verify, from the shards in turn; `None` when
+    /// the cache holds none (or does not serve).
+    pub(crate) fn sample(&self) -> Option<Sample> {
+        if !self.serving() {
+            return None;
+        }
+        let turn = self.next_sample.fetch_add(1, Ordering::Relaxed) as usize;
+        let global_epoch = self.global_epoch.load(Ordering::Acquire);
+        let tables: HashMap<u32, Arc<TableState>> = read(&self.tables)
+            .values()
+            .flat_map(|t| t.values())
+            .map(|t| (t.id, t.clone()))
+            .collect();
+        let n = self.shards.len();
+        for k in 0..n {
+            let shard = &self.shards[(turn + k) % n];
+            let map = read(&shard.inner);
+            // A different stretch of the slab each turn.
+            let from = turn.wrapping_mul(61) / n;
+            let current = |e: &Entry| {
+                let (id, _) = owner(e.row.key());
+                e.global_epoch == global_epoch
+                    && tables
+                        .get(&id)
+                        .is_some_and(|t| t.epoch.load(Ordering::Acquire) == e.table_epoch)
+            };
+            if let Some(e) = map.pick(from, 64, current) {
+                let (id, index) = owner(e.row.key());
+                let table = tables.get(&id)?.clone();
+                return Some(Sample {
+                    table,
+                    index: usize::from(index),
+                    key: e.row.key().into(),
+                    row: e.row.clone(),
+                    table_epoch: e.table_epoch,
+                    global_epoch: e.global_epoch,
+                });
+            }
+        }
+        None
+    }
+
+    /// Whether the very entry `sample` took is still cached and current:
+    /// no eviction, refill or table change came since.
+    pub(crate) fn still_holds(&self, sample: &Sample) -> bool {
+        let (hash, shard) = self.locate(&sample.key);
+        let map = read(&self.shards[shard].inner);
+        map.find(hash, &sample.key).is_some_and(|e| {
+            e.row.same(&sample.row)
+                && e.table_epoch == sample.table_epoch
+                && e.global_epoch == sample.global_epoch
+                && sample.table.epoch.load(Ordering::Acquire) == sample.table_epoch
+                && self.global_epoch.load(Ordering::Acquire) == sample.global_epoch
+        })
+    }
+
+    /// The verifier compared an entry with the server (`stale`: they
+    /// differ, though the feed showed no change of the row since the entry
+    /// was filled). A stale entry drops its table's entries, said in the log.
+    pub(crate) fn verified(&self, sample: &Sample, stale: bool) {
+        self.verified.fetch_add(1, Ordering::Relaxed);
+        if !stale {
+            return;
+        }
+        self.stale_found.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            "row cache: the verifier found a cached row of {}.{} that differs from the server \
+             although the binary log showed no change of it (a write with sql_log_bin = 0, a \
+             restore, a change no binary log carries): the table's entries are dropped",
+            sample.table.db(),
+            sample.table.name()
+        );
+        self.forget_table(sample.table.db(), sample.table.name());
+    }
+
     /// Anything may have changed: every entry and table is forgotten.
     pub(crate) fn drop_all(&self) {
         self.global_epoch.fetch_add(1, Ordering::AcqRel);
@@ -518,6 +630,8 @@ impl RowCache {
             fills_held: self.fills_held.load(Ordering::Relaxed),
             evictions_by_feed: self.evictions_by_feed.load(Ordering::Relaxed),
             evictions_by_capacity: self.evictions_by_capacity.load(Ordering::Relaxed),
+            verified: self.verified.load(Ordering::Relaxed),
+            stale_found: self.stale_found.load(Ordering::Relaxed),
             ..CacheStats::default()
         };
         for shard in self.shards.iter() {

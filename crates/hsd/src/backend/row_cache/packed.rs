@@ -64,6 +64,12 @@ impl PackedRow {
         HEADER + 4 * self.columns()
     }
 
+    /// Whether `other` is this very entry's row (not an equal one filled
+    /// again): the verifier's test that an entry stayed in place.
+    pub(crate) fn same(&self, other: &PackedRow) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
     /// The key it was stored under.
     pub(crate) fn key(&self) -> &[u8] {
         let len = self.word(0).unwrap_or(0) as usize;

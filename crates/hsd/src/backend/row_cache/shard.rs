@@ -102,6 +102,23 @@ impl ShardMap {
         self.slots.get(i as usize).and_then(Option::as_ref)
     }
 
+    /// An entry that `keep` accepts, looking at up to `look` slots from
+    /// slot `from` on (wrapping): the verifier's sample.
+    pub(super) fn pick(
+        &self,
+        from: usize,
+        look: usize,
+        keep: impl Fn(&Entry) -> bool,
+    ) -> Option<&Entry> {
+        let n = self.slots.len();
+        if n == 0 {
+            return None;
+        }
+        (0..look.min(n))
+            .filter_map(|k| self.slots[(from + k) % n].as_ref())
+            .find(|e| keep(e))
+    }
+
     /// The entry under `key`.
     pub(super) fn find(&self, hash: u64, key: &[u8]) -> Option<&Entry> {
         let i = self

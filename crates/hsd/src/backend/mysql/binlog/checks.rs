@@ -25,6 +25,8 @@ pub(crate) struct ObservedSettings {
     /// databases the binary log keeps or leaves out (empty: none).
     pub(crate) binlog_do_db: String,
     pub(crate) binlog_ignore_db: String,
+    /// Why `SHOW MASTER STATUS` could not be read, if so.
+    pub(crate) status_unread: Option<String>,
     /// `@@log_slave_updates` (`log_replica_updates` on MySQL): `1` or `0`.
     pub(crate) log_replica_updates: String,
     /// Whether the server replicates from another: `Err` with why when it
@@ -156,6 +158,17 @@ pub(crate) fn refusals(s: &ObservedSettings) -> Vec<String> {
                 .to_string(),
         );
     }
+    let monitor = if s.mariadb {
+        s.has(&["BINLOG MONITOR", "REPLICATION CLIENT"])
+    } else {
+        s.has(&["REPLICATION CLIENT"])
+    };
+    if let (Some(e), true) = (&s.status_unread, monitor) {
+        out.push(format!(
+            "SHOW MASTER STATUS could not be read ({e}): the row cache needs the binary log's \
+             position and filters"
+        ));
+    }
     if !s.mariadb && !s.has(&["REPLICATION CLIENT"]) {
         out.push(
             "the account lacks the REPLICATION CLIENT privilege (GRANT REPLICATION CLIENT ON *.*): \
@@ -192,15 +205,22 @@ pub(super) async fn observe(link: &mut Link) -> Result<ObservedSettings, String>
         global_privileges: Vec::new(),
         binlog_do_db: String::new(),
         binlog_ignore_db: String::new(),
+        status_unread: None,
         log_replica_updates: value(5),
         replica: Ok(false),
         lower_case_table_names: value(6),
     };
     // File, Position, Binlog_Do_DB, Binlog_Ignore_DB (, Executed_Gtid_Set).
-    if let Some(status) = query(link, "SHOW MASTER STATUS").await?.first() {
-        let column = |i: usize| status.get(i).cloned().flatten().unwrap_or_default();
-        settings.binlog_do_db = column(2);
-        settings.binlog_ignore_db = column(3);
+    // An account refused it lacks the privilege the refusals name already.
+    match query(link, "SHOW MASTER STATUS").await {
+        Ok(rows) => {
+            if let Some(status) = rows.first() {
+                let column = |i: usize| status.get(i).cloned().flatten().unwrap_or_default();
+                settings.binlog_do_db = column(2);
+                settings.binlog_ignore_db = column(3);
+            }
+        }
+        Err(e) => settings.status_unread = Some(e),
     }
     let replica_status = if mariadb {
         "SHOW ALL SLAVES STATUS"
@@ -281,6 +301,7 @@ mod tests {
             ),
             binlog_do_db: String::new(),
             binlog_ignore_db: String::new(),
+            status_unread: None,
             log_replica_updates: "0".into(),
             replica: Ok(false),
             lower_case_table_names: "0".into(),

@@ -29,6 +29,8 @@ struct CacheCollector {
     reader_stolen: IntCounter,
     reader_connection: IntGauge,
     position_waits: IntCounter,
+    verified: IntCounter,
+    stale_found: IntCounter,
 }
 
 /// Sets a counter to `to` (it only grows).
@@ -61,6 +63,8 @@ impl CacheCollector {
             &self.reader_stolen,
             &self.reader_connection,
             &self.position_waits,
+            &self.verified,
+            &self.stale_found,
         ]
     }
 }
@@ -80,6 +84,8 @@ impl Collector for CacheCollector {
             advance(&self.fills_held, st.fills_held);
             advance(&self.binlog_evictions, st.evictions_by_feed);
             advance(&self.capacity_evictions, st.evictions_by_capacity);
+            advance(&self.verified, st.verified);
+            advance(&self.stale_found, st.stale_found);
             self.entries.set(st.entries as i64);
             self.bytes.set(st.bytes as i64);
             self.serving.set(i64::from(s.cache.serving()));
@@ -183,6 +189,14 @@ pub(super) fn register(registry: &Registry, service: &Arc<RowCacheService>) -> a
         position_waits: counter(
             "row_cache_position_waits_total",
             "Read batches that asked the server's binlog position before the cache could answer them (strict reads; acknowledged ones only after a commit whose GTID hsd does not know, or without GTIDs)",
+        )?,
+        verified: counter(
+            "row_cache_verified_total",
+            "Cached rows the verifier compared with the server once the binary log reader had applied a position asked after reading it (--row-cache-verify)",
+        )?,
+        stale_found: counter(
+            "row_cache_stale_found_total",
+            "Cached rows the verifier found to differ from the server with no change of them in the binary log; each dropped its table's entries",
         )?,
     };
     registry.register(Box::new(c))?;

@@ -22,6 +22,7 @@ mod feed;
 mod follow;
 mod metrics;
 mod positions;
+mod verify;
 
 pub(crate) use self::acked::{AckedWrites, NotedCommit};
 use self::feed::{Feed, FeedState};
@@ -66,6 +67,8 @@ pub(crate) struct CacheSettings {
     pub(crate) server_id: u32,
     /// `--row-cache-max-age`, in seconds (`None`: no bound).
     pub(crate) max_age: Option<u32>,
+    /// `--row-cache-verify`: entries read again per second (`None`: off).
+    pub(crate) verify_per_second: Option<u32>,
 }
 
 /// What a read arriving now must see.
@@ -179,8 +182,17 @@ impl RowCacheService {
             .await
             .unwrap_or((false, false));
         let (targets, target) = tokio::sync::watch::channel(target);
+        let verifier_target = target.clone();
         tokio::spawn(positions::serve(target, rx, latest, cache.clone()));
         let feed = Arc::new(FeedState::new(mariadb));
+        if let Some(per_second) = settings.verify_per_second {
+            tokio::spawn(verify::run(
+                verifier_target,
+                cache.clone(),
+                feed.clone(),
+                per_second,
+            ));
+        }
         let first = BinlogReader::start(
             reader.clone(),
             Feed {

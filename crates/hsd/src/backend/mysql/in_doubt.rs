@@ -247,12 +247,16 @@ pub(super) struct Session {
 impl Session {
     /// Whether the server `link` reaches now may still hold the session:
     /// the same server and run (a restarted server reuses ids, so a KILL
-    /// there would end someone else's session). Where the start time is
-    /// unknown, ids only grow within a run.
+    /// there would end someone else's session). Both must say so: the
+    /// start times (known to the second, so a run shorter than two seconds
+    /// passes for the next one) and the ids, which only grow within a run
+    /// (a connection made after a restart has a smaller id than the old
+    /// session's, unless as many connections came since).
     fn may_live_on(&self, now: &ServerRun, new_connection_id: u64) -> bool {
+        let ids_grew = new_connection_id > self.connection_id;
         match self.run.changed(now) {
-            Some(changed) => !changed,
-            None => new_connection_id > self.connection_id,
+            Some(changed) => !changed && ids_grew,
+            None => ids_grew,
         }
     }
 }
@@ -463,6 +467,9 @@ mod tests {
             run: link_run(Some(1), Some(1_000)),
         };
         assert!(session.may_live_on(&link_run(Some(1), Some(1_000)), 12));
+        // A start time that reads the same, and an id that did not grow: a
+        // run that lasted under two seconds, restarted; 5 is someone else's.
+        assert!(!session.may_live_on(&link_run(Some(1), Some(1_001)), 5));
         // Restarted: ids count from 1 again, and 12 is someone else's.
         assert!(!session.may_live_on(&link_run(Some(1), Some(5_000)), 12));
         assert!(!session.may_live_on(&link_run(Some(3), Some(1_000)), 12));

@@ -122,7 +122,13 @@ pub(crate) fn refusals(s: &ObservedSettings) -> Vec<String> {
     } else {
         "log_replica_updates"
     };
-    if !on(&s.log_replica_updates) {
+    let monitor = if s.mariadb {
+        s.has(&["BINLOG MONITOR", "REPLICATION CLIENT"])
+    } else {
+        s.has(&["REPLICATION CLIENT"])
+    };
+    // An account refused the question lacks a privilege named below.
+    if !on(&s.log_replica_updates) && (monitor || s.replica.is_ok()) {
         match &s.replica {
             Ok(false) => {}
             Ok(true) => out.push(format!(
@@ -158,11 +164,6 @@ pub(crate) fn refusals(s: &ObservedSettings) -> Vec<String> {
                 .to_string(),
         );
     }
-    let monitor = if s.mariadb {
-        s.has(&["BINLOG MONITOR", "REPLICATION CLIENT"])
-    } else {
-        s.has(&["REPLICATION CLIENT"])
-    };
     if let (Some(e), true) = (&s.status_unread, monitor) {
         out.push(format!(
             "SHOW MASTER STATUS could not be read ({e}): the row cache needs the binary log's \
@@ -222,14 +223,28 @@ pub(super) async fn observe(link: &mut Link) -> Result<ObservedSettings, String>
         }
         Err(e) => settings.status_unread = Some(e),
     }
-    let replica_status = if mariadb {
-        "SHOW ALL SLAVES STATUS"
-    } else {
-        "SHOW REPLICA STATUS"
-    };
-    settings.replica = query(link, replica_status)
+    // Whether it replicates now: MariaDB's running replica threads (a
+    // status anyone may read; SHOW ALL SLAVES STATUS needs SLAVE MONITOR,
+    // which the cache does not otherwise need), MySQL's replica channels
+    // (REPLICATION CLIENT, which it needs anyway).
+    settings.replica = if mariadb {
+        query(
+            link,
+            "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS \
+             WHERE VARIABLE_NAME = 'SLAVES_RUNNING'",
+        )
         .await
-        .map(|rows| !rows.is_empty());
+        .map(|rows| {
+            rows.first()
+                .and_then(|r| r.first().cloned().flatten())
+                .and_then(|v| v.parse::<u64>().ok())
+                .is_some_and(|n| n > 0)
+        })
+    } else {
+        query(link, "SHOW REPLICA STATUS")
+            .await
+            .map(|rows| !rows.is_empty())
+    };
     for row in query(link, "SHOW GRANTS").await? {
         if let Some(Some(line)) = row.first() {
             settings.global_privileges.extend(global_privileges(line));

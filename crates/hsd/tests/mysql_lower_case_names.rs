@@ -9,17 +9,6 @@ use common::blocking::*;
 use common::{mysql_url, PrivateMariadb};
 use std::time::{Duration, Instant};
 
-fn metric(admin: &str, name: &str) -> f64 {
-    use std::io::{Read, Write};
-    let mut c = std::net::TcpStream::connect(admin).expect("admin port");
-    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").expect("ask");
-    let mut text = String::new();
-    c.read_to_string(&mut text).expect("metrics");
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no metric {name}"))
-}
-
 /// Reads `query` until it is answered from the cache.
 fn cached(r: &mut Hs, admin: &str, query: &str, expected: &str) {
     let before = metric(admin, "hsd_row_cache_hits_total");

@@ -85,17 +85,6 @@ impl Random {
     }
 }
 
-fn metric(admin: &str, name: &str) -> f64 {
-    use std::io::{Read, Write};
-    let mut c = std::net::TcpStream::connect(admin).expect("admin port");
-    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").expect("ask");
-    let mut text = String::new();
-    c.read_to_string(&mut text).expect("metrics");
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no metric {name}"))
-}
-
 /// hsd on `url` with an 8 MiB row cache read in `consistency` mode, and
 /// its admin address (for the cache's metrics). Its verifier checks 200
 /// entries a second: every test of the cache is also a test that it finds

@@ -11,17 +11,6 @@ mod common;
 use common::blocking::*;
 use common::{mysql_url, PrivateMariadb};
 
-fn metric(admin: &str, name: &str) -> f64 {
-    use std::io::{Read, Write};
-    let mut c = std::net::TcpStream::connect(admin).expect("admin port");
-    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").expect("ask");
-    let mut text = String::new();
-    c.read_to_string(&mut text).expect("metrics");
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no metric {name}"))
-}
-
 #[test]
 fn commits_without_their_gtid_are_waited_for_not_trusted() {
     if mysql_url().is_none() {

@@ -202,3 +202,16 @@ pub fn fmt(tokens: &[Token]) -> String {
         .collect::<Vec<_>>()
         .join("|")
 }
+
+/// A counter or gauge of hsd's Prometheus metrics at `admin`
+/// (`--admin-address`), by its full name.
+pub fn metric(admin: &str, name: &str) -> f64 {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(admin).expect("admin port");
+    c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").expect("ask");
+    let mut text = String::new();
+    c.read_to_string(&mut text).expect("metrics");
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no metric {name}"))
+}

@@ -132,7 +132,6 @@ mysql8_pid=""
 repl_pid=""
 hostile_pid=""
 conformance_pid=""
-mysql_stalls_pid=""
 package_pid=""
 on_exit() {
     local rc=$?
@@ -148,13 +147,6 @@ on_exit() {
     if [[ -n "$conformance_pid" ]] && kill -0 "$conformance_pid" 2>/dev/null; then
         kill -TERM -- "-$conformance_pid" 2>/dev/null || kill -TERM "$conformance_pid" 2>/dev/null || true
         wait "$conformance_pid" 2>/dev/null || true
-    fi
-    if [[ -n "$mysql_stalls_pid" ]] && kill -0 "$mysql_stalls_pid" 2>/dev/null; then
-        kill -TERM -- "-$mysql_stalls_pid" 2>/dev/null || kill -TERM "$mysql_stalls_pid" 2>/dev/null || true
-        wait "$mysql_stalls_pid" 2>/dev/null || true
-        # A server it stopped (SIGSTOP) must not stay stopped.
-        local stalled=$ROOT/target/tmp/mariadb-stalls/mariadbd.pid
-        [[ -f "$stalled" ]] && kill -CONT "$(cat "$stalled")" 2>/dev/null
     fi
     if [[ -n "$mysql8_pid" ]] && kill -0 "$mysql8_pid" 2>/dev/null; then
         echo "== stopping the MySQL 8 half (pid $mysql8_pid)"
@@ -357,14 +349,11 @@ wait_suite() {
 # suites. Vitess, which some conformance tests use, stops once it is done.
 suite_in_background hostile
 suite_in_background conformance
-# The server-stall check (its own MariaDB, mostly stopped or asleep).
-suite_in_background mysql_stalls
 
 section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed), all but tests/hostile and tests/conformance"
 other_hsd_tests=()
 while read -r name _; do
-    [[ "$name" != hostile && "$name" != conformance && "$name" != mysql_stalls ]] \
-        && other_hsd_tests+=(--test "$name")
+    [[ "$name" != hostile && "$name" != conformance ]] && other_hsd_tests+=(--test "$name")
 done <<<"$hsd_test_bins"
 cargo test --workspace --exclude hsd-cluster-tests --exclude hsd
 cargo test -p hsd --lib --bins "${other_hsd_tests[@]}"
@@ -379,9 +368,6 @@ fi
 
 section "tests/hostile (background since the suites began): waiting for it"
 wait_suite hostile
-
-section "tests/mysql_stalls (background since the suites began): waiting for it"
-wait_suite mysql_stalls
 
 # The replication half: both suites side by side (each has its servers),
 # run from their binaries (no second cargo competes for the build lock).

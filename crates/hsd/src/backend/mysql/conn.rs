@@ -155,12 +155,13 @@ impl MysqlConn {
         let reported = match self.link.as_mut() {
             Some(link) if link.tracks_gtids() => match link.take_reported_gtid() {
                 Some(gtid) => Some(Some(gtid)),
-                // A commit that wrote, answered without the GTID that was
-                // asked for: the server's tracker is off (an administrator
-                // emptied `session_track_system_variables`, ...), not a
-                // commit that logged nothing (a group that wrote also
-                // changed its commit marker). Unknown, as a lost answer.
-                None if wrote => {
+                // A commit that wrote, on a server that numbers every such
+                // commit, answered without the GTID that was asked for: the
+                // server's tracker is off (an administrator emptied
+                // `session_track_system_variables`, ...), not a commit that
+                // logged nothing (a group that wrote also changed its
+                // commit marker). Unknown, as a lost answer.
+                None if wrote && link.numbers_commits() => {
                     untracked_commit_warning();
                     None
                 }

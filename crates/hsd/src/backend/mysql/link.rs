@@ -305,6 +305,9 @@ pub(super) struct Link {
     pub(super) tracks_gtids: bool,
     /// The GTID the last OK packet that had one reported.
     pub(super) reported_gtid: Option<Vec<u8>>,
+    /// The server gives every commit that writes a GTID (a binary log;
+    /// on MySQL gtid_mode ON): read where GTIDs are tracked.
+    pub(super) numbers_commits: bool,
 }
 
 impl Link {
@@ -346,6 +349,7 @@ impl Link {
             autocommit: true,
             tracks_gtids: false,
             reported_gtid: None,
+            numbers_commits: false,
         };
         link.login(settings).await?;
         link.set_up_session(t).await?;
@@ -387,6 +391,11 @@ impl Link {
     /// Whether the server reports the GTID of each commit.
     pub(crate) fn tracks_gtids(&self) -> bool {
         self.tracks_gtids
+    }
+
+    /// Whether every commit that writes gets a GTID on this server.
+    pub(crate) fn numbers_commits(&self) -> bool {
+        self.numbers_commits
     }
 
     /// The GTID the server reported since the last call, if any.

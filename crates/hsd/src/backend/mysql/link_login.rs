@@ -267,6 +267,22 @@ impl Link {
                 self.tracks_gtids = false;
             }
             self.reported_gtid = None;
+            // Whether every commit that writes gets a GTID here: a binary
+            // log, and on MySQL gtid_mode ON. Only then is a commit that
+            // wrote and reported none of unknown position (the tracker off)
+            // rather than one the server did not number (a Galera node
+            // without a binary log, MySQL without GTIDs).
+            let numbered: &[u8] = if self.server.mariadb {
+                b"SELECT @@GLOBAL.log_bin"
+            } else {
+                b"SELECT @@GLOBAL.log_bin AND @@GLOBAL.gtid_mode = 'ON'"
+            };
+            self.queue(|q| q.extend_from_slice(numbered));
+            let mut row = FirstRow::default();
+            self.numbers_commits = match self.answer(&mut row).await? {
+                Answer::Done(_) => row.number(0) == Some(1),
+                Answer::Refused(_) => false,
+            };
         }
         if r.causal_reads {
             self.queue(|q| q.extend_from_slice(b"SET SESSION wsrep_sync_wait = 1"));

@@ -108,22 +108,11 @@ fn names_after(words: &[String], from: usize, schema: &str) -> Vec<(String, Stri
         {
             i += 1;
         }
-        let Some(w) = words
-            .get(i)
-            .filter(|w| !matches!(w.as_str(), "(" | "," | "." | ")" | "="))
-        else {
+        let Some((name, used)) = one_name(words, i, schema) else {
             return out;
         };
-        if words.get(i + 1).is_some_and(|d| d == ".") {
-            let Some(table) = words.get(i + 2) else {
-                return out;
-            };
-            out.push((unquote(w), unquote(table)));
-            i += 3;
-        } else {
-            out.push((schema.to_string(), unquote(w)));
-            i += 1;
-        }
+        out.push(name);
+        i += used;
         match words.get(i) {
             Some(w) if w == "," || w.eq_ignore_ascii_case("TO") => i += 1,
             _ => return out,
@@ -155,7 +144,7 @@ fn alter_names(words: &[String], from: usize, schema: &str) -> Option<Vec<(Strin
                 {
                     at += 1;
                 }
-                let name = one_name(words, at, schema)?;
+                let (name, _) = one_name(words, at, schema)?;
                 out.push(name);
                 named = true;
                 // A table named by a clause: CONVERT moves rows too.
@@ -171,16 +160,17 @@ fn alter_names(words: &[String], from: usize, schema: &str) -> Option<Vec<(Strin
     Some(out)
 }
 
-/// One table name at word `at` (`t`, `db`.`t`), qualified.
-fn one_name(words: &[String], at: usize, schema: &str) -> Option<(String, String)> {
+/// One table name at word `at` (`t`, `db`.`t`), qualified, and how many
+/// words it took.
+fn one_name(words: &[String], at: usize, schema: &str) -> Option<((String, String), usize)> {
     let w = words
         .get(at)
         .filter(|w| !matches!(w.as_str(), "(" | "," | "." | ")" | "="))?;
     if words.get(at + 1).is_some_and(|d| d == ".") {
         let table = words.get(at + 2)?;
-        Some((unquote(w), unquote(table)))
+        Some(((unquote(w), unquote(table)), 3))
     } else {
-        Some((schema.to_string(), unquote(w)))
+        Some(((schema.to_string(), unquote(w)), 1))
     }
 }
 

@@ -1,11 +1,11 @@
 //! Settings for `hsd serve`: command-line flags, environment variables
 //! (`HSD_*`) and a TOML file, in that order of precedence, then defaults.
 
-use crate::backend::mysql::cache::{CacheSettings, ReadConsistency};
-use crate::backend::mysql::ReadFrom;
-use crate::backend::sqlite::Synchronous;
 use crate::secrets::{read_trimmed, Secret};
 use anyhow::Context;
+use hsd_mysql::cache::{CacheSettings, ReadConsistency};
+use hsd_mysql::ReadFrom;
+use hsd_sqlite::Synchronous;
 use mysql_wire::MysqlUrl;
 use serde::Deserialize;
 use std::fmt;

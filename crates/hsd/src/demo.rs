@@ -1,8 +1,8 @@
 //! `--demo`: the table a newcomer can query at once, test.user with 100,000
 //! invented rows, created only when it does not exist yet.
 
-use crate::backend::sqlite::{open_db, Synchronous};
 use anyhow::Context;
+use hsd_sqlite::{open_db, Synchronous};
 use std::path::Path;
 
 pub const DEMO_ROWS: i64 = 100_000;

@@ -55,7 +55,6 @@
 //! and the committer take bounded batches, and a modify walk or an embedded
 //! store scan hands the thread back every couple of milliseconds.
 
-use crate::backend::{Backend, LongReads, OpenedIndex, ReadSide};
 use crate::exec::{self, failure, Answer, ReadTask, WriteTask};
 use crate::group_commit::GroupCommitter;
 use crate::metrics::Metrics;
@@ -64,6 +63,7 @@ use crate::read_batch::{BatchOf, ReadBatcher};
 use crate::read_threads::ReadThreads;
 use crate::shared::Shared;
 use hs_proto::{ErrorKind, OpenIndexRequest};
+use hsd_storage::{Backend, LongReads, OpenedIndex, ReadSide};
 use std::sync::Arc;
 
 /// One event loop's way to storage.

@@ -8,7 +8,6 @@
 //! commit what it holds (for at most `SHUTDOWN_GRACE`).
 
 use crate::admission::Place;
-use crate::backend::Backend;
 use crate::connection::{self, Close};
 use crate::dispatch::Dispatcher;
 use crate::exec::Answer;
@@ -17,6 +16,7 @@ use crate::session::Session;
 use crate::shared::Shared;
 use crate::shutdown::Shutdown;
 use hs_proto::ResponseWriter;
+use hsd_storage::Backend;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};

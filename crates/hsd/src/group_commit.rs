@@ -51,10 +51,10 @@
 //! reached the disk at the next start, as a database does after a failed
 //! fsync.
 
-use crate::backend::{Backend, Committed, Durability, StorageConn, SyncStep, ERR_BUSY};
 use crate::exec::{self, Answer, WalkProgress, WriteOutcome, WriteTask};
 use crate::job_queue::{error_answer, unavailable, JobQueue};
 use crate::shared::Shared;
+use hsd_storage::{Backend, Committed, Durability, StorageConn, SyncStep, ERR_BUSY};
 use std::cell::Cell;
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -643,11 +643,11 @@ fn take_finished<A: Answer>(active: &mut Vec<WriteJob<A>>) -> Vec<WriteJob<A>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::memory::{Fault, MemoryStore};
-    use crate::backend::{OpenedIndex, TableMeta, WriteBatching};
     use crate::exec::testing::{open, store, write_task};
     use crate::shared::testing::{local, shared, text};
     use hs_proto::ResponseWriter;
+    use hsd_storage::memory::{Fault, MemoryStore};
+    use hsd_storage::{OpenedIndex, TableMeta, WriteBatching};
 
     /// Column `n` of row `id` as stored.
     fn n_of(store: &MemoryStore, id: &str) -> String {
@@ -663,7 +663,7 @@ mod tests {
     /// their answers.
     async fn clients(
         committer: &Rc<GroupCommitter<ResponseWriter>>,
-        index: &Arc<crate::backend::OpenedIndex>,
+        index: &Arc<hsd_storage::OpenedIndex>,
         jobs: Vec<Vec<String>>,
     ) -> Vec<Vec<String>> {
         let handles: Vec<_> = jobs

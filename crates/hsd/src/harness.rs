@@ -5,7 +5,6 @@
 //! committer, SQLite). `binlog` exposes the binary log reader to its tests.
 
 use crate::admission::Admission;
-use crate::backend::sqlite::{SqliteBackend, Synchronous};
 use crate::dispatch::Dispatcher;
 use crate::exec::Catalog;
 use crate::limits::{ConnectionLimits, MemoryBudget};
@@ -14,6 +13,7 @@ use crate::port::{Port, PortKind};
 use crate::session::Session;
 use crate::shared::Shared;
 use hs_proto::ResponseWriter;
+use hsd_sqlite::{SqliteBackend, Synchronous};
 use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -24,7 +24,7 @@ pub use crate::connection::Close;
 
 /// The MySQL/MariaDB binary log reader, for its tests against real servers.
 pub mod binlog {
-    pub use crate::backend::mysql::binlog::{
+    pub use hsd_mysql::binlog::{
         BinlogReader, BinlogSink, Cell, Change, Position, ReaderSettings, Row, RowChange,
         StreamEvent,
     };
@@ -34,7 +34,7 @@ pub use crate::session::MAX_AUTH_FAILURES;
 /// Opens `<dir>/<db>.sqlite`, creating it, as hsd opens its files (WAL
 /// mode): the fuzz targets' side connection to the store.
 pub fn open_store_file(data_dir: &Path, db: &str) -> anyhow::Result<rusqlite::Connection> {
-    crate::backend::sqlite::open_db(data_dir, db, true, Synchronous::Off)
+    hsd_sqlite::open_db(data_dir, db, true, Synchronous::Off)
         .map_err(|e| anyhow::anyhow!("opening {db} in {}: {e}", data_dir.display()))
 }
 

@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use std::time::Instant;
 use tokio::sync::Notify;
 
-use crate::backend::ERR_UNAVAILABLE;
+use hsd_storage::ERR_UNAVAILABLE;
 
 pub(crate) struct JobQueue<J> {
     jobs: RefCell<VecDeque<J>>,

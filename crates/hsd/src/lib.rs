@@ -17,14 +17,12 @@
 mod accept_backoff;
 mod admission;
 mod allocator;
-mod backend;
 mod config;
 mod connection;
 mod demo;
 mod dispatch;
 mod event_loop;
 mod exec;
-mod finding;
 mod group_commit;
 pub mod harness;
 mod hs_answer;

@@ -7,11 +7,11 @@
 //! finding; the MySQL servers' login is checked by the backend's start
 //! with the words of `backend::mysql::preflight`.
 
-use crate::backend::mysql::preflight as mysql_preflight;
-use crate::backend::mysql::MysqlSettings;
 use crate::config::{BackendChoice, Config};
-pub use crate::finding::{one_line, Finding, Severity};
 use crate::server::DEFAULT_MYSQL_LINKS;
+use hsd_mysql::preflight as mysql_preflight;
+use hsd_mysql::MysqlSettings;
+pub use hsd_storage::finding::{one_line, Finding, Severity};
 use std::io::ErrorKind;
 use std::net::TcpListener;
 

@@ -18,11 +18,11 @@
 //! is told, so that it leaves that place out: a replica going down costs
 //! clients no error.
 
-use crate::backend::{Backend, OpenedIndex, ReadRouter, StorageConn, StorageError};
 use crate::exec::{self, Answer, ReadTask};
 use crate::job_queue::{unavailable, JobQueue};
 use crate::shared::Shared;
 use hs_proto::{ErrorKind, OpenIndexRequest};
+use hsd_storage::{Backend, OpenedIndex, ReadRouter, StorageConn, StorageError};
 use std::rc::Rc;
 use std::sync::Arc;
 use tokio::sync::oneshot;
@@ -383,11 +383,11 @@ async fn run_on<C: StorageConn, A: Answer>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::memory::{Fault, MemoryStore};
-    use crate::backend::{ReadSide, WriteBatching};
     use crate::exec::testing::{open, read_task, store};
     use crate::shared::testing::{local, shared, text};
     use hs_proto::ResponseWriter;
+    use hsd_storage::memory::{Fault, MemoryStore};
+    use hsd_storage::{ReadSide, WriteBatching};
 
     /// A batcher of the store's read side, with `links` runners.
     fn batcher(store: &MemoryStore, links: usize) -> ReadBatcher<MemoryStore, ResponseWriter> {

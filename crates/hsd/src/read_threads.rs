@@ -6,9 +6,9 @@
 //! at a time; a thread with nothing to do gives back what its connection
 //! must not hold idle (`StorageConn::idle_deadline`).
 
-use crate::backend::{Backend, StorageConn};
 use crate::exec::{self, Answer, ReadTask};
 use crate::job_queue::unavailable;
+use hsd_storage::{Backend, StorageConn};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};

@@ -5,9 +5,6 @@
 
 use crate::accept_backoff::AcceptBackoff;
 use crate::admission::{Admission, Refusal};
-use crate::backend::mysql::{MysqlBackend, MysqlSettings};
-use crate::backend::sqlite::SqliteBackend;
-use crate::backend::{Backend, LongReads};
 use crate::config::{BackendChoice, Config};
 use crate::event_loop::{EventLoop, HandlerSocket, Incoming};
 use crate::exec::Catalog;
@@ -19,6 +16,9 @@ use crate::secrets::Secret;
 use crate::shared::Shared;
 use crate::shutdown::{self, Shutdown};
 use anyhow::Context;
+use hsd_mysql::{MysqlBackend, MysqlSettings};
+use hsd_sqlite::SqliteBackend;
+use hsd_storage::{Backend, LongReads};
 use std::sync::Arc;
 use tokio::net::TcpListener;
 

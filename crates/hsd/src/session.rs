@@ -8,7 +8,6 @@
 //! of writes and reads is one group and one commit, as on the original.
 //! Where a batch runs is the dispatcher's business (`dispatch`).
 
-use crate::backend::{Backend, OpenedIndex};
 use crate::dispatch::Dispatcher;
 use crate::exec::{is_short, Answer, ReadTask, WriteOp, WriteTask};
 use crate::hs_answer;
@@ -17,6 +16,7 @@ use hs_proto::{
     parse_request, AuthRequest, ErrorKind, ExecRequest, IndexOperation, OpenIndexRequest, Request,
     ResponseWriter, MAX_INDEX_ID,
 };
+use hsd_storage::{Backend, OpenedIndex};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;

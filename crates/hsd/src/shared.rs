@@ -2,10 +2,10 @@
 //! connections, the catalog of opened indexes, the metrics, and the limit
 //! on the answers of one client batch.
 
-use crate::backend::Backend;
 use crate::exec::{Catalog, WriteLimits, MAX_WALK_ROWS, WALK_SLICE, WALK_WHOLE_ROWS};
 use crate::metrics::Metrics;
 use crate::read_threads::ReadThreads;
+use hsd_storage::Backend;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,10 +59,10 @@ impl<B: Backend> Clone for Shared<B> {
 #[cfg(test)]
 pub(crate) mod testing {
     use super::Shared;
-    use crate::backend::memory::MemoryStore;
     use crate::exec::Catalog;
     use crate::metrics::Metrics;
     use hs_proto::ResponseWriter;
+    use hsd_storage::memory::MemoryStore;
     use std::sync::Arc;
 
     pub(crate) fn shared(store: MemoryStore) -> Shared<MemoryStore> {

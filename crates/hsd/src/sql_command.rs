@@ -6,8 +6,8 @@
 //! `CREATE`; anything else on a missing db (a mistyped name) is an error that
 //! lists the dbs there are, and creates no file.
 
-use crate::backend::sqlite::{db_path, open_db, valid_db_name, Synchronous};
 use anyhow::Context;
+use hsd_sqlite::{db_path, open_db, valid_db_name, Synchronous};
 use rusqlite::types::ValueRef;
 use std::io::Write;
 use std::path::Path;

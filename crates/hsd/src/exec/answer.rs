@@ -73,10 +73,10 @@ mod tests {
     //! The executor answering through a sink of another protocol's kind:
     //! one that records what it is handed, as values.
     use super::*;
-    use crate::backend::{Backend, StorageConn, WriteBatching};
     use crate::exec::testing::{open, store, write_task};
     use crate::exec::{run_reads, run_writes, ReadTask, WriteLimits, WriteOutcome, WriteTask};
     use hs_proto::{parse_request, IndexOperation, Request};
+    use hsd_storage::{Backend, StorageConn, WriteBatching};
 
     #[derive(Debug, Clone, PartialEq, Eq)]
     enum Event {
@@ -121,7 +121,7 @@ mod tests {
         }
     }
 
-    fn find(index: &std::sync::Arc<crate::backend::OpenedIndex>, line: &str) -> ReadTask<Recorded> {
+    fn find(index: &std::sync::Arc<hsd_storage::OpenedIndex>, line: &str) -> ReadTask<Recorded> {
         let Ok(Request::Exec(exec)) = parse_request(line.as_bytes()) else {
             panic!("not a request: {line:?}");
         };

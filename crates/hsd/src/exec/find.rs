@@ -11,8 +11,8 @@
 
 use super::answer::{failure, Answer};
 use super::{prepare_find, storage_error_kind, PreparedFind, RowCounter, RowDecision};
-use crate::backend::{OpenedIndex, RowView, ScanStep, StorageConn, StorageError};
 use hs_proto::{ErrorKind, FindRequest};
+use hsd_storage::{OpenedIndex, RowView, ScanStep, StorageConn, StorageError};
 use std::sync::Arc;
 
 /// The answer to a find whose rows would exceed the answer bytes limit:

@@ -30,8 +30,8 @@ pub(crate) use write::{
     MAX_WALK_ROWS, WALK_SLICE, WALK_WHOLE_ROWS,
 };
 
-use crate::backend::{FilterMode, FilterVerdict, OpenedIndex, ResolvedFilter, Scan, StorageError};
 use hs_proto::{ErrorKind, FilterKind, FindRequest};
+use hsd_storage::{FilterMode, FilterVerdict, OpenedIndex, ResolvedFilter, Scan, StorageError};
 
 /// Maps a storage failure to the error line a client sees.
 pub(crate) fn storage_error_kind(e: &StorageError) -> ErrorKind {

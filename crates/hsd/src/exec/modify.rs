@@ -4,9 +4,9 @@
 
 use super::answer::{Answer, Done};
 use super::find::ERR_ANSWER_TOO_LARGE;
-use crate::backend::values::modify_amount;
-use crate::backend::{Change, FilterVerdict, IntRead, OpenedIndex, RowView, WriteValue};
 use hs_proto::{ErrorKind, ModifyOp, ModifySpec, Value};
+use hsd_storage::values::modify_amount;
+use hsd_storage::{Change, FilterVerdict, IntRead, OpenedIndex, RowView, WriteValue};
 
 /// An opened row's values before a change: their text (what the `?` forms
 /// answer) and the exact value of each column whose text rounds it (what

@@ -9,8 +9,8 @@
 //! openings once they hold `MAX_REMEMBERED_BYTES`.
 
 use super::storage_error_kind;
-use crate::backend::{OpenedIndex, StorageConn, StorageError, TableMeta};
 use hs_proto::{ErrorKind, OpenIndexRequest};
+use hsd_storage::{OpenedIndex, StorageConn, StorageError, TableMeta};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -134,7 +134,7 @@ fn opening_bytes(key: &OpenKey, index: &OpenedIndex) -> usize {
 /// The part of `opening_bytes` that the opening itself holds.
 fn held_bytes(index: &OpenedIndex) -> usize {
     const PER_POSITION: usize = std::mem::size_of::<usize>();
-    const PER_COLUMN: usize = std::mem::size_of::<crate::backend::ColumnMeta>();
+    const PER_COLUMN: usize = std::mem::size_of::<hsd_storage::ColumnMeta>();
     let table = &index.table;
     let columns: usize = table
         .columns
@@ -181,7 +181,7 @@ fn resolve(meta: TableMeta, req: &OpenIndexRequest, id: u64) -> Result<OpenedInd
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::sqlite::{open_db, SqliteConn, Synchronous};
+    use hsd_sqlite::{open_db, SqliteConn, Synchronous};
 
     fn opening(columns: Vec<Vec<u8>>) -> OpenIndexRequest {
         OpenIndexRequest {
@@ -217,7 +217,7 @@ mod tests {
             Synchronous::Off,
             None,
             None,
-            crate::backend::sqlite::MMAP_SIZE,
+            hsd_sqlite::MMAP_SIZE,
         );
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()

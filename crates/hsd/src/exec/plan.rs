@@ -6,9 +6,9 @@
 use super::modify::{update_values, RowChange};
 use super::write::{WriteOp, WriteTask};
 use super::{prepare_find, storage_error_kind, PreparedFind};
-use crate::backend::values::{is_stored_form, stored_integer};
-use crate::backend::{ColumnKind, OpenedIndex, StorageError, TableMeta};
 use hs_proto::{ErrorKind, FindOp, FindRequest, InsertRequest, ModifyOp, ModifySpec};
+use hsd_storage::values::{is_stored_form, stored_integer};
+use hsd_storage::{ColumnKind, OpenedIndex, StorageError, TableMeta};
 
 /// What one write task will do.
 pub(super) enum WritePlan<'t> {

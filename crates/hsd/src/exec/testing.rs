@@ -3,9 +3,9 @@
 //! written as protocol lines (parsed as a client's would be).
 
 use super::{ReadTask, WriteOp, WriteTask};
-use crate::backend::memory::{table_meta, Col, Idx, MemoryStore};
-use crate::backend::{OpenedIndex, TableMeta, WriteBatching};
 use hs_proto::{parse_request, IndexOperation, Request, ResponseWriter};
+use hsd_storage::memory::{table_meta, Col, Idx, MemoryStore};
+use hsd_storage::{OpenedIndex, TableMeta, WriteBatching};
 use std::sync::Arc;
 
 /// `t (id INT NOT NULL, u INT NULL, n INT NOT NULL, s TEXT NULL)`, with a

@@ -18,11 +18,11 @@ use super::find::{run_reads, ReadTask};
 use super::modify::{row_change, ModifyAnswer, ReadRow};
 use super::plan::{plan, InsertRow, ModifyPlan, WritePlan};
 use super::{storage_error_kind, RowCounter, RowDecision};
-use crate::backend::{
+use hs_proto::{ErrorKind, FindOp, FindRequest, InsertRequest, Value};
+use hsd_storage::{
     OpenedIndex, RowInsert, RowTarget, RowView, RowWrite, Scan, ScanStep, StorageConn,
     StorageError, WriteBatching, ERR_STATEMENT_TIMEOUT, ERR_UNAVAILABLE,
 };
-use hs_proto::{ErrorKind, FindOp, FindRequest, InsertRequest, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

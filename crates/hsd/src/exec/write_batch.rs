@@ -28,11 +28,11 @@ use super::write::{
     WriteLimits, WriteOutcome,
 };
 use super::{RowCounter, RowDecision};
-use crate::backend::{
+use hs_proto::Value;
+use hsd_storage::{
     ColumnKind, FilterMode, RowInsert, RowTarget, RowView, RowWrite, Scan, ScanStep, StorageConn,
     StorageError,
 };
-use hs_proto::Value;
 use std::collections::HashSet;
 
 /// The longest run of writes by key sent as one statement each: a longer
@@ -398,13 +398,13 @@ mod tests {
     //! one at a time: random groups over one table, run on two copies of
     //! the in-memory store, one taking writes one at a time, one batching.
 
-    use crate::backend::memory::MemoryStore;
-    use crate::backend::{Backend, OpenedIndex, StorageConn, WriteBatching};
     use crate::exec::testing::{open, store, write_task};
     use crate::exec::write::{
         run_writes, run_writes_resuming, WriteLimits, WriteOutcome, WriteTask, MAX_WALK_ROWS,
     };
     use hs_proto::ResponseWriter;
+    use hsd_storage::memory::MemoryStore;
+    use hsd_storage::{Backend, OpenedIndex, StorageConn, WriteBatching};
 
     const LIMITS: WriteLimits = WriteLimits {
         max_answer: 1 << 20,
@@ -426,7 +426,7 @@ mod tests {
         (0, &[2, 2]),       // PRIMARY: n opened twice
     ];
 
-    fn openings(table: &Arc<crate::backend::TableMeta>) -> Vec<Arc<OpenedIndex>> {
+    fn openings(table: &Arc<hsd_storage::TableMeta>) -> Vec<Arc<OpenedIndex>> {
         OPENINGS
             .iter()
             .enumerate()

@@ -11,7 +11,7 @@
 use super::sasl::SaslOutcome;
 use super::session::{Counted, Flow, McSession, Outcome};
 use super::stats::{self, StatsAnswer};
-use crate::backend::Backend;
+use hsd_storage::Backend;
 use mc_proto::binary::{
     sasl, suppressed, write_counter, write_error, write_get_hit, write_response, write_stat,
     BinaryStore, ResponseHeader, Status,

@@ -6,10 +6,10 @@
 
 use super::answer::McAnswer;
 use super::sasl::SaslLogin;
-use crate::backend::{Backend, OpenedIndex, StorageConn, TableMeta};
 use crate::exec::{open_index, run_reads, Catalog, ReadTask};
 use anyhow::Context;
 use hs_proto::{FindOp, FindRequest, OpenIndexRequest};
+use hsd_storage::{Backend, OpenedIndex, StorageConn, TableMeta};
 use mc_proto::keys::{DEFAULT_CONTAINER_DELIMITER, DEFAULT_VALUE_SEPARATOR};
 use serde::Deserialize;
 use std::sync::Arc;

@@ -16,10 +16,10 @@
 use super::gets::{plain_get_keys, MAX_BATCHED_KEYS};
 use super::session::{Flow, McSession, Request};
 use crate::admission::Place;
-use crate::backend::Backend;
 use crate::connection::{Close, INPUT_ALLOWANCE};
 use crate::limits::ConnectionLimits;
 use crate::shutdown::Shutdown;
+use hsd_storage::Backend;
 use mc_proto::{BinaryDecoder, Decoded, Protocol, Refusal, TextDecoder, TextLimits};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;

@@ -9,7 +9,7 @@
 use super::binary::reply;
 use super::item::Item;
 use super::session::{McSession, Request, Resolved, TOO_LARGE_ANSWER};
-use crate::backend::Backend;
+use hsd_storage::Backend;
 use mc_proto::binary::{write_get_hit, Status as BinaryStatus};
 use mc_proto::response::{write_error, write_status, write_value};
 use mc_proto::{BinaryCommand, Command, Status};
@@ -118,12 +118,12 @@ mod tests {
     use super::super::config::{Container, ContainerSpec, Containers};
     use super::super::{connection, session::McSession, Memcached};
     use crate::admission::Admission;
-    use crate::backend::memory::{table_meta, Col, Idx, MemoryStore};
-    use crate::backend::WriteBatching;
     use crate::dispatch::Dispatcher;
     use crate::limits::{ConnectionLimits, MemoryBudget};
     use crate::port::PortKind;
     use crate::shared::testing::{local, shared};
+    use hsd_storage::memory::{table_meta, Col, Idx, MemoryStore};
+    use hsd_storage::WriteBatching;
     use std::rc::Rc;
     use std::sync::Arc;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

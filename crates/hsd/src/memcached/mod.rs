@@ -37,12 +37,12 @@ pub(crate) use config::{
 pub(crate) use sasl::SaslLogin;
 
 use crate::admission::Place;
-use crate::backend::Backend;
 use crate::connection::Close;
 use crate::dispatch::Dispatcher;
 use crate::event_loop::Front;
 use crate::port::Port;
 use crate::shutdown::Shutdown;
+use hsd_storage::Backend;
 use std::rc::Rc;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};

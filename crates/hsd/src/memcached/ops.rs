@@ -17,13 +17,13 @@
 
 use super::answer::McAnswer;
 use super::item::{row_of, CasClock, Item, Layout};
-use crate::backend::{Backend, ColumnKind, OpenedIndex, ERR_DUPLICATE_KEY};
 use crate::dispatch::Dispatcher;
 use crate::exec::{Done, ReadTask, WriteOp, WriteTask};
 use hs_proto::{
     ErrorKind, FilterKind, FilterOp, FilterSpec, FindOp, FindRequest, InsertRequest, ModifyOp,
     ModifySpec, Value,
 };
+use hsd_storage::{Backend, ColumnKind, OpenedIndex, ERR_DUPLICATE_KEY};
 use std::sync::Arc;
 
 /// Reads and guarded writes of one command before it gives up.

@@ -13,10 +13,10 @@ use super::ops::{self, Decision, Failure, NewRow, Target, ERR_DATA_TOO_LONG};
 use super::sasl::SaslState;
 use super::stats::{self, StatsAnswer, StatsContext};
 use super::Memcached;
-use crate::backend::{Backend, OpenedIndex};
 use crate::dispatch::Dispatcher;
 use crate::exec::find::ERR_ANSWER_TOO_LARGE;
 use hs_proto::{ErrorKind, Value};
+use hsd_storage::{Backend, OpenedIndex};
 use mc_proto::response::{
     write_error, write_meta, write_meta_debug, write_meta_noop, write_number, write_stat,
     write_status, write_value, write_version,

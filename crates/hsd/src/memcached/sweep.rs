@@ -11,11 +11,11 @@
 use super::answer::McAnswer;
 use super::config::{Containers, SweepSettings};
 use super::item::{now, Layout};
-use crate::backend::{Backend, OpenedIndex};
 use crate::dispatch::Dispatcher;
 use crate::exec::{Done, WriteOp, WriteTask};
 use crate::shutdown::Shutdown;
 use hs_proto::{FilterKind, FilterOp, FilterSpec, FindOp, FindRequest, ModifyOp, ModifySpec};
+use hsd_storage::{Backend, OpenedIndex};
 use std::sync::Arc;
 
 /// The find-and-delete of one sweep of a container whose expiry is the

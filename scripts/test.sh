@@ -122,9 +122,10 @@ if [[ $setup_only -eq 0 ]]; then
     cargo build --workspace --all-targets
     cargo test --workspace --no-run
 
-    section "lint gate: cargo fmt --check and cargo clippy -D warnings (workspace lints in Cargo.toml)"
+    section "lint gate: cargo fmt --check, cargo clippy -D warnings (workspace lints in Cargo.toml), the crates' arrows"
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
+    bash "$ROOT/scripts/crate-arrows.sh"
 fi
 
 section "private MariaDB and MySQL 8 (started while cargo built)"

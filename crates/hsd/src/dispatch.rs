@@ -13,9 +13,9 @@
 //! hsd-sync     embedded store: the sync step of large write groups
 //!              (`group_commit`).
 //! hsd-checkpoint  embedded store: WAL checkpoints, one connection per db
-//!              (`backend::sqlite::wal_sync`).
+//!              (`hsd_sqlite::wal_sync`).
 //! hsd-topology MySQL with --replica: polls every server's role and
-//!              position (`backend::mysql::topology`).
+//!              position (`hsd_mysql::topology`).
 //! ```
 //!
 //! An event loop is a thread with its own single-threaded runtime. It owns
@@ -42,14 +42,14 @@
 //!   `--write-groups` such tasks, one running its group's statements while
 //!   the others wait on their COMMIT (`group_commit`).
 //! - Where a batcher's finds run is its backend's read router's to say
-//!   (`backend::ReadRouter`), asked once per batch: for the read port's
+//!   (`hsd_storage::ReadRouter`), asked once per batch: for the read port's
 //!   finds (`ReadSide::Reads`) it may send them to any place that has seen
 //!   every write hsd acknowledged before they arrived (with MySQL and
 //!   `--read-from replicas`: a replica, else after `--replica-wait` the
 //!   primary); the write port's run where writes go. Finds a place failed
 //!   for being unreachable run again elsewhere (`read_batch`). With several
 //!   MySQL servers the write port's connections follow the one that takes
-//!   writes (between groups, `backend::mysql::topology`).
+//!   writes (between groups, `hsd_mysql::topology`).
 //!
 //! Work for storage yields to the loop's other connections: the batchers
 //! and the committer take bounded batches, and a modify walk or an embedded

@@ -2,7 +2,7 @@
 //! targets: one event loop's read and write dispatchers over the embedded
 //! store, and a client connection served on any byte stream exactly as the
 //! server serves a socket (framing, session, dispatcher, executor, group
-//! committer, SQLite). `binlog` exposes the binary log reader to its tests.
+//! committer, SQLite).
 
 use crate::admission::Admission;
 use crate::dispatch::Dispatcher;
@@ -22,13 +22,6 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 pub use crate::connection::Close;
 
-/// The MySQL/MariaDB binary log reader, for its tests against real servers.
-pub mod binlog {
-    pub use hsd_mysql::binlog::{
-        BinlogReader, BinlogSink, Cell, Change, Position, ReaderSettings, Row, RowChange,
-        StreamEvent,
-    };
-}
 pub use crate::session::MAX_AUTH_FAILURES;
 
 /// Opens `<dir>/<db>.sqlite`, creating it, as hsd opens its files (WAL

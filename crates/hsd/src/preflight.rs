@@ -5,7 +5,7 @@
 //! TLS files, the data directory) are checked while they are read
 //! (`ServeOptions::resolve`), whose error `hsd check` prints as its one
 //! finding; the MySQL servers' login is checked by the backend's start
-//! with the words of `backend::mysql::preflight`.
+//! with the words of `hsd_mysql::preflight`.
 
 use crate::config::{BackendChoice, Config};
 use crate::server::DEFAULT_MYSQL_LINKS;

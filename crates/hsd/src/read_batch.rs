@@ -5,7 +5,7 @@
 //! from many clients become few statements. A lone job runs at once.
 //!
 //! Every batch runs where the backend's read router says
-//! (`backend::ReadRouter`). With one place to read from that is always the
+//! (`hsd_storage::ReadRouter`). With one place to read from that is always the
 //! same connection. With several (`--read-from replicas`), each job carries
 //! what its finds must see as it was when the job arrived (every write hsd
 //! had acknowledged), and a runner asks the router where its whole batch

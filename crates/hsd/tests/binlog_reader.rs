@@ -8,7 +8,7 @@
 mod common;
 use common::blocking::*;
 use common::{mysql8_url, mysql_url};
-use hsd::harness::binlog::{
+use hsd_mysql::binlog::{
     BinlogReader, Cell, Change, Position, ReaderSettings, RowChange, StreamEvent,
 };
 use std::sync::mpsc::{channel, Receiver};

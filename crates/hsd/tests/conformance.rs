@@ -1234,7 +1234,7 @@ const FLOAT_INPUTS: [&str; 18] = [
 /// FLOAT keys, filters and the rows modifies read by a FLOAT key answer as
 /// on the original, for a FLOAT, a FLOAT(7,4) and a FLOAT UNSIGNED: hsd
 /// writes the single-precision value the column stores itself (see
-/// `backend::floats`). Finds by key go both through HANDLER and (with a
+/// `hsd_storage::floats`). Finds by key go both through HANDLER and (with a
 /// filter) through SELECT. Same lines to the plugin and to hsd, on two
 /// copies of one table; answers and rows must be equal.
 #[test]

@@ -1,5 +1,5 @@
 //! Test helpers for the executor and its callers: a standard table in the
-//! in-memory store (`backend::memory`), indexes opened on it, and requests
+//! in-memory store (`hsd_storage::memory`), indexes opened on it, and requests
 //! written as protocol lines (parsed as a client's would be).
 
 use super::{ReadTask, WriteOp, WriteTask};

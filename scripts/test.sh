@@ -9,13 +9,15 @@
 # halves run side by side:
 #   - MariaDB and the rest (foreground): `cargo test --workspace` (its
 #     tests/hostile and tests/conformance from their binaries in the
-#     background beside the others: both mostly wait), the compat
-#     steps, the Python client's tests (clients/python, in a venv under
-#     target/), the Go client's tests (clients/go, go vet and go test
-#     -race), the original plugin's regression tests against the plugin
-#     and hsd (scripts/plugin-regtest.sh), the memcached clients
-#     (compat/memcached: pymemcache and
-#     gomemcache, on all three backends), and the bench smoke steps;
+#     background beside the others: both mostly wait; so do the suites
+#     that start MariaDBs of their own, in a lane of their own), then the
+#     Python client's tests (clients/python, in a venv under target/ made
+#     while cargo builds), the Go client's tests (clients/go, go vet and go
+#     test -race), the memcached clients (compat/memcached: pymemcache and
+#     gomemcache, on all three backends) and the bench smoke steps, beside
+#     a lane with the compat steps (hs4j, node-handlersocket, nc) and the
+#     original plugin's regression tests against the plugin and hsd
+#     (scripts/plugin-regtest.sh);
 #   - MySQL 8 (background, output in target/test-mysql8.log, printed when it
 #     ends): the MySQL backend's suites (the mysql_* tests and the
 #     both-backend protocol, operations and crash tests) run again with
@@ -101,8 +103,16 @@ bash "$ROOT/scripts/galera.sh" start >"$galera_start_log" 2>&1 &
 galera_start_pid=$!
 bash "$ROOT/scripts/vitess.sh" start >"$vitess_start_log" 2>&1 &
 vitess_start_pid=$!
+# The Python client's venv, shared by both halves (the client, its test tools
+# and pymemcache from PyPI): made beside the build, mostly network.
+PYVENV=$ROOT/target/pyclient-venv
+pyvenv_log=$ROOT/target/pyvenv-setup.log
+{ { [[ -x "$PYVENV/bin/python" ]] || python3 -m venv "$PYVENV"; } &&
+    "$PYVENV/bin/python" -m pip install -q --disable-pip-version-check "$ROOT/clients/python[test]" \
+        mypy==2.4.1 pymemcache==4.0.0; } >"$pyvenv_log" 2>&1 &
+pyvenv_pid=$!
 start_pids=("$mariadb_start_pid" "$mysql8_start_pid" "$repl_start_pid" "$galera_start_pid"
-    "$vitess_start_pid")
+    "$vitess_start_pid" "$pyvenv_pid")
 # Until the full exit handler is set (after the build): never leave them
 # running.
 early_exit() {
@@ -134,12 +144,22 @@ repl_pid=""
 hostile_pid=""
 conformance_pid=""
 package_pid=""
+compat_pid=""
+private_pid=""
 on_exit() {
     local rc=$?
     if [[ -n "$package_pid" ]] && kill -0 "$package_pid" 2>/dev/null; then
         # Its own exit handler purges the package it installed.
         kill -TERM -- "-$package_pid" 2>/dev/null || kill -TERM "$package_pid" 2>/dev/null || true
         wait "$package_pid" 2>/dev/null || true
+    fi
+    if [[ -n "$private_pid" ]] && kill -0 "$private_pid" 2>/dev/null; then
+        kill -TERM -- "-$private_pid" 2>/dev/null || kill -TERM "$private_pid" 2>/dev/null || true
+        wait "$private_pid" 2>/dev/null || true
+    fi
+    if [[ -n "$compat_pid" ]] && kill -0 "$compat_pid" 2>/dev/null; then
+        kill -TERM -- "-$compat_pid" 2>/dev/null || kill -TERM "$compat_pid" 2>/dev/null || true
+        wait "$compat_pid" 2>/dev/null || true
     fi
     if [[ -n "$hostile_pid" ]] && kill -0 "$hostile_pid" 2>/dev/null; then
         kill -TERM -- "-$hostile_pid" 2>/dev/null || kill -TERM "$hostile_pid" 2>/dev/null || true
@@ -200,6 +220,7 @@ wait_started() {
         exit 1
     fi
     cat "$3"
+    echo "($1 ready by t+$((SECONDS - START))s)"
 }
 wait_started mariadb "$mariadb_start_pid" "$mariadb_start_log"
 eval "$(bash "$ROOT/scripts/mariadb.sh" env)"
@@ -237,12 +258,13 @@ if [[ $setup_only -eq 1 ]]; then
     exit 0
 fi
 
-# The Python client's venv, shared by both halves: made before they start.
-PYVENV=$ROOT/target/pyclient-venv
-[[ -x "$PYVENV/bin/python" ]] || python3 -m venv "$PYVENV" \
-    || { echo "python3 -m venv failed (Debian: apt-get install python3-venv)" >&2; exit 1; }
-"$PYVENV/bin/python" -m pip install -q --disable-pip-version-check "$ROOT/clients/python[test]" mypy==2.4.1 \
-    pymemcache==4.0.0
+# The Python client's venv (started with the servers), before either half uses it.
+if ! wait "$pyvenv_pid"; then
+    cat "$pyvenv_log" >&2
+    echo "the Python venv could not be made (Debian: apt-get install python3-venv; log above)" >&2
+    exit 1
+fi
+echo "python venv ready: $PYVENV (t+$((SECONDS - START))s)"
 
 # no_skips LOG WHAT: fails when pytest's log shows a skipped or xpassed test.
 no_skips() {
@@ -351,13 +373,56 @@ wait_suite() {
 suite_in_background hostile
 suite_in_background conformance
 
-section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed), all but tests/hostile and tests/conformance"
+# The suites that start MariaDBs of their own (PrivateMariadb) share no
+# server with the others: they run one after another in a lane beside the
+# rest (about a hundred seconds, most of it waiting on those servers and on
+# timeouts). mysql_stalls stays in the foreground: its four writing clients
+# starved the MySQL 8 half's timing tests when it ran beside them.
+private_lane_suites=(mysql_in_doubt mysql_outage mysql_binlog_filters mysql_lower_case_names
+    mysql_session_tracking mysql_tls)
+private_lane() {
+    local started=$SECONDS failed=0 name bin
+    for name in "${private_lane_suites[@]}"; do
+        bin=$(awk -v n="$name" '$1 == n {print $2}' <<<"$hsd_test_bins")
+        if [[ -z "$bin" ]]; then
+            echo "private-server lane: no test binary $name" >&2
+            failed=1
+            continue
+        fi
+        echo "== tests/$name.rs (t+$((SECONDS - started))s)"
+        (cd "$ROOT/crates/hsd" && "$bin") || { echo "tests/$name.rs FAILED" >&2; failed=1; }
+    done
+    echo "== private-server lane done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
+    return "$failed"
+}
+private_log=$ROOT/target/test-private-lane.log
+set -m
+private_lane >"$private_log" 2>&1 &
+private_pid=$!
+set +m
+echo "private-server lane (${private_lane_suites[*]}) running in the background (pid $private_pid, log $private_log)"
+
+section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed), all but tests/hostile, tests/conformance and the private-server lane"
 other_hsd_tests=()
 while read -r name _; do
-    [[ "$name" != hostile && "$name" != conformance ]] && other_hsd_tests+=(--test "$name")
+    case " hostile conformance ${private_lane_suites[*]} " in
+        *" $name "*) ;;
+        *) other_hsd_tests+=(--test "$name") ;;
+    esac
 done <<<"$hsd_test_bins"
 cargo test --workspace --exclude hsd-cluster-tests --exclude hsd
 cargo test -p hsd --lib --bins "${other_hsd_tests[@]}"
+
+section "private-server lane (background since the suites began): waiting for it"
+private_rc=0
+wait "$private_pid" || private_rc=$?
+private_pid=""
+grep -vE '^\[hsd\]' "$private_log" | grep -E '^(== |test result|failures:|---- )' || true
+if [[ $private_rc -ne 0 ]]; then
+    grep -vE '^\[hsd\]' "$private_log" | tail -n 150 >&2
+    echo "the private-server lane FAILED (exit $private_rc; whole log $private_log)" >&2
+    exit 1
+fi
 
 section "tests/conformance (background since the suites began): waiting for it"
 wait_suite conformance
@@ -431,17 +496,33 @@ echo "Debian package test running in the background (pid $package_pid, log $pack
 # Each step: a `section "..."` header, then commands that fail the run on error.
 # MariaDB is running and HSD_TEST_MYSQL_URL is exported here.
 
-section "compat: third-party clients (hs4j, node-handlersocket, nc) on the embedded store"
-HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/compat/run.sh" sqlite
-
-section "compat: third-party clients (hs4j, node-handlersocket, nc) on MariaDB"
-HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/compat/run.sh" mysql
-
-section "the original plugin's regression tests against the plugin and hsd (scripts/plugin-regtest.sh)"
-# regtest/ from MariaDB's Debian source package (downloaded once into
-# target/plugin-regtest/cache/), over the Perl client built from it; every
-# test against the plugin, then against hsd on the same MariaDB.
-HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/scripts/plugin-regtest.sh"
+# The third-party clients and the original plugin's regression tests (about
+# a minute and a half, mostly JVM and node start-ups and waiting on the
+# servers) run beside the Python, Go and memcached clients and the bench
+# smoke below. Output in target/test-compat-lane.log, printed when it ends.
+compat_lane() {
+    local started=$SECONDS failed=0
+    echo "== compat: third-party clients (hs4j, node-handlersocket, nc) on the embedded store"
+    HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/compat/run.sh" sqlite || failed=1
+    echo
+    echo "== compat: third-party clients (hs4j, node-handlersocket, nc) on MariaDB (t+$((SECONDS - started))s)"
+    HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/compat/run.sh" mysql || failed=1
+    echo
+    echo "== the original plugin's regression tests against the plugin and hsd (t+$((SECONDS - started))s)"
+    # regtest/ from MariaDB's Debian source package (downloaded once into
+    # target/plugin-regtest/cache/), over the Perl client built from it;
+    # every test against the plugin, then against hsd on the same MariaDB.
+    HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/scripts/plugin-regtest.sh" || failed=1
+    echo "== compat lane done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
+    return "$failed"
+}
+compat_log=$ROOT/target/test-compat-lane.log
+set -m
+compat_lane >"$compat_log" 2>&1 &
+compat_pid=$!
+compat_started=$((SECONDS - START))
+set +m
+echo "compat lane (hs4j, node-handlersocket, nc, the plugin's regression tests) running in the background (pid $compat_pid, log $compat_log)"
 
 section "python client: pytest against hsd (embedded store, MariaDB) and the original plugin"
 # A venv under target/ with the client (clients/python) and its test tools
@@ -502,6 +583,16 @@ section "bench smoke: scripts/bench.sh --quick (every system and workload; check
 bash "$ROOT/scripts/bench.sh" --quick --no-build --profile debug --json "$ROOT/target/bench-quick.json"
 
 # --- end of compat and bench smoke ---
+
+section "compat lane (background since t+${compat_started}s): waiting for it, then its log"
+compat_rc=0
+wait "$compat_pid" || compat_rc=$?
+compat_pid=""
+cat "$compat_log"
+if [[ $compat_rc -ne 0 ]]; then
+    echo "the compat lane FAILED (exit $compat_rc; log above, also in $compat_log)" >&2
+    exit 1
+fi
 
 section "Debian package: scripts/test-package.sh (background since t+${package_started}s): waiting for it, then its log"
 package_rc=0

@@ -167,7 +167,7 @@ impl MysqlBackend {
                 Some(c) => Some(
                     RowCacheService::start(
                         c,
-                        CacheSource::Single(&settings.url),
+                        CacheSource::Single(settings.url.clone()),
                         settings.timeout,
                         registry,
                     )

@@ -4,7 +4,7 @@
 use crate::secrets::{read_trimmed, Secret};
 use anyhow::Context;
 use hsd_mysql::cache::{CacheSettings, ReadConsistency};
-use hsd_mysql::ReadFrom;
+use hsd_mysql::{MysqlSettings, ReadFrom};
 use hsd_sqlite::Synchronous;
 use mysql_wire::MysqlUrl;
 use serde::Deserialize;
@@ -13,6 +13,10 @@ use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio_rustls::TlsAcceptor;
+
+/// MySQL connections each event loop reads through, unless --mysql-pool
+/// says otherwise.
+pub(crate) const DEFAULT_MYSQL_LINKS: usize = 2;
 
 /// Where the tables live: `--backend`, parsed once.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -524,6 +528,28 @@ impl fmt::Debug for Tls {
 }
 
 impl Config {
+    /// The MySQL backend's settings from the configuration: the one place
+    /// `hsd serve` (to start the backend) and `hsd check` (to check the
+    /// servers) take them from.
+    pub(crate) fn mysql_settings(&self, url: &MysqlUrl) -> MysqlSettings {
+        MysqlSettings {
+            target: url.to_string(),
+            url: url.clone(),
+            timeout: self.mysql_timeout,
+            links_per_loop: self.mysql_pool.unwrap_or(DEFAULT_MYSQL_LINKS),
+            replicas: self
+                .replicas
+                .iter()
+                .map(|u| (u.clone(), u.to_string()))
+                .collect(),
+            read_from: self.read_from,
+            topology_interval: self.topology_interval,
+            replica_wait: self.replica_wait,
+            row_cache: self.row_cache.clone(),
+            read_consistency: self.read_consistency,
+        }
+    }
+
     /// When only one port has a secret, the other is open to anyone who can
     /// connect (the original HandlerSocket's semantics, kept): the warning
     /// to log at start, naming that port.

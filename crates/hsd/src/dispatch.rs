@@ -3,11 +3,14 @@
 //! # The thread map
 //!
 //! ```text
-//! hsd-main     signals, the accept loops of both ports, the admin endpoint.
-//!              Hands each accepted socket to the event loop with the fewest
-//!              connections of its port (once per connection).
+//! hsd          the process's first thread: signals, the accept loops of
+//!              every port, the admin endpoint. Hands each accepted socket
+//!              to the event loop with the fewest connections of its port
+//!              (once per connection).
 //! hsd-read-N   --threads event loops for the read port.
 //! hsd-write-N  --threads-wr event loops for the write port.
+//! hsd-mc-N     with --memcached-address: --threads event loops for the
+//!              memcached port (`memcached`).
 //! hsd-scan-N   embedded store: long finds, shared by every loop
 //!              (`read_threads`).
 //! hsd-sync     embedded store: the sync step of large write groups
@@ -16,6 +19,10 @@
 //!              (`hsd_sqlite::wal_sync`).
 //! hsd-topology MySQL with --replica: polls every server's role and
 //!              position (`hsd_mysql::topology`).
+//! hsd-binlog   MySQL with --row-cache-mib: the change feed (the binary log
+//!              reader, the events applied to the cache, the position
+//!              asker, the verifier, the follower of the primary;
+//!              `hsd_mysql::cache`).
 //! ```
 //!
 //! An event loop is a thread with its own single-threaded runtime. It owns

@@ -8,9 +8,7 @@
 //! with the words of `hsd_mysql::preflight`.
 
 use crate::config::{BackendChoice, Config};
-use crate::server::DEFAULT_MYSQL_LINKS;
 use hsd_mysql::preflight as mysql_preflight;
-use hsd_mysql::MysqlSettings;
 pub use hsd_storage::finding::{one_line, Finding, Severity};
 use std::io::ErrorKind;
 use std::net::TcpListener;
@@ -62,30 +60,9 @@ pub async fn check(config: &Config) -> Vec<Finding> {
     }
     found.extend(before_serving(config));
     if let BackendChoice::Mysql(url) = &config.backend {
-        found.extend(mysql_preflight::check(&mysql_settings(config, url)).await);
+        found.extend(mysql_preflight::check(&config.mysql_settings(url)).await);
     }
     found
-}
-
-/// The MySQL backend's settings from the configuration, as `server` makes
-/// them to start the backend.
-pub(crate) fn mysql_settings(config: &Config, url: &mysql_wire::MysqlUrl) -> MysqlSettings {
-    MysqlSettings {
-        target: url.to_string(),
-        url: url.clone(),
-        timeout: config.mysql_timeout,
-        links_per_loop: config.mysql_pool.unwrap_or(DEFAULT_MYSQL_LINKS),
-        replicas: config
-            .replicas
-            .iter()
-            .map(|u| (u.clone(), u.to_string()))
-            .collect(),
-        read_from: config.read_from,
-        topology_interval: config.topology_interval,
-        replica_wait: config.replica_wait,
-        row_cache: config.row_cache.clone(),
-        read_consistency: config.read_consistency,
-    }
 }
 
 /// Each listener's address is free to bind now (port 0: any free port,

@@ -16,15 +16,11 @@ use crate::secrets::Secret;
 use crate::shared::Shared;
 use crate::shutdown::{self, Shutdown};
 use anyhow::Context;
-use hsd_mysql::{MysqlBackend, MysqlSettings};
+use hsd_mysql::MysqlBackend;
 use hsd_sqlite::SqliteBackend;
 use hsd_storage::{Backend, LongReads};
 use std::sync::Arc;
 use tokio::net::TcpListener;
-
-/// MySQL connections each event loop reads through, unless --mysql-pool
-/// says otherwise.
-pub(crate) const DEFAULT_MYSQL_LINKS: usize = 2;
 
 /// Runs the server until a signal, then stops it.
 pub async fn run(config: Config) -> anyhow::Result<()> {
@@ -55,26 +51,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             }
             // The topology's metrics are registered as it starts.
             let metrics = Metrics::new()?;
-            let backend = MysqlBackend::start(
-                MysqlSettings {
-                    target: url.to_string(),
-                    url: *url,
-                    timeout: config.mysql_timeout,
-                    links_per_loop: config.mysql_pool.unwrap_or(DEFAULT_MYSQL_LINKS),
-                    replicas: config
-                        .replicas
-                        .iter()
-                        .map(|u| (u.clone(), u.to_string()))
-                        .collect(),
-                    read_from: config.read_from,
-                    topology_interval: config.topology_interval,
-                    replica_wait: config.replica_wait,
-                    row_cache: config.row_cache.clone(),
-                    read_consistency: config.read_consistency,
-                },
-                &metrics.registry,
-            )
-            .await?;
+            let backend =
+                MysqlBackend::start(config.mysql_settings(url.as_ref()), &metrics.registry).await?;
             serve(config, backend, metrics).await
         }
     }

@@ -9,7 +9,7 @@ mod common;
 use common::blocking::*;
 use common::{mysql8_url, mysql_url};
 use hsd_mysql::binlog::{
-    BinlogReader, Cell, Change, Position, ReaderSettings, RowChange, StreamEvent,
+    BinlogReader, BinlogSink, Cell, Change, Position, ReaderSettings, RowChange, StreamEvent,
 };
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::RwLock;
@@ -36,17 +36,48 @@ struct Follow {
     marker: u32,
 }
 
+/// A sink that wants the row images of some tables only, as the row
+/// cache's feed wants those of the tables it holds.
+struct OnlyTables {
+    events: std::sync::mpsc::Sender<StreamEvent>,
+    tables: &'static [&'static str],
+}
+
+impl BinlogSink for OnlyTables {
+    fn deliver(&mut self, event: StreamEvent) {
+        let _ = self.events.send(event);
+    }
+
+    fn wants_rows(&self, _db: &str, table: &str) -> bool {
+        self.tables.contains(&table)
+    }
+}
+
 impl Follow {
     fn start(url: &str, server_id: u32) -> (Follow, u64) {
+        Follow::start_with(url, server_id, None)
+    }
+
+    /// With `tables`, only their row images are wanted.
+    fn start_with(
+        url: &str,
+        server_id: u32,
+        tables: Option<&'static [&'static str]>,
+    ) -> (Follow, u64) {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .expect("runtime");
         let (tx, events) = channel();
-        let reader = rt
-            .block_on(BinlogReader::start(settings(url, server_id), tx))
-            .unwrap_or_else(|e| panic!("the reader did not start: {e}"));
+        let reader = match tables {
+            None => rt.block_on(BinlogReader::start(settings(url, server_id), tx)),
+            Some(tables) => rt.block_on(BinlogReader::start(
+                settings(url, server_id),
+                OnlyTables { events: tx, tables },
+            )),
+        }
+        .unwrap_or_else(|e| panic!("the reader did not start: {e}"));
         let connection = match events.recv_timeout(Duration::from_secs(10)) {
             Ok(StreamEvent::Started { connection_id, .. }) => connection_id,
             other => panic!("expected Started, got {other:?}"),
@@ -337,6 +368,43 @@ fn mysql8_rows_and_ddl() {
 /// The reader's connection killed in the middle of a stream of writes:
 /// it says the stream was lost, resumes from the last transaction it
 /// delivered, and no write is missing.
+/// Rows of tables the sink does not want are not delivered (nor decoded);
+/// their DDL and every position still are.
+fn unwanted_rows_are_skipped(url: &str, db: &str, server_id: u32) {
+    let _g = GLOBALS.read().unwrap_or_else(|e| e.into_inner());
+    let mut sql = set_up(url, db);
+    let (mut f, _) = Follow::start_with(url, server_id, Some(&["t", "marker"]));
+    exec(
+        &mut sql,
+        "INSERT INTO t VALUES (1, 'a', 1, 'x', '2024-02-09')",
+    );
+    exec(&mut sql, "INSERT INTO u VALUES (1, 'b'), (2, 'c')");
+    exec(&mut sql, "UPDATE u SET v = 'd' WHERE id = 1");
+    let ev = f.through_marker(&mut sql, db);
+    assert_eq!(rows_of(&ev, "t").len(), 1, "{ev:#?}");
+    assert!(rows_of(&ev, "u").is_empty(), "{ev:#?}");
+    let applied = ev
+        .iter()
+        .filter(|e| matches!(e, StreamEvent::Applied { commit_time, .. } if *commit_time > 0))
+        .count();
+    assert!(applied >= 4, "one Applied per commit: {ev:#?}");
+    exec(&mut sql, "ALTER TABLE u ADD COLUMN w INT");
+    let ev = f.through_marker(&mut sql, db);
+    assert!(tables_of(&ev).contains(&"u".to_string()), "{ev:#?}");
+}
+
+#[test]
+fn mariadb_unwanted_rows_are_skipped() {
+    let Some(url) = mysql_url() else { return };
+    unwanted_rows_are_skipped(&url, "hsdt_binlog_skip", 4107);
+}
+
+#[test]
+fn mysql8_unwanted_rows_are_skipped() {
+    let Some(url) = mysql8_url() else { return };
+    unwanted_rows_are_skipped(&url, "hsdt_binlog_skip", 4207);
+}
+
 fn killed_and_resumed(url: &str, db: &str, server_id: u32) {
     let _g = GLOBALS.read().unwrap_or_else(|e| e.into_inner());
     let mut sql = set_up(url, db);

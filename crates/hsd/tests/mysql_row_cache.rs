@@ -351,6 +351,34 @@ fn stress(url: &str, db: &str, consistency: &str) {
     );
 }
 
+/// The change feed runs on a thread of its own (`hsd-binlog`), not on the
+/// main thread beside the accept loops.
+fn feed_has_its_thread(url: &str) {
+    let (hsd, _) = cached_hsd(url, "strict");
+    let names: Vec<String> = std::fs::read_dir(format!("/proc/{}/task", hsd.pid()))
+        .expect("the process's threads")
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|n| n.trim().to_string())
+        .collect();
+    assert_eq!(
+        names.iter().filter(|n| *n == "hsd-binlog").count(),
+        1,
+        "{names:?}"
+    );
+}
+
+#[test]
+fn mariadb_feed_has_its_thread() {
+    let Some(url) = mysql_url() else { return };
+    feed_has_its_thread(&url);
+}
+
+#[test]
+fn mysql8_feed_has_its_thread() {
+    let Some(url) = mysql8_url() else { return };
+    feed_has_its_thread(&url);
+}
+
 #[test]
 fn mariadb_strict_reads_see_every_committed_write() {
     let Some(url) = mysql_url() else { return };

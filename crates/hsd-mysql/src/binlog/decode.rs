@@ -83,7 +83,13 @@ impl Decoder {
 
     /// Decodes one event (as the stream carries it, checksum included),
     /// appending what it means to `out`.
-    pub(super) fn decode(&mut self, raw: &[u8], out: &mut Vec<StreamEvent>) -> Result<(), String> {
+    /// Row images of a table `wants` refuses are skipped undecoded.
+    pub(super) fn decode(
+        &mut self,
+        raw: &[u8],
+        wants: &dyn Fn(&str, &str) -> bool,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), String> {
         let header = EventHeader::parse(raw)?;
         let event = if self.checksums {
             strip_checksum(raw)?
@@ -99,7 +105,7 @@ impl Decoder {
         // `mysql_common` indexes metadata it trusts; a malformed event must
         // lose the stream, not the process.
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            self.decode_event(&header, raw, body, out)
+            self.decode_event(&header, raw, body, wants, out)
         }))
         .unwrap_or_else(|_| {
             Err(format!(
@@ -114,6 +120,7 @@ impl Decoder {
         header: &EventHeader,
         raw: &[u8],
         body: &[u8],
+        wants: &dyn Fn(&str, &str) -> bool,
         out: &mut Vec<StreamEvent>,
     ) -> Result<(), String> {
         match header.event_type {
@@ -184,7 +191,7 @@ impl Decoder {
             | t::DELETE_ROWS
             | t::PARTIAL_UPDATE_ROWS
             | t::QUERY
-            | t::GTID => self.parsed_event(raw, header.timestamp, out),
+            | t::GTID => self.parsed_event(raw, header.timestamp, wants, out),
             t::ANONYMOUS_GTID => {
                 self.mysql_gtid = None;
                 Ok(())
@@ -225,6 +232,7 @@ impl Decoder {
         &mut self,
         raw: &[u8],
         time: u32,
+        wants: &dyn Fn(&str, &str) -> bool,
         out: &mut Vec<StreamEvent>,
     ) -> Result<(), String> {
         let fde = self
@@ -247,6 +255,10 @@ impl Decoder {
                     }));
                     return Ok(());
                 };
+                // By the names the changes below carry.
+                if !wants(&tme.database_name(), &tme.table_name()) {
+                    return Ok(());
+                }
                 let columns = rows.num_columns() as usize;
                 let before_bits: Option<Vec<bool>> = rows.columns_before_image().map(|b| {
                     (0..columns)

@@ -44,6 +44,13 @@ pub struct ReaderSettings {
 /// Receives the reader's events, in binlog order, on the reader's task.
 pub trait BinlogSink: Send + 'static {
     fn deliver(&mut self, event: StreamEvent);
+
+    /// Whether the row images of `db.table` are wanted, asked at each rows
+    /// event: those of a table not wanted are not decoded (the row cache
+    /// decodes only the tables it holds). Its other events still come.
+    fn wants_rows(&self, _db: &str, _table: &str) -> bool {
+        true
+    }
 }
 
 impl BinlogSink for std::sync::mpsc::Sender<StreamEvent> {
@@ -271,7 +278,9 @@ async fn follow(link: &mut Link, decoder: &mut Decoder, sink: &mut impl BinlogSi
             Err(f) => return Ended::Lost(f.error.to_string()),
         };
         let result = match StreamPacket::classify(&payload) {
-            Ok(StreamPacket::Event(event)) => decoder.decode(event, &mut out),
+            Ok(StreamPacket::Event(event)) => {
+                decoder.decode(event, &|db, table| sink.wants_rows(db, table), &mut out)
+            }
             Ok(StreamPacket::End) => Err("the server ended the binlog stream".to_string()),
             Ok(StreamPacket::Err(e)) if stolen(&e) => return Ended::Stolen(e.to_string()),
             Ok(StreamPacket::Err(e)) if e.code == ER_BINLOG_POSITION_GONE => {

@@ -153,6 +153,10 @@ fn image(row: &[Cell]) -> Vec<ImageCell<'_>> {
 }
 
 impl BinlogSink for Feed {
+    fn wants_rows(&self, db: &str, table: &str) -> bool {
+        self.cache.holds_table(db, table)
+    }
+
     fn deliver(&mut self, event: StreamEvent) {
         let gate = self.state.gate.lock().unwrap_or_else(|p| p.into_inner());
         if *gate != self.generation {

@@ -16,17 +16,23 @@
 //! With `--replica` the reader follows the primary (`follow`): on each
 //! change of it the cache drops everything and serves nothing until the
 //! reader streams from the new primary.
+//!
+//! All of it (reader, feed, position asker, verifier, follower) runs on a
+//! thread of its own, `hsd-binlog` (`thread`); the event loops only look
+//! into the cache and send the position asker their questions.
 
 mod acked;
 mod feed;
 mod follow;
 mod metrics;
 mod positions;
+mod thread;
 mod verify;
 
 pub(crate) use self::acked::{AckedWrites, NotedCommit};
 use self::feed::{Feed, FeedState};
 use self::positions::{Positions, Request, Target};
+use self::thread::FeedThread;
 use super::binlog::{BinlogReader, ReaderSettings};
 use super::link::LinkSettings;
 use super::topology::Topology;
@@ -104,6 +110,9 @@ pub struct RowCacheService {
     /// The reader, or (with replicas) the task that owns it and moves it
     /// to each new primary; stopped with the service.
     _reader: Reading,
+    /// The thread all of the feed's tasks run on; stopped (its tasks
+    /// dropped) after the reader.
+    _thread: Option<FeedThread>,
 }
 
 /// Either stops when dropped.
@@ -121,9 +130,9 @@ impl Drop for Reading {
 }
 
 /// Where the cache's binlog comes from.
-pub(crate) enum CacheSource<'a> {
+pub(crate) enum CacheSource {
     /// The one server (no `--replica`).
-    Single(&'a MysqlUrl),
+    Single(MysqlUrl),
     /// Every configured server, numbered as the topology numbers them:
     /// the reader follows the primary.
     Topology(Arc<Topology>, Vec<MysqlUrl>),
@@ -131,17 +140,36 @@ pub(crate) enum CacheSource<'a> {
 
 impl RowCacheService {
     /// Checks the server the reader starts on (the refusals name the
-    /// setting), starts the reader and the position asker on the calling
-    /// runtime (with replicas, on the primary, and the task that follows
-    /// it), registers the metrics.
+    /// setting), starts the reader and the position asker on the feed's
+    /// own thread (`thread.rs`; with replicas, on the primary, and the
+    /// task that follows it), registers the metrics.
     pub(crate) async fn start(
         settings: CacheSettings,
-        source: CacheSource<'_>,
+        source: CacheSource,
         timeout: Duration,
         registry: &prometheus::Registry,
     ) -> anyhow::Result<Arc<RowCacheService>> {
+        let thread = FeedThread::start()?;
+        let service = thread
+            .run(RowCacheService::start_feed(settings, source, timeout))
+            .await?;
+        let service = Arc::new(RowCacheService {
+            _thread: Some(thread),
+            ..service
+        });
+        metrics::register(registry, &service)?;
+        Ok(service)
+    }
+
+    /// `start`'s work, on the feed's thread: every task it spawns runs
+    /// there.
+    async fn start_feed(
+        settings: CacheSettings,
+        source: CacheSource,
+        timeout: Duration,
+    ) -> anyhow::Result<RowCacheService> {
         let (url, primary) = match &source {
-            CacheSource::Single(url) => ((*url).clone(), None),
+            CacheSource::Single(url) => (url.clone(), None),
             CacheSource::Topology(topology, urls) => {
                 let primary = topology.primary();
                 let url = urls
@@ -233,7 +261,7 @@ impl RowCacheService {
                 None,
             ),
         };
-        let service = Arc::new(RowCacheService {
+        let service = RowCacheService {
             cache,
             feed,
             positions,
@@ -243,8 +271,8 @@ impl RowCacheService {
             untracked_settled: AtomicU64::new(0),
             primary,
             _reader: reading,
-        });
-        metrics::register(registry, &service)?;
+            _thread: None,
+        };
         tracing::info!(
             "row cache: {} MiB, reads {:?}",
             settings.bytes >> 20,

@@ -452,6 +452,16 @@ impl RowCache {
         }
     }
 
+    /// Whether anything of `db.table` may be cached: its entries, or a
+    /// lookup on its way (which registers the table with its lease). A
+    /// change committed while it is not is of no concern to the cache
+    /// (`row_changed` says why), so a feed need not decode its rows.
+    pub fn holds_table(&self, db: &str, table: &str) -> bool {
+        read(&self.tables)
+            .get(db)
+            .is_some_and(|t| t.contains_key(table))
+    }
+
     /// A row of `db.table` changed: `image` is its whole row before or
     /// after (one cell per column, in the table's order). Every cached
     /// unique key it has is evicted; a key the image does not tell drops

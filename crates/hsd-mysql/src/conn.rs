@@ -10,7 +10,6 @@ use super::errors::{doomed, dooms_transaction, refused_error};
 use super::handler::Handles;
 use super::in_doubt::{resolve, Fate, Session};
 use super::link::{Answer, Discard, Failure, Link};
-use super::topology::gtid::Position;
 use super::topology::{Commit, Topology};
 use super::{fill, meta, scan};
 use hsd_storage::{
@@ -18,6 +17,7 @@ use hsd_storage::{
     StorageConn, StorageError, TableMeta, WriteBatching, ERR_COMMIT_IN_DOUBT,
     ERR_LOCK_WAIT_TIMEOUT, ERR_STATEMENT_TIMEOUT,
 };
+use mysql_wire::GtidSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -77,7 +77,7 @@ pub struct MysqlConn {
     pub(super) wrote: bool,
     /// What the writer's topology had noted before this connection's next
     /// commit was sent (`Topology::note_commit_since`).
-    noted_before: Position,
+    noted_before: GtidSet,
     /// With the row cache: where its commits' GTIDs are noted.
     acked: Option<Arc<AckedWrites>>,
 }
@@ -95,7 +95,7 @@ impl MysqlConn {
             writer: writer_id(),
             group_seq: 0,
             wrote: false,
-            noted_before: Position::default(),
+            noted_before: GtidSet::default(),
             acked: None,
         }
     }
@@ -462,7 +462,7 @@ impl StorageConn for MysqlConn {
             // in the writes, which handle it.
             let _ = self.link().await;
         }
-        if !self.link.as_ref().is_some_and(|l| l.server.vitess) {
+        if !self.link.as_ref().is_some_and(|l| l.server.is_vitess()) {
             // A run of updates by key: one statement when every key finds
             // its row (vtgate has its own rules for UPDATEs and savepoints).
             if writes.len() > 2 && self.update_by_keys_if_all_found(writes).await {
@@ -542,7 +542,7 @@ impl StorageConn for MysqlConn {
                     connection_id: link.connection_id,
                     run: link.server_run,
                 };
-                let vitess = link.server.vitess;
+                let vitess = link.server.is_vitess();
                 let mut marked = marker.is_some();
                 // A marker refused for a deadlock (on Galera, a certification
                 // conflict surfaces at the statement before COMMIT) means

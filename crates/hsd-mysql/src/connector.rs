@@ -178,7 +178,7 @@ impl Connector {
             if *state != MarkerState::Unchecked {
                 return Ok(());
             }
-            if link.server.vitess {
+            if link.server.is_vitess() {
                 tracing::info!("{}", super::preflight::VITESS_NO_MARKER);
                 *state = MarkerState::Unusable;
                 return Ok(());

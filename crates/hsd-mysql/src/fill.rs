@@ -20,12 +20,12 @@ use super::points::{exact_keys, points_sql, POINTS_CHUNK};
 use super::scan::{Literals, DIALECT};
 use hsd_storage::scan_sql;
 use hsd_storage::{CacheRead, OwnedRow, Scan};
-use mysql_wire::TextRow;
+use mysql_wire::{Flavor, TextRow};
 use std::collections::HashMap;
 
 /// The share lock that fails at once where a writer holds the row.
-fn share_nowait(mariadb: bool) -> &'static [u8] {
-    if mariadb {
+fn share_nowait(flavor: Flavor) -> &'static [u8] {
+    if flavor.is_mariadb() {
         b" LOCK IN SHARE MODE NOWAIT"
     } else {
         b" FOR SHARE NOWAIT"
@@ -52,7 +52,7 @@ pub(super) async fn read_locked(
     link: &mut Link,
     scans: &[Scan<'_>],
 ) -> Result<Vec<CacheRead>, Failure> {
-    let suffix = share_nowait(link.server.mariadb);
+    let suffix = share_nowait(link.server.flavor);
     let mut statements: Vec<Vec<usize>> = Vec::new();
     let mut open_chunk: HashMap<u64, usize> = HashMap::new();
     for (i, scan) in scans.iter().enumerate() {

@@ -145,11 +145,11 @@ impl MysqlBackend {
             let base = preflight::link_settings(url, settings.timeout, target)
                 .map_err(|f| anyhow::anyhow!(f.text))?;
             match preflight::login(&base, target, what).await {
-                Ok(link) if link.server.vitess && !settings.replicas.is_empty() => {
+                Ok(link) if link.server.is_vitess() && !settings.replicas.is_empty() => {
                     link.quit().await;
                     anyhow::bail!(preflight::VITESS_NO_REPLICAS);
                 }
-                Ok(link) if link.server.vitess && settings.row_cache.is_some() => {
+                Ok(link) if link.server.is_vitess() && settings.row_cache.is_some() => {
                     link.quit().await;
                     anyhow::bail!(preflight::VITESS_NO_ROW_CACHE);
                 }
@@ -403,7 +403,7 @@ impl MysqlReads {
 }
 
 /// The frontier and arrival a routed read carries.
-fn frontier_of(p: Option<&ReadPosition>) -> Option<(&Arc<topology::gtid::Position>, Instant)> {
+fn frontier_of(p: Option<&ReadPosition>) -> Option<(&Arc<mysql_wire::GtidSet>, Instant)> {
     match p {
         Some(ReadPosition::Frontier { frontier, arrived }) => Some((frontier, *arrived)),
         _ => None,
@@ -415,7 +415,7 @@ impl Replicas {
     /// arrived) may run.
     async fn route(
         &self,
-        frontier: Option<(&Arc<topology::gtid::Position>, Instant)>,
+        frontier: Option<(&Arc<mysql_wire::GtidSet>, Instant)>,
         reads: usize,
     ) -> Route<Option<topology::ReadRoute>> {
         let t = &self.topology;
@@ -461,7 +461,7 @@ impl Replicas {
 /// had then, too), or what the row cache must have applied.
 pub enum ReadPosition {
     Frontier {
-        frontier: Arc<topology::gtid::Position>,
+        frontier: Arc<mysql_wire::GtidSet>,
         arrived: Instant,
     },
     Cache(MustSee, Option<Box<ReadPosition>>),

@@ -169,7 +169,7 @@ impl Link {
             ),
             "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".to_string(),
         ];
-        if self.server.mariadb {
+        if self.server.is_mariadb() {
             statements.push("SET SESSION check_constraint_checks = 0".to_string());
             statements.push(format!(
                 "SET SESSION max_statement_time = {:.3}",
@@ -190,7 +190,7 @@ impl Link {
                            @@lower_case_table_names";
         // When the server started: an account that may not read the status
         // is told so and goes on (`ServerRun::started_at` stays unknown).
-        let started: &[u8] = if self.server.mariadb {
+        let started: &[u8] = if self.server.is_mariadb() {
             b"SELECT UNIX_TIMESTAMP() - CAST(VARIABLE_VALUE AS UNSIGNED) FROM information_schema.GLOBAL_STATUS \
               WHERE VARIABLE_NAME = 'UPTIME'"
         } else {
@@ -222,7 +222,7 @@ impl Link {
                 None
             }
         };
-        if self.server.vitess {
+        if self.server.is_vitess() {
             self.ask_for_atomic_commits().await?;
         }
         Ok(())
@@ -256,7 +256,7 @@ impl Link {
     /// not used.
     pub(super) async fn set_up_replicated(&mut self, r: Replicated) -> Result<(), Failure> {
         if self.tracks_gtids {
-            let sql: &[u8] = if self.server.mariadb {
+            let sql: &[u8] = if self.server.is_mariadb() {
                 b"SET SESSION session_track_system_variables = 'last_gtid'"
             } else {
                 b"SET SESSION session_track_gtids = OWN_GTID"
@@ -272,7 +272,7 @@ impl Link {
             // wrote and reported none of unknown position (the tracker off)
             // rather than one the server did not number (a Galera node
             // without a binary log, MySQL without GTIDs).
-            let numbered: &[u8] = if self.server.mariadb {
+            let numbered: &[u8] = if self.server.is_mariadb() {
                 b"SELECT @@GLOBAL.log_bin"
             } else {
                 b"SELECT @@GLOBAL.log_bin AND @@GLOBAL.gtid_mode = 'ON'"
@@ -298,7 +298,7 @@ impl Link {
 
 /// Refuses servers older than hsd supports, with what is needed.
 fn check_version(server: &ServerVersion, text: &str) -> Result<(), String> {
-    let (min, what) = if server.mariadb {
+    let (min, what) = if server.is_mariadb() {
         (MIN_MARIADB, "MariaDB")
     } else {
         (MIN_MYSQL, "MySQL")

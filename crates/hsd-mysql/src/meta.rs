@@ -12,7 +12,7 @@ use hsd_storage::{
     ColumnKind, ColumnMeta, IndexMeta, IntRead, LocateForm, StorageError, TableMeta, WriteForm,
 };
 use mysql_wire::literal::{push_binary, push_identifier};
-use mysql_wire::TextRow;
+use mysql_wire::{Flavor, TextRow};
 
 /// An identifier in backticks.
 pub(super) fn quote(name: &str) -> String {
@@ -222,7 +222,7 @@ struct Defaulted<'a> {
     auto_increment: bool,
     write_form: WriteForm,
     /// The server is MariaDB (else MySQL).
-    mariadb: bool,
+    flavor: Flavor,
 }
 
 /// Whether an insert that leaves the column out stores its type's zero
@@ -245,7 +245,7 @@ fn zero_on_insert(c: &Defaulted<'_>) -> bool {
     }
     match c.default {
         None => c.nullable,
-        Some(_) if !c.mariadb => c.extra.contains("default_generated"),
+        Some(_) if !c.flavor.is_mariadb() => c.extra.contains("default_generated"),
         Some(d) if d.eq_ignore_ascii_case("NULL") => true,
         Some(d) => {
             let constant = d.starts_with('\'')
@@ -406,7 +406,7 @@ pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<T
     // vtgate sends the query to one shard of keyspace `db` and answers with
     // that shard's own schema name (`vt_ks_-80`): the WHERE chose the
     // schema, the table name alone is compared here.
-    let vitess = link.server.vitess;
+    let vitess = link.server.is_vitess();
     let ours = |r: &Vec<Option<String>>| {
         (vitess || r[0].as_deref() == Some(db)) && r[1].as_deref() == Some(table)
     };
@@ -424,7 +424,7 @@ pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<T
         return Err(open_table(db, table, &format!("a {kind} cannot be served")));
     }
 
-    let mariadb = link.server.mariadb;
+    let flavor = link.server.flavor;
     let mut sql = b"SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, IS_NULLABLE, EXTRA, \
                     COLUMN_TYPE, CHARACTER_SET_NAME, CHARACTER_MAXIMUM_LENGTH, COLUMN_DEFAULT, \
                     COLLATION_NAME \
@@ -467,7 +467,7 @@ pub(super) async fn describe(link: &mut Link, db: &str, table: &str) -> Result<T
                     nullable,
                     auto_increment,
                     write_form,
-                    mariadb,
+                    flavor,
                 }),
                 write_form,
                 int_read: int_read(&data_type, &column_type, &kind),
@@ -693,7 +693,7 @@ mod tests {
     use super::*;
 
     /// (COLUMN_DEFAULT, EXTRA, nullable, DATA_TYPE) as the server lists them.
-    fn zero(mariadb: bool, default: Option<&str>, extra: &str, nullable: bool, ty: &str) -> bool {
+    fn zero(flavor: Flavor, default: Option<&str>, extra: &str, nullable: bool, ty: &str) -> bool {
         let extra = extra.to_ascii_lowercase();
         zero_on_insert(&Defaulted {
             default,
@@ -701,58 +701,70 @@ mod tests {
             nullable,
             auto_increment: extra.contains("auto_increment"),
             write_form: write_form(ty, &extra),
-            mariadb,
+            flavor,
         })
     }
 
     #[test]
     fn insert_defaults_and_elements() {
         // MariaDB's COLUMN_DEFAULT.
-        assert!(zero(true, Some("NULL"), "", true, "int"));
-        assert!(zero(true, None, "", true, "int"));
-        assert!(!zero(true, None, "", false, "int"));
-        assert!(!zero(true, Some("'dflt'"), "", false, "varchar"));
-        assert!(!zero(true, Some("7"), "", true, "int"));
+        assert!(zero(Flavor::MariaDb, Some("NULL"), "", true, "int"));
+        assert!(zero(Flavor::MariaDb, None, "", true, "int"));
+        assert!(!zero(Flavor::MariaDb, None, "", false, "int"));
+        assert!(!zero(Flavor::MariaDb, Some("'dflt'"), "", false, "varchar"));
+        assert!(!zero(Flavor::MariaDb, Some("7"), "", true, "int"));
         assert!(zero(
-            true,
+            Flavor::MariaDb,
             Some("current_timestamp()"),
             "",
             false,
             "timestamp"
         ));
-        assert!(!zero(true, None, "auto_increment", false, "int"));
-        assert!(!zero(true, None, "VIRTUAL GENERATED", true, "int"));
-        assert!(!zero(true, None, "PERSISTENT GENERATED", true, "int"));
+        assert!(!zero(Flavor::MariaDb, None, "auto_increment", false, "int"));
+        assert!(!zero(
+            Flavor::MariaDb,
+            None,
+            "VIRTUAL GENERATED",
+            true,
+            "int"
+        ));
+        assert!(!zero(
+            Flavor::MariaDb,
+            None,
+            "PERSISTENT GENERATED",
+            true,
+            "int"
+        ));
         // MySQL's: constants unquoted, expressions marked in EXTRA.
-        assert!(!zero(false, Some("dflt"), "", false, "varchar"));
+        assert!(!zero(Flavor::MySql, Some("dflt"), "", false, "varchar"));
         assert!(
-            !zero(false, Some("NULL"), "", true, "varchar"),
+            !zero(Flavor::MySql, Some("NULL"), "", true, "varchar"),
             "the text NULL"
         );
-        assert!(!zero(false, Some("0x41"), "", true, "varbinary"));
-        assert!(!zero(false, Some("b'101'"), "", true, "bit"));
-        assert!(zero(false, None, "", true, "int"));
-        assert!(!zero(false, None, "", false, "int"));
+        assert!(!zero(Flavor::MySql, Some("0x41"), "", true, "varbinary"));
+        assert!(!zero(Flavor::MySql, Some("b'101'"), "", true, "bit"));
+        assert!(zero(Flavor::MySql, None, "", true, "int"));
+        assert!(!zero(Flavor::MySql, None, "", false, "int"));
         assert!(zero(
-            false,
+            Flavor::MySql,
             Some("CURRENT_TIMESTAMP"),
             "DEFAULT_GENERATED",
             true,
             "timestamp"
         ));
         assert!(zero(
-            false,
+            Flavor::MySql,
             Some("CURRENT_TIMESTAMP(3)"),
             "DEFAULT_GENERATED on update CURRENT_TIMESTAMP(3)",
             true,
             "datetime"
         ));
-        assert!(!zero(false, None, "VIRTUAL GENERATED", true, "int"));
-        assert!(!zero(false, None, "STORED GENERATED", true, "int"));
+        assert!(!zero(Flavor::MySql, None, "VIRTUAL GENERATED", true, "int"));
+        assert!(!zero(Flavor::MySql, None, "STORED GENERATED", true, "int"));
         // JSON has no zero value to store: its default applies.
-        assert!(!zero(false, None, "", true, "json"));
+        assert!(!zero(Flavor::MySql, None, "", true, "json"));
         assert!(!zero(
-            false,
+            Flavor::MySql,
             Some("_utf8mb4\\'[]\\'"),
             "DEFAULT_GENERATED",
             true,

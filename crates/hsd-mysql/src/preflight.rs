@@ -126,7 +126,7 @@ pub async fn check(settings: &MysqlSettings) -> Vec<Finding> {
             }
         };
         match login(&base, target, what).await {
-            Ok(link) if link.server.vitess => {
+            Ok(link) if link.server.is_vitess() => {
                 findings.push(Finding::ok(format!(
                     "{what} {target}: logged in to {}",
                     link.server

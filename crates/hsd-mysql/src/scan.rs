@@ -182,7 +182,7 @@ pub(super) async fn scan_many(
 ) -> Result<(), Failure> {
     // vtgate does not parse HANDLER (1105): SELECTs only, which it routes
     // by the vindex and merges in ORDER BY order across shards.
-    let vitess = link.server.vitess;
+    let vitess = link.server.is_vitess();
     let handler_reads = handler_reads && !vitess;
     // Plan: group point lookups by opened index.
     let mut routes = Vec::with_capacity(scans.len());

@@ -9,7 +9,7 @@ mod common;
 use common::blocking::*;
 use common::{mysql8_url, mysql_url};
 use hsd_mysql::binlog::{
-    BinlogReader, BinlogSink, Cell, Change, Position, ReaderSettings, RowChange, StreamEvent,
+    BinlogPosition, BinlogReader, BinlogSink, Cell, Change, ReaderSettings, RowChange, StreamEvent,
 };
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::RwLock;
@@ -569,7 +569,7 @@ fn reaches_the_server_position(url: &str, db: &str, server_id: u32, mariadb: boo
     exec(&mut sql, "FLUSH BINARY LOGS");
     let status = rows(&mut sql, "SHOW MASTER STATUS");
     let cell = |i: usize| String::from_utf8(status[0][i].clone().expect("value")).expect("utf8");
-    let target = Position {
+    let target = BinlogPosition {
         file: cell(0),
         offset: cell(1).parse().expect("offset"),
         gtid: None,

@@ -96,13 +96,37 @@ impl Greeting {
     }
 }
 
+/// Which kind of server speaks: the SQL dialects and status variables
+/// differ between the first two; vtgate speaks MySQL's protocol in front
+/// of MySQL shards, with what its planner supports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    MariaDb,
+    MySql,
+    /// vtgate, Vitess's MySQL-protocol front: it announces a MySQL version
+    /// followed by `-Vitess` (its `--mysql-server-version` default).
+    Vitess,
+}
+
+impl Flavor {
+    /// MariaDB's SQL and variables, not MySQL's (which vtgate speaks).
+    pub fn is_mariadb(self) -> bool {
+        self == Flavor::MariaDb
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavor::MariaDb => "MariaDB",
+            Flavor::MySql => "MySQL",
+            Flavor::Vitess => "Vitess",
+        }
+    }
+}
+
 /// Which server answered, and its version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerVersion {
-    pub mariadb: bool,
-    /// vtgate, Vitess's MySQL-protocol front: it announces a MySQL version
-    /// followed by `-Vitess` (its `--mysql-server-version` default).
-    pub vitess: bool,
+    pub flavor: Flavor,
     /// (major, minor, patch); zeros when the string has no number.
     pub number: (u32, u32, u32),
 }
@@ -112,9 +136,14 @@ impl ServerVersion {
     /// (MariaDB puts `5.5.5-` first for old clients), `11.4.2-MariaDB`,
     /// `8.0.40-Vitess`.
     pub fn parse(version: &str) -> ServerVersion {
-        let mariadb = version.contains("MariaDB");
-        let vitess = !mariadb && version.contains("-Vitess");
-        let text = if mariadb {
+        let flavor = if version.contains("MariaDB") {
+            Flavor::MariaDb
+        } else if version.contains("-Vitess") {
+            Flavor::Vitess
+        } else {
+            Flavor::MySql
+        };
+        let text = if flavor == Flavor::MariaDb {
             version.strip_prefix("5.5.5-").unwrap_or(version)
         } else {
             version
@@ -127,21 +156,21 @@ impl ServerVersion {
             parts.next().unwrap_or(0),
             parts.next().unwrap_or(0),
         );
-        ServerVersion {
-            mariadb,
-            vitess,
-            number,
-        }
+        ServerVersion { flavor, number }
+    }
+
+    /// A MariaDB server (its SQL and variables, not MySQL's).
+    pub fn is_mariadb(&self) -> bool {
+        self.flavor.is_mariadb()
+    }
+
+    /// vtgate in front of a keyspace, not a server of its own.
+    pub fn is_vitess(&self) -> bool {
+        self.flavor == Flavor::Vitess
     }
 
     pub fn name(&self) -> &'static str {
-        if self.mariadb {
-            "MariaDB"
-        } else if self.vitess {
-            "Vitess"
-        } else {
-            "MySQL"
-        }
+        self.flavor.name()
     }
 
     pub fn at_least(&self, major: u32, minor: u32, patch: u32) -> bool {
@@ -244,19 +273,19 @@ mod tests {
     #[test]
     fn server_versions() {
         let v = ServerVersion::parse("5.5.5-10.11.19-MariaDB-0+deb12u1");
-        assert_eq!((v.mariadb, v.number), (true, (10, 11, 19)));
+        assert_eq!((v.flavor, v.number), (Flavor::MariaDb, (10, 11, 19)));
         assert_eq!(v.to_string(), "MariaDB 10.11.19");
         let v = ServerVersion::parse("8.0.31");
-        assert_eq!((v.mariadb, v.number), (false, (8, 0, 31)));
+        assert_eq!((v.flavor, v.number), (Flavor::MySql, (8, 0, 31)));
         assert!(v.at_least(8, 0, 17) && !v.at_least(8, 0, 32));
         let v = ServerVersion::parse("8.0.36-0ubuntu0.22.04.1");
         assert_eq!(v.number, (8, 0, 36));
         assert_eq!(ServerVersion::parse("11.4.2-MariaDB").number, (11, 4, 2));
         assert_eq!(ServerVersion::parse("").number, (0, 0, 0));
         let v = ServerVersion::parse("8.0.40-Vitess");
-        assert_eq!((v.mariadb, v.vitess, v.number), (false, true, (8, 0, 40)));
+        assert_eq!((v.flavor, v.number), (Flavor::Vitess, (8, 0, 40)));
         assert_eq!(v.to_string(), "Vitess 8.0.40");
-        assert!(!ServerVersion::parse("8.0.31").vitess);
+        assert!(!ServerVersion::parse("8.0.31").is_vitess());
     }
 
     #[test]

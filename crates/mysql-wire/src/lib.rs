@@ -10,6 +10,7 @@
 
 pub mod auth;
 pub mod binlog;
+pub mod gtid;
 pub mod handshake;
 pub mod literal;
 pub mod number;
@@ -18,7 +19,8 @@ pub mod result;
 pub mod session_state;
 pub mod url;
 
-pub use handshake::{Capabilities, Greeting, HandshakeResponse, ServerVersion};
+pub use gtid::{GtidError, GtidSet};
+pub use handshake::{Capabilities, Flavor, Greeting, HandshakeResponse, ServerVersion};
 pub use packet::{PacketReader, PacketWriter, MAX_PAYLOAD};
 pub use result::{ColumnDef, ErrPacket, OkPacket, Response, RowPacket, TextRow};
 pub use url::{MysqlUrl, SslMode, UrlOptions};

@@ -3,12 +3,12 @@
 //! function (`refusals`), one line per problem naming the setting.
 
 use super::super::link::{Answer, Link, ResultSink};
-use mysql_wire::TextRow;
+use mysql_wire::{Flavor, TextRow};
 
 /// What the server says about its binary log and the account.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ObservedSettings {
-    pub(crate) mariadb: bool,
+    pub(crate) flavor: Flavor,
     /// `@@log_bin`: `1` or `0`.
     pub(crate) log_bin: String,
     pub(crate) binlog_format: String,
@@ -39,7 +39,7 @@ pub(crate) struct ObservedSettings {
 
 impl ObservedSettings {
     fn compression_setting(&self) -> &'static str {
-        if self.mariadb {
+        if self.flavor.is_mariadb() {
             "log_bin_compress"
         } else {
             "binlog_transaction_compression"
@@ -117,12 +117,12 @@ pub(crate) fn refusals(s: &ObservedSettings) -> Vec<String> {
             filters.join(", ")
         ));
     }
-    let updates = if s.mariadb {
+    let updates = if s.flavor.is_mariadb() {
         "log_slave_updates"
     } else {
         "log_replica_updates"
     };
-    let monitor = if s.mariadb {
+    let monitor = if s.flavor.is_mariadb() {
         s.has(&["BINLOG MONITOR", "REPLICATION CLIENT"])
     } else {
         s.has(&["REPLICATION CLIENT"])
@@ -157,7 +157,7 @@ pub(crate) fn refusals(s: &ObservedSettings) -> Vec<String> {
                 .to_string(),
         );
     }
-    if s.mariadb && !s.has(&["BINLOG MONITOR", "REPLICATION CLIENT"]) {
+    if s.flavor.is_mariadb() && !s.has(&["BINLOG MONITOR", "REPLICATION CLIENT"]) {
         out.push(
             "the account lacks the BINLOG MONITOR privilege (REPLICATION CLIENT before MariaDB \
              10.5; GRANT BINLOG MONITOR ON *.*): the row cache reads the binlog position"
@@ -170,7 +170,7 @@ pub(crate) fn refusals(s: &ObservedSettings) -> Vec<String> {
              position and filters"
         ));
     }
-    if !s.mariadb && !s.has(&["REPLICATION CLIENT"]) {
+    if !s.flavor.is_mariadb() && !s.has(&["REPLICATION CLIENT"]) {
         out.push(
             "the account lacks the REPLICATION CLIENT privilege (GRANT REPLICATION CLIENT ON *.*): \
              the row cache reads the binlog position"
@@ -182,8 +182,8 @@ pub(crate) fn refusals(s: &ObservedSettings) -> Vec<String> {
 
 /// Reads the settings and grants on `link`.
 pub(super) async fn observe(link: &mut Link) -> Result<ObservedSettings, String> {
-    let mariadb = link.server.mariadb;
-    let compression = if mariadb {
+    let flavor = link.server.flavor;
+    let compression = if flavor.is_mariadb() {
         "@@GLOBAL.log_bin_compress"
     } else {
         "@@GLOBAL.binlog_transaction_compression"
@@ -197,7 +197,7 @@ pub(super) async fn observe(link: &mut Link) -> Result<ObservedSettings, String>
     let row = rows.first().ok_or("the server answered no settings")?;
     let value = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
     let mut settings = ObservedSettings {
-        mariadb,
+        flavor,
         log_bin: value(0),
         binlog_format: value(1),
         binlog_row_image: value(2),
@@ -211,7 +211,7 @@ pub(super) async fn observe(link: &mut Link) -> Result<ObservedSettings, String>
         replica: Ok(false),
         lower_case_table_names: value(6),
     };
-    // File, Position, Binlog_Do_DB, Binlog_Ignore_DB (, Executed_Gtid_Set).
+    // File, BinlogPosition, Binlog_Do_DB, Binlog_Ignore_DB (, Executed_Gtid_Set).
     // An account refused it lacks the privilege the refusals name already.
     match query(link, "SHOW MASTER STATUS").await {
         Ok(rows) => {
@@ -227,7 +227,7 @@ pub(super) async fn observe(link: &mut Link) -> Result<ObservedSettings, String>
     // status anyone may read; SHOW ALL SLAVES STATUS needs SLAVE MONITOR,
     // which the cache does not otherwise need), MySQL's replica channels
     // (REPLICATION CLIENT, which it needs anyway).
-    settings.replica = if mariadb {
+    settings.replica = if flavor.is_mariadb() {
         query(
             link,
             "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS \
@@ -300,9 +300,9 @@ impl ResultSink for Rows {
 mod tests {
     use super::*;
 
-    fn good(mariadb: bool) -> ObservedSettings {
+    fn good(flavor: Flavor) -> ObservedSettings {
         ObservedSettings {
-            mariadb,
+            flavor,
             log_bin: "1".into(),
             binlog_format: "ROW".into(),
             binlog_row_image: "FULL".into(),
@@ -322,7 +322,7 @@ mod tests {
 
     #[test]
     fn names_compared_apart_from_how_they_are_stored_are_refused() {
-        let mut s = good(true);
+        let mut s = good(Flavor::MariaDb);
         s.lower_case_table_names = "1".into();
         assert!(refusals(&s).is_empty());
         s.lower_case_table_names = "2".into();
@@ -331,16 +331,16 @@ mod tests {
 
     #[test]
     fn a_filtered_log_or_a_replica_that_does_not_log_what_it_applies_is_refused() {
-        let mut s = good(true);
+        let mut s = good(Flavor::MariaDb);
         s.binlog_ignore_db = "secret".into();
         let r = refusals(&s);
         assert_eq!(r.len(), 1, "{r:?}");
         assert!(r[0].contains("binlog-ignore-db = secret"), "{r:?}");
-        let mut s = good(false);
+        let mut s = good(Flavor::MySql);
         s.binlog_do_db = "app".into();
         assert!(refusals(&s)[0].contains("binlog-do-db = app"));
 
-        let mut s = good(true);
+        let mut s = good(Flavor::MariaDb);
         s.replica = Ok(true);
         let r = refusals(&s);
         assert_eq!(r.len(), 1, "{r:?}");
@@ -350,7 +350,7 @@ mod tests {
         );
         s.log_replica_updates = "1".into();
         assert!(refusals(&s).is_empty());
-        let mut s = good(false);
+        let mut s = good(Flavor::MySql);
         s.replica = Err("access denied".into());
         let r = refusals(&s);
         assert!(
@@ -363,9 +363,9 @@ mod tests {
 
     #[test]
     fn a_good_server_is_accepted() {
-        assert_eq!(refusals(&good(true)), Vec::<String>::new());
-        assert_eq!(refusals(&good(false)), Vec::<String>::new());
-        let mut all = good(true);
+        assert_eq!(refusals(&good(Flavor::MariaDb)), Vec::<String>::new());
+        assert_eq!(refusals(&good(Flavor::MySql)), Vec::<String>::new());
+        let mut all = good(Flavor::MariaDb);
         all.global_privileges =
             global_privileges("GRANT ALL PRIVILEGES ON *.* TO `hsd`@`127.0.0.1` WITH GRANT OPTION");
         assert!(refusals(&all).is_empty());
@@ -391,32 +391,32 @@ mod tests {
             ("log_bin_compress is ON", |s| s.compression = "1".into()),
         ];
         for (line, change) in cases {
-            let mut s = good(true);
+            let mut s = good(Flavor::MariaDb);
             change(&mut s);
             let r = refusals(&s);
             assert_eq!(r.len(), 1, "{r:?}");
             assert!(r[0].starts_with(line), "{r:?}");
         }
-        let mut s = good(false);
+        let mut s = good(Flavor::MySql);
         s.compression = "1".into();
         assert!(refusals(&s)[0].starts_with("binlog_transaction_compression is ON"));
     }
 
     #[test]
     fn missing_privileges_are_named() {
-        let mut s = good(true);
+        let mut s = good(Flavor::MariaDb);
         s.global_privileges = global_privileges("GRANT SELECT, INSERT ON *.* TO `u`@`%`");
         let r = refusals(&s);
         assert_eq!(r.len(), 2);
         assert!(r[0].contains("REPLICATION SLAVE"));
         assert!(r[1].contains("BINLOG MONITOR"));
-        s.mariadb = false;
+        s.flavor = Flavor::MySql;
         let r = refusals(&s);
         assert!(r[1].contains("REPLICATION CLIENT"));
         // Privileges on one database do not count.
         assert!(global_privileges("GRANT ALL PRIVILEGES ON `db`.* TO `u`@`%`").is_empty());
         // MariaDB before 10.5 named BINLOG MONITOR REPLICATION CLIENT.
-        s.mariadb = true;
+        s.flavor = Flavor::MariaDb;
         s.global_privileges =
             global_privileges("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `u`@`%`");
         assert!(refusals(&s).is_empty());

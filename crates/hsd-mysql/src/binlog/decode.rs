@@ -7,27 +7,28 @@
 
 use super::cells::{row_cells, unsigned_columns};
 use super::statement::{classify, Statement};
-use super::{Change, Position, RowChange, StreamEvent};
+use super::{BinlogPosition, Change, RowChange, StreamEvent};
 use mysql_common::binlog::consts::BinlogVersion;
 use mysql_common::binlog::events::{Event, EventData, FormatDescriptionEvent, TableMapEvent};
 use mysql_wire::binlog::{
     event_type as t, parse_rotate, strip_checksum, EventHeader, MariadbGtid, EVENT_HEADER_LEN,
     LOG_EVENT_ARTIFICIAL_F,
 };
+use mysql_wire::Flavor;
 use std::collections::{BTreeMap, HashMap};
 
 /// Event flag: a reader that does not know the event may skip it.
 const LOG_EVENT_IGNORABLE_F: u16 = 0x80;
 
 pub(super) struct Decoder {
-    mariadb: bool,
+    flavor: Flavor,
     checksums: bool,
     fde: Option<FormatDescriptionEvent<'static>>,
     tables: HashMap<u64, TableMapEvent<'static>>,
     /// The file being read and the end of the last event read.
-    at: Position,
+    at: BinlogPosition,
     /// The end of the last transaction delivered whole.
-    applied: Position,
+    applied: BinlogPosition,
     /// MariaDB: each domain's last GTID (server, sequence).
     domains: BTreeMap<u32, (u32, u64)>,
     /// The GTID of the transaction being read.
@@ -49,9 +50,9 @@ impl Decoder {
     }
 
     /// A decoder for a stream that starts at `from`.
-    pub(super) fn new(mariadb: bool, checksums: bool, from: &Position) -> Decoder {
+    pub(super) fn new(flavor: Flavor, checksums: bool, from: &BinlogPosition) -> Decoder {
         let mut domains = BTreeMap::new();
-        if mariadb {
+        if flavor.is_mariadb() {
             for gtid in from.gtid.as_deref().unwrap_or("").split(',') {
                 let mut parts = gtid.trim().split('-').map(str::parse::<u64>);
                 if let (Some(Ok(d)), Some(Ok(s)), Some(Ok(n))) =
@@ -62,7 +63,7 @@ impl Decoder {
             }
         }
         Decoder {
-            mariadb,
+            flavor,
             checksums,
             fde: None,
             tables: HashMap::new(),
@@ -77,7 +78,7 @@ impl Decoder {
     }
 
     /// Where a new stream should start so that nothing is missed.
-    pub(super) fn applied(&self) -> &Position {
+    pub(super) fn applied(&self) -> &BinlogPosition {
         &self.applied
     }
 
@@ -322,7 +323,7 @@ impl Decoder {
     /// changes are delivered.
     fn end_transaction(&mut self, commit_time: u32, out: &mut Vec<StreamEvent>) {
         self.in_transaction = false;
-        let gtid = if self.mariadb {
+        let gtid = if self.flavor.is_mariadb() {
             if let Some(g) = self.mariadb_gtid.take() {
                 self.domains.insert(g.domain, (g.server, g.sequence));
             }
@@ -336,7 +337,7 @@ impl Decoder {
         } else {
             self.mysql_gtid.take().or_else(|| self.applied.gtid.clone())
         };
-        self.applied = Position {
+        self.applied = BinlogPosition {
             file: self.at.file.clone(),
             offset: self.at.offset,
             gtid,

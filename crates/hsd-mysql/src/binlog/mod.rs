@@ -71,7 +71,7 @@ pub enum Change {
 
 /// A place in the binary log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Position {
+pub struct BinlogPosition {
     /// The binlog file and the offset just after the last event applied.
     pub file: String,
     pub offset: u64,
@@ -81,11 +81,11 @@ pub struct Position {
     pub gtid: Option<String>,
 }
 
-impl Position {
+impl BinlogPosition {
     /// Whether this place is at or after `other` in the same server's
     /// binlog (files compare by their numeric suffix, then offsets): a
     /// reader that applied `self` has applied everything up to `other`.
-    pub fn reached(&self, other: &Position) -> bool {
+    pub fn reached(&self, other: &BinlogPosition) -> bool {
         let number = |file: &str| {
             file.rsplit_once('.')
                 .and_then(|(_, n)| n.parse::<u64>().ok())
@@ -98,7 +98,7 @@ impl Position {
     }
 }
 
-impl std::fmt::Display for Position {
+impl std::fmt::Display for BinlogPosition {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}:{}", self.file, self.offset)?;
         if let Some(g) = &self.gtid {
@@ -114,7 +114,7 @@ pub enum StreamEvent {
     /// Streaming (again) from `position`, on the server connection
     /// `connection_id`. Changes since the last `Applied` may come again.
     Started {
-        position: Position,
+        position: BinlogPosition,
         connection_id: u64,
     },
     /// A change, committed on the server (events reach the binlog at
@@ -126,7 +126,7 @@ pub enum StreamEvent {
     /// idle stream (every second at most) says `Applied` too, with the
     /// server's own position and a `commit_time` of 0: nothing is waiting.
     Applied {
-        position: Position,
+        position: BinlogPosition,
         commit_time: u32,
     },
     /// The stream broke: until the next `Started`, changes may be missed
@@ -138,11 +138,11 @@ pub enum StreamEvent {
 
 #[cfg(test)]
 mod tests {
-    use super::Position;
+    use super::BinlogPosition;
 
     #[test]
     fn positions_compare_by_file_number_then_offset() {
-        let at = |file: &str, offset| Position {
+        let at = |file: &str, offset| BinlogPosition {
             file: file.to_string(),
             offset,
             gtid: None,

@@ -6,9 +6,9 @@
 use super::super::link::{Link, LinkSettings};
 use super::checks::{observe, query, refusals};
 use super::decode::Decoder;
-use super::{Change, Position, StreamEvent};
+use super::{BinlogPosition, Change, StreamEvent};
 use mysql_wire::binlog::{binlog_dump, register_replica, StreamPacket};
-use mysql_wire::MysqlUrl;
+use mysql_wire::{Flavor, MysqlUrl};
 use std::time::Duration;
 
 /// The server's error for a position its binlog no longer holds (or never
@@ -84,7 +84,7 @@ impl BinlogReader {
         let from = current_position(&mut link).await?;
         link.quit().await;
         let follower = Follower {
-            mariadb: observed.mariadb,
+            flavor: observed.flavor,
             checksums: observed.checksums(),
             lower_case_names: observed.lower_case_names(),
             ..follower
@@ -126,7 +126,7 @@ enum Ended {
 struct Follower {
     settings: ReaderSettings,
     link: LinkSettings,
-    mariadb: bool,
+    flavor: Flavor,
     checksums: bool,
     /// Names are lowered before they are compared (`lower_case_table_names = 1`).
     lower_case_names: bool,
@@ -138,7 +138,7 @@ impl Follower {
         Ok(Follower {
             settings,
             link,
-            mariadb: false,
+            flavor: Flavor::MySql,
             checksums: false,
             lower_case_names: false,
         })
@@ -151,7 +151,7 @@ impl Follower {
     }
 
     /// A new stream from `from`.
-    async fn open(&self, from: &Position) -> Result<(Link, Decoder), String> {
+    async fn open(&self, from: &BinlogPosition) -> Result<(Link, Decoder), String> {
         let mut link = self.connect().await?;
         let heartbeat = (self.settings.timeout / 3).min(Duration::from_secs(1));
         let mut statements = vec![
@@ -159,7 +159,7 @@ impl Follower {
             "SET @source_binlog_checksum = @@GLOBAL.binlog_checksum".to_string(),
             format!("SET @master_heartbeat_period = {}", heartbeat.as_nanos()),
         ];
-        if self.mariadb {
+        if self.flavor.is_mariadb() {
             let gtid = from.gtid.as_deref().unwrap_or("");
             if !gtid
                 .bytes()
@@ -192,12 +192,16 @@ impl Follower {
         }
         let offset = u32::try_from(from.offset.max(4))
             .map_err(|_| format!("binlog reader: offset {} past 4 GiB", from.offset))?;
-        let file = if self.mariadb { "" } else { from.file.as_str() };
+        let file = if self.flavor.is_mariadb() {
+            ""
+        } else {
+            from.file.as_str()
+        };
         binlog_dump(&mut link.wbuf, id, file, offset);
         link.send().await.map_err(|f| f.error.to_string())?;
         Ok((
             link,
-            Decoder::new(self.mariadb, self.checksums, from).lowering_names(self.lower_case_names),
+            Decoder::new(self.flavor, self.checksums, from).lowering_names(self.lower_case_names),
         ))
     }
 
@@ -261,7 +265,7 @@ impl Follower {
         }
     }
 
-    async fn current(&self) -> Result<Position, String> {
+    async fn current(&self) -> Result<BinlogPosition, String> {
         let mut link = self.connect().await?;
         let p = current_position(&mut link).await;
         link.quit().await;
@@ -300,7 +304,7 @@ async fn follow(link: &mut Link, decoder: &mut Decoder, sink: &mut impl BinlogSi
 
 /// The server's binlog file and offset now (`SHOW MASTER STATUS`), without
 /// its GTID state.
-pub(crate) async fn master_status(link: &mut Link) -> Result<Position, String> {
+pub(crate) async fn master_status(link: &mut Link) -> Result<BinlogPosition, String> {
     let rows = query(link, "SHOW MASTER STATUS").await?;
     let row = rows
         .first()
@@ -312,7 +316,7 @@ pub(crate) async fn master_status(link: &mut Link) -> Result<Position, String> {
         .flatten()
         .and_then(|p| p.parse().ok())
         .ok_or("SHOW MASTER STATUS answered no position")?;
-    Ok(Position {
+    Ok(BinlogPosition {
         file,
         offset,
         gtid: None,
@@ -320,9 +324,9 @@ pub(crate) async fn master_status(link: &mut Link) -> Result<Position, String> {
 }
 
 /// The server's binlog position now (MariaDB: with its GTID state).
-async fn current_position(link: &mut Link) -> Result<Position, String> {
-    let Position { file, offset, .. } = master_status(link).await?;
-    let gtid = if link.server.mariadb {
+async fn current_position(link: &mut Link) -> Result<BinlogPosition, String> {
+    let BinlogPosition { file, offset, .. } = master_status(link).await?;
+    let gtid = if link.server.is_mariadb() {
         let rows = query(link, "SELECT @@GLOBAL.gtid_binlog_pos").await?;
         Some(
             rows.into_iter()
@@ -333,5 +337,5 @@ async fn current_position(link: &mut Link) -> Result<Position, String> {
     } else {
         None
     };
-    Ok(Position { file, offset, gtid })
+    Ok(BinlogPosition { file, offset, gtid })
 }

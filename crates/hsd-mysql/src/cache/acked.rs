@@ -14,13 +14,13 @@
 
 use super::super::binlog::query;
 use super::super::link::{Link, LinkSettings};
-use super::super::topology::gtid::Position as Gtids;
+use mysql_wire::{Flavor, GtidSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub(crate) struct AckedWrites {
-    mariadb: bool,
-    marks: Mutex<Arc<Gtids>>,
+    flavor: Flavor,
+    marks: Mutex<Arc<GtidSet>>,
     untracked: AtomicU64,
 }
 
@@ -33,9 +33,9 @@ pub(crate) enum NotedCommit<'a> {
 }
 
 impl AckedWrites {
-    pub(crate) fn new(mariadb: bool) -> AckedWrites {
+    pub(crate) fn new(flavor: Flavor) -> AckedWrites {
         AckedWrites {
-            mariadb,
+            flavor,
             marks: Mutex::default(),
             untracked: AtomicU64::new(0),
         }
@@ -58,12 +58,12 @@ impl AckedWrites {
     }
 
     /// A GTID text in the server's dialect, as commit marks.
-    pub(crate) fn parse(&self, text: &str) -> Option<Gtids> {
-        commit_marks(self.mariadb, text)
+    pub(crate) fn parse(&self, text: &str) -> Option<GtidSet> {
+        commit_marks(self.flavor, text)
     }
 
     /// The marks of every commit noted so far.
-    pub(crate) fn marks(&self) -> Arc<Gtids> {
+    pub(crate) fn marks(&self) -> Arc<GtidSet> {
         self.marks.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
@@ -75,11 +75,11 @@ impl AckedWrites {
 
 /// `text`, a GTID or GTID state of a MariaDB (`mariadb`) or MySQL server,
 /// as commit marks.
-pub(super) fn commit_marks(mariadb: bool, text: &str) -> Option<Gtids> {
-    let parsed = if mariadb {
-        Gtids::parse_mariadb(text)
+pub(super) fn commit_marks(flavor: Flavor, text: &str) -> Option<GtidSet> {
+    let parsed = if flavor.is_mariadb() {
+        GtidSet::parse_mariadb(text)
     } else {
-        Gtids::parse_mysql(text)
+        GtidSet::parse_mysql(text)
     };
     parsed.ok().map(|p| p.commit_marks())
 }
@@ -87,10 +87,10 @@ pub(super) fn commit_marks(mariadb: bool, text: &str) -> Option<Gtids> {
 /// Whether the server is MariaDB, and whether it numbers every commit
 /// (MariaDB always; MySQL with `gtid_mode = ON`). `None`: it could not be
 /// asked (reads then ask its position, as without GTIDs).
-pub(super) async fn numbering(settings: &LinkSettings) -> Option<(bool, bool)> {
+pub(super) async fn numbering(settings: &LinkSettings) -> Option<(Flavor, bool)> {
     let mut link = Link::connect(settings).await.ok()?;
-    let mariadb = link.server.mariadb;
-    let numbered = if mariadb {
+    let flavor = link.server.flavor;
+    let numbered = if flavor.is_mariadb() {
         true
     } else {
         let rows = query(&mut link, "SELECT @@GLOBAL.gtid_mode").await.ok()?;
@@ -98,7 +98,7 @@ pub(super) async fn numbering(settings: &LinkSettings) -> Option<(bool, bool)> {
         mode.is_some_and(|m| m.eq_ignore_ascii_case("ON"))
     };
     link.quit().await;
-    Some((mariadb, numbered))
+    Some((flavor, numbered))
 }
 
 #[cfg(test)]
@@ -107,7 +107,7 @@ mod tests {
 
     #[test]
     fn mysql_marks_keep_each_sources_highest_number() {
-        let a = AckedWrites::new(false);
+        let a = AckedWrites::new(Flavor::MySql);
         let src = "3e11fa47-71ca-11e1-9e33-c80aa9429562";
         a.note(NotedCommit::Gtid(format!("{src}:7").as_bytes()));
         a.note(NotedCommit::Gtid(format!("{src}:5").as_bytes()));
@@ -119,7 +119,7 @@ mod tests {
 
     #[test]
     fn mariadb_marks_are_per_domain() {
-        let a = AckedWrites::new(true);
+        let a = AckedWrites::new(Flavor::MariaDb);
         a.note(NotedCommit::Gtid(b"0-1-10"));
         a.note(NotedCommit::Gtid(b"1-1-3"));
         let reader = |s: &str| a.parse(s).expect("parses");
@@ -131,10 +131,10 @@ mod tests {
 
     #[test]
     fn a_commit_without_a_readable_gtid_is_counted() {
-        let a = AckedWrites::new(true);
+        let a = AckedWrites::new(Flavor::MariaDb);
         a.note(NotedCommit::Untracked);
         a.note(NotedCommit::Gtid(b"not a gtid"));
         assert_eq!(a.untracked(), 2);
-        assert!(Gtids::default().covers(&a.marks()));
+        assert!(GtidSet::default().covers(&a.marks()));
     }
 }

@@ -7,10 +7,10 @@
 //! server (`FeedState::switch`), whatever the old one still delivers is
 //! ignored, so positions of two servers are never compared.
 
-use super::super::binlog::{BinlogSink, Cell, Change, Position, StreamEvent};
-use super::super::topology::gtid::Position as Gtids;
+use super::super::binlog::{BinlogPosition, BinlogSink, Cell, Change, StreamEvent};
 use super::acked::commit_marks;
 use hsd_storage::row_cache::{ImageCell, RowCache};
+use mysql_wire::{Flavor, GtidSet};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -20,33 +20,33 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Applied {
     pub(super) generation: u64,
-    pub(super) position: Position,
+    pub(super) position: BinlogPosition,
     /// The commit marks of what it applied (`acked`): per MariaDB domain
     /// or MySQL source the highest number it has seen; `None` before the
     /// first GTID.
-    pub(super) marks: Option<Arc<Gtids>>,
+    pub(super) marks: Option<Arc<GtidSet>>,
 }
 
 impl Applied {
     /// Whether it is at or past `position` of `generation`.
-    pub(super) fn reached(&self, generation: u64, position: &Position) -> bool {
+    pub(super) fn reached(&self, generation: u64, position: &BinlogPosition) -> bool {
         self.generation == generation && self.position.reached(position)
     }
 
     /// Whether it has applied every commit `acked` marks.
-    pub(super) fn covers(&self, acked: &Gtids) -> bool {
+    pub(super) fn covers(&self, acked: &GtidSet) -> bool {
         match &self.marks {
             Some(m) => m.covers(acked),
-            None => Gtids::default().covers(acked),
+            None => GtidSet::default().covers(acked),
         }
     }
 
     /// Its marks with those of `position`'s GTID added.
-    fn marks_with(&self, mariadb: bool, position: &Position) -> Option<Arc<Gtids>> {
+    fn marks_with(&self, flavor: Flavor, position: &BinlogPosition) -> Option<Arc<GtidSet>> {
         let Some(new) = position
             .gtid
             .as_deref()
-            .and_then(|g| commit_marks(mariadb, g))
+            .and_then(|g| commit_marks(flavor, g))
         else {
             return self.marks.clone();
         };
@@ -59,7 +59,7 @@ impl Applied {
 /// What the feed has done, for reads and metrics.
 pub(super) struct FeedState {
     /// The server speaks MariaDB's GTIDs (else MySQL's).
-    mariadb: bool,
+    flavor: Flavor,
     /// Every transaction up to here has been applied to the cache.
     pub(super) applied: tokio::sync::watch::Sender<Applied>,
     /// The generation events are taken from, held while one is applied.
@@ -81,9 +81,9 @@ pub(super) struct FeedState {
 }
 
 impl FeedState {
-    pub(super) fn new(mariadb: bool) -> FeedState {
+    pub(super) fn new(flavor: Flavor) -> FeedState {
         FeedState {
-            mariadb,
+            flavor,
             applied: tokio::sync::watch::Sender::new(Applied::default()),
             gate: Mutex::new(0),
             generation: AtomicU64::new(0),
@@ -120,7 +120,7 @@ impl FeedState {
         cache.drop_all();
         self.applied.send_replace(Applied {
             generation: *gate,
-            position: Position::default(),
+            position: BinlogPosition::default(),
             marks: None,
         });
         self.switches.fetch_add(1, Ordering::Relaxed);
@@ -177,9 +177,9 @@ impl BinlogSink for Feed {
                 // reader resumes at its last `Applied`, or starts where
                 // the server is, with an empty cache, which nothing before
                 // can have left stale).
-                let mariadb = self.state.mariadb;
+                let flavor = self.state.flavor;
                 self.state.applied.send_modify(|a| {
-                    a.marks = a.marks_with(mariadb, &position);
+                    a.marks = a.marks_with(flavor, &position);
                     a.generation = self.generation;
                     a.position = position;
                 });
@@ -210,11 +210,11 @@ impl BinlogSink for Feed {
                     (now as i64 - i64::from(commit_time)).max(0)
                 };
                 self.state.lag_seconds.store(lag, Ordering::Relaxed);
-                let mariadb = self.state.mariadb;
+                let flavor = self.state.flavor;
                 self.state.applied.send_if_modified(|a| {
                     let ahead = position.reached(&a.position) && position != a.position;
                     if ahead {
-                        a.marks = a.marks_with(mariadb, &position);
+                        a.marks = a.marks_with(flavor, &position);
                         a.position = position;
                     }
                     ahead

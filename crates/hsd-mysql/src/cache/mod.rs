@@ -37,7 +37,7 @@ use super::binlog::{BinlogReader, ReaderSettings};
 use super::link::LinkSettings;
 use super::topology::Topology;
 use hsd_storage::row_cache::RowCache;
-use mysql_wire::MysqlUrl;
+use mysql_wire::{Flavor, MysqlUrl};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -84,7 +84,7 @@ pub struct MustSee {
     writes: u64,
     arrived: Instant,
     /// The commit marks of the writes acknowledged by then (`acked`).
-    acked: Arc<super::topology::gtid::Position>,
+    acked: Arc<mysql_wire::GtidSet>,
     /// Commits noted without a GTID by then.
     untracked: u64,
 }
@@ -206,13 +206,13 @@ impl RowCacheService {
             generation: 0,
             link: LinkSettings::new(url, timeout).map_err(|e| anyhow::anyhow!(e))?,
         };
-        let (mariadb, numbered) = acked::numbering(&target.link)
+        let (flavor, numbered) = acked::numbering(&target.link)
             .await
-            .unwrap_or((false, false));
+            .unwrap_or((Flavor::MySql, false));
         let (targets, target) = tokio::sync::watch::channel(target);
         let verifier_target = target.clone();
         tokio::spawn(positions::serve(target, rx, latest, cache.clone()));
-        let feed = Arc::new(FeedState::new(mariadb));
+        let feed = Arc::new(FeedState::new(flavor));
         if let Some(per_second) = settings.verify_per_second {
             tokio::spawn(verify::run(
                 verifier_target,
@@ -266,7 +266,7 @@ impl RowCacheService {
             feed,
             positions,
             consistency: settings.consistency,
-            acked: Arc::new(AckedWrites::new(mariadb)),
+            acked: Arc::new(AckedWrites::new(flavor)),
             numbered,
             untracked_settled: AtomicU64::new(0),
             primary,

@@ -7,7 +7,7 @@
 //! reader follows (`Target`), and each position says which generation of
 //! the feed it is for.
 
-use super::super::binlog::{master_status, query, Position};
+use super::super::binlog::{master_status, query, BinlogPosition};
 use super::super::link::{Link, LinkSettings};
 use super::MustSee;
 use hsd_storage::row_cache::{RowCache, TableState};
@@ -24,7 +24,7 @@ pub(super) struct Fetched {
     pub(super) asked: Instant,
     /// This process's writes finished when it was asked.
     pub(super) writes: u64,
-    pub(super) position: Position,
+    pub(super) position: BinlogPosition,
 }
 
 /// The server positions are asked of, for feed generation `generation`.
@@ -35,7 +35,7 @@ pub(super) struct Target {
 }
 
 pub(super) enum Request {
-    Position(oneshot::Sender<Option<Arc<Fetched>>>),
+    BinlogPosition(oneshot::Sender<Option<Arc<Fetched>>>),
     Vet(Arc<TableState>),
 }
 
@@ -86,7 +86,7 @@ impl Positions {
         }
         self.asked.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
-        self.tx.send(Request::Position(reply)).ok()?;
+        self.tx.send(Request::BinlogPosition(reply)).ok()?;
         answer
             .await
             .ok()
@@ -119,7 +119,7 @@ pub(super) async fn serve(
         let mut waiting = Vec::new();
         let mut vets = Vec::new();
         let mut take = |r| match r {
-            Request::Position(reply) => waiting.push(reply),
+            Request::BinlogPosition(reply) => waiting.push(reply),
             Request::Vet(t) => vets.push(t),
         };
         take(first);
@@ -172,7 +172,10 @@ async fn connected<'a>(
 /// The server's position; a failure drops the link. File and offset are
 /// what the reader's positions compare by; the GTID state is not needed
 /// (one statement, not two).
-async fn position(settings: &LinkSettings, link: &mut Option<Link>) -> Result<Position, String> {
+async fn position(
+    settings: &LinkSettings,
+    link: &mut Option<Link>,
+) -> Result<BinlogPosition, String> {
     let answer = match connected(settings, link).await {
         Ok(l) => master_status(l).await,
         Err(e) => Err(e),

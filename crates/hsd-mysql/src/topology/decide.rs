@@ -8,8 +8,8 @@
 //! Galera node serves reads only while Synced in the primary component, and
 //! only through SELECT with `wsrep_sync_wait` (see `Role::GaleraPeer`).
 
-use super::gtid::Position;
 use super::observe::Observation;
+use mysql_wire::GtidSet;
 
 /// What the last poll of a server said.
 // One per configured server, replaced once a poll: its size costs nothing.
@@ -259,8 +259,8 @@ pub(crate) enum ReadChoice {
 /// and waits); `in_flight[i]` its reads running now.
 pub(crate) fn choose_read(
     roles: &[Role],
-    known: &[Position],
-    frontier: &Position,
+    known: &[GtidSet],
+    frontier: &GtidSet,
     in_flight: &[usize],
     turn: usize,
 ) -> ReadChoice {
@@ -299,19 +299,20 @@ pub(crate) fn choose_read(
 
 #[cfg(test)]
 mod tests {
-    use super::super::observe::{Flavor, Galera, Replication};
+    use super::super::observe::{Galera, Replication};
     use super::*;
+    use mysql_wire::Flavor;
 
-    fn pos(s: &str) -> Position {
-        Position::parse_mariadb(s).unwrap()
+    fn pos(s: &str) -> GtidSet {
+        GtidSet::parse_mariadb(s).unwrap()
     }
 
     fn primary(logged: &str) -> Health {
         Health::Up(Observation {
-            flavor: Flavor::Mariadb,
+            flavor: Flavor::MariaDb,
             read_only: false,
             log_bin: true,
-            applied: Position::default(),
+            applied: GtidSet::default(),
             logged: pos(logged),
             replication: None,
             identity: None,
@@ -323,7 +324,7 @@ mod tests {
 
     fn replica(applied: &str, sql_running: bool) -> Health {
         Health::Up(Observation {
-            flavor: Flavor::Mariadb,
+            flavor: Flavor::MariaDb,
             read_only: true,
             log_bin: true,
             applied: pos(applied),
@@ -356,11 +357,11 @@ mod tests {
 
     fn galera(uuid: &str, state: &str, primary_component: bool) -> Health {
         Health::Up(Observation {
-            flavor: Flavor::Mariadb,
+            flavor: Flavor::MariaDb,
             read_only: false,
             log_bin: false,
-            applied: Position::default(),
-            logged: Position::default(),
+            applied: GtidSet::default(),
+            logged: GtidSet::default(),
             replication: None,
             identity: None,
             server_id: None,
@@ -691,11 +692,7 @@ mod tests {
     #[test]
     fn galera_peers_need_no_position() {
         let roles = [Role::Primary, Role::GaleraPeer, Role::GaleraPeer];
-        let known = [
-            Position::default(),
-            Position::default(),
-            Position::default(),
-        ];
+        let known = [GtidSet::default(), GtidSet::default(), GtidSet::default()];
         let f = pos("0-1-10");
         assert_eq!(
             choose_read(&roles, &known, &f, &[0, 2, 1], 0),

@@ -22,7 +22,6 @@
 //! `--replica` in order.
 
 pub(crate) mod decide;
-pub(crate) mod gtid;
 mod metrics;
 pub(crate) mod observe;
 mod poll;
@@ -33,11 +32,11 @@ pub(crate) use self::route::ReadRoute;
 pub(crate) use self::strict::WriterPositions;
 
 use self::decide::{Health, Role, Writer};
-use self::gtid::Position;
 use self::metrics::{role_index, ServerMetrics, TopologyMetrics};
-use self::observe::Flavor;
 use super::link::LinkSettings;
 use hsd_storage::StorageError;
+use mysql_wire::Flavor;
+use mysql_wire::GtidSet;
 use prometheus::Registry;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -104,7 +103,7 @@ struct State {
     health: Vec<Health>,
     /// Best knowledge of each server's applied position: set by its polls,
     /// raised by its waits.
-    known: Vec<Position>,
+    known: Vec<GtidSet>,
     writer: Writer,
     /// The last server chosen as writer (`--backend` before any poll):
     /// reads with `--read-from primary`, and reads no replica may serve,
@@ -114,12 +113,12 @@ struct State {
     writer_since: Instant,
     roles: Vec<Role>,
     /// The position of every write hsd acknowledged.
-    frontier: Arc<Position>,
+    frontier: Arc<GtidSet>,
     /// A commit whose GTID is unknown happened at this time: until a poll
     /// of the writer that began later, no replica serves.
     untracked_since: Option<Instant>,
     /// What reads waiting for each server need (the union).
-    demand: Vec<Position>,
+    demand: Vec<GtidSet>,
     /// Reads waiting for each server.
     waiting: Vec<usize>,
     /// Spreads reads over equally loaded servers.
@@ -132,13 +131,13 @@ struct State {
     /// When each server's last poll ended.
     polled: Vec<Option<Instant>>,
     /// The writer's logged position at its last poll, and which server.
-    last_logged: Option<(usize, Position)>,
-    /// The GTIDs of the commits hsd noted (`Position::commit_marks`: per
+    last_logged: Option<(usize, GtidSet)>,
+    /// The GTIDs of the commits hsd noted (`GtidSet::commit_marks`: per
     /// MariaDB domain the latest, per MySQL source the highest number),
     /// apart from what polls merged into the frontier: a new commit's GTID
     /// that is not past what was noted before it was sent shows the
     /// writer's history started again.
-    noted: Position,
+    noted: GtidSet,
 }
 
 pub(crate) struct Topology {
@@ -200,20 +199,20 @@ impl Topology {
             servers,
             state: Mutex::new(State {
                 health: vec![Health::Unknown; n],
-                known: vec![Position::default(); n],
+                known: vec![GtidSet::default(); n],
                 writer: Writer::One(0),
                 last_writer: 0,
                 writer_since: now,
                 roles: vec![Role::Unusable("not polled yet".into()); n],
-                frontier: Arc::new(Position::default()),
+                frontier: Arc::new(GtidSet::default()),
                 untracked_since: None,
-                demand: vec![Position::default(); n],
+                demand: vec![GtidSet::default(); n],
                 waiting: vec![0; n],
                 turn: 0,
                 unproven: vec![false; n],
                 polled: vec![None; n],
                 last_logged: None,
-                noted: Position::default(),
+                noted: GtidSet::default(),
             }),
             changed: Notify::new(),
             stop: Notify::new(),
@@ -282,13 +281,13 @@ impl Topology {
     }
 
     /// The position of every write hsd acknowledged so far.
-    pub(crate) fn frontier(&self) -> Arc<Position> {
+    pub(crate) fn frontier(&self) -> Arc<GtidSet> {
         lock(&self.state).frontier.clone()
     }
 
     /// The GTIDs of the commits noted so far: taken by a write
     /// connection before it sends a COMMIT, for `note_commit_since`.
-    pub(crate) fn noted(&self) -> Position {
+    pub(crate) fn noted(&self) -> GtidSet {
         lock(&self.state).noted.clone()
     }
 
@@ -306,7 +305,7 @@ impl Topology {
     /// history started again. Commits in flight on other connections at the
     /// same time may be noted in either order (their answers race), so a
     /// GTID below one noted meanwhile proves nothing.
-    pub(crate) fn note_commit_since(&self, server: usize, commit: Commit<'_>, before: &Position) {
+    pub(crate) fn note_commit_since(&self, server: usize, commit: Commit<'_>, before: &GtidSet) {
         let flavor = {
             let st = lock(&self.state);
             st.health
@@ -318,13 +317,11 @@ impl Topology {
             Commit::Gtid(text) => {
                 let text = String::from_utf8_lossy(text);
                 let p = match flavor {
-                    Some(Flavor::Mysql) => Position::parse_mysql(&text),
-                    Some(Flavor::Mariadb) => Position::parse_mariadb(&text),
+                    Some(Flavor::MySql | Flavor::Vitess) => GtidSet::parse_mysql(&text),
+                    Some(Flavor::MariaDb) => GtidSet::parse_mariadb(&text),
                     // Not polled yet: a MariaDB GTID never parses as a
                     // MySQL set, and the other way round.
-                    None => {
-                        Position::parse_mariadb(&text).or_else(|_| Position::parse_mysql(&text))
-                    }
+                    None => GtidSet::parse_mariadb(&text).or_else(|_| GtidSet::parse_mysql(&text)),
                 };
                 match p {
                     Ok(p) => Some(p),
@@ -399,13 +396,7 @@ impl Topology {
 
     /// A poll of `server` that began at `started` (when the frontier was
     /// `frontier_then`) finished.
-    fn apply_poll(
-        &self,
-        server: usize,
-        started: Instant,
-        frontier_then: &Position,
-        health: Health,
-    ) {
+    fn apply_poll(&self, server: usize, started: Instant, frontier_then: &GtidSet, health: Health) {
         let mut st = lock(&self.state);
         if let Health::Up(o) = &health {
             // A poll's position replaces what waits learnt: it is the
@@ -435,7 +426,7 @@ impl Topology {
     /// before, so every other server's position proves nothing until a
     /// poll shows it within the writer's (`check_history`); the frontier
     /// starts again from `from`.
-    fn history_restarted(&self, st: &mut State, w: usize, from: Position, why: &str) {
+    fn history_restarted(&self, st: &mut State, w: usize, from: GtidSet, why: &str) {
         tracing::warn!(
             server = %self.server_name(w), %why, position = %from,
             "the writer's GTID history started again (RESET MASTER or a restored backup?): \
@@ -465,7 +456,7 @@ impl Topology {
             matches!(&st.last_logged, Some((was, prev)) if *was == w && !logged.covers(prev));
         st.last_logged = Some((w, logged.clone()));
         if went_back {
-            st.noted = Position::default();
+            st.noted = GtidSet::default();
             self.history_restarted(
                 st,
                 w,
@@ -499,7 +490,7 @@ impl Topology {
     /// position; writes it does not have, two intervals after it became
     /// the writer, were lost with an earlier primary (nobody can show them,
     /// and waiting for them would keep every read off the replicas).
-    fn check_frontier(&self, st: &mut State, w: usize, started: Instant, frontier_then: &Position) {
+    fn check_frontier(&self, st: &mut State, w: usize, started: Instant, frontier_then: &GtidSet) {
         let Some(o) = st.health[w].observation() else {
             return;
         };
@@ -538,7 +529,7 @@ impl Topology {
     }
 
     /// A wait on `server` learnt (at least) this position.
-    fn apply_wait(&self, server: usize, applied: &Position) {
+    fn apply_wait(&self, server: usize, applied: &GtidSet) {
         let mut st = lock(&self.state);
         st.known[server].merge(applied);
         drop(st);
@@ -695,20 +686,20 @@ mod tests {
     }
 
     /// A position in MariaDB's form, or MySQL's (`uuid:1-5`).
-    pub(super) fn pos(s: &str) -> Position {
+    pub(super) fn pos(s: &str) -> GtidSet {
         if s.contains(':') {
-            Position::parse_mysql(s).expect("position")
+            GtidSet::parse_mysql(s).expect("position")
         } else {
-            Position::parse_mariadb(s).expect("position")
+            GtidSet::parse_mariadb(s).expect("position")
         }
     }
 
     fn up(read_only: bool, pos_text: &str, replicating: bool) -> Health {
         Health::Up(Observation {
             flavor: if pos_text.contains(':') {
-                Flavor::Mysql
+                Flavor::MySql
             } else {
-                Flavor::Mariadb
+                Flavor::MariaDb
             },
             read_only,
             log_bin: true,

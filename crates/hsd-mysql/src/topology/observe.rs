@@ -5,14 +5,7 @@
 //! WHERE Variable_name IN (...)` answer only the names that exist, where
 //! `SELECT @@name` would refuse the whole statement.
 
-use super::gtid::Position;
-
-/// Which server family answers: the two name and compare GTIDs differently.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Flavor {
-    Mariadb,
-    Mysql,
-}
+use mysql_wire::{Flavor, GtidSet};
 
 /// A result set as text: the poller's statements return a few small rows.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -54,7 +47,7 @@ pub(crate) const FLAVOR_SQL: &str =
 /// variables, its replication threads, and (MariaDB) its Galera state.
 pub(crate) fn poll_statements(flavor: Flavor) -> &'static [&'static str] {
     match flavor {
-        Flavor::Mariadb => &[
+        Flavor::MariaDb => &[
             "SHOW GLOBAL VARIABLES WHERE Variable_name IN \
              ('read_only', 'log_bin', 'gtid_slave_pos', 'gtid_binlog_pos', 'wsrep_on', \
              'hostname', 'port', 'datadir', 'server_id')",
@@ -65,7 +58,7 @@ pub(crate) fn poll_statements(flavor: Flavor) -> &'static [&'static str] {
         ],
         // SHOW REPLICA STATUS is MySQL 8.0.22's name; the poller falls back
         // to SHOW SLAVE STATUS when a server refuses it.
-        Flavor::Mysql => &[
+        Flavor::MySql | Flavor::Vitess => &[
             "SHOW GLOBAL VARIABLES WHERE Variable_name IN \
              ('read_only', 'super_read_only', 'log_bin', 'gtid_mode', 'gtid_executed', \
              'server_uuid', 'hostname', 'port', 'datadir', 'server_id')",
@@ -82,9 +75,9 @@ pub(crate) fn flavor(vars: &Table) -> Flavor {
     let version = vars.value_of("version").unwrap_or_default();
     let comment = vars.value_of("version_comment").unwrap_or_default();
     if version.contains("MariaDB") || comment.contains("MariaDB") {
-        Flavor::Mariadb
+        Flavor::MariaDb
     } else {
-        Flavor::Mysql
+        Flavor::MySql
     }
 }
 
@@ -174,10 +167,10 @@ pub(crate) struct Observation {
     /// What it has applied as a replica is asked (MariaDB
     /// `gtid_slave_pos`, the position `MASTER_GTID_WAIT` compares; MySQL
     /// `gtid_executed`).
-    pub(crate) applied: Position,
+    pub(crate) applied: GtidSet,
     /// What its binary log holds (MariaDB `gtid_binlog_pos`; MySQL
     /// `gtid_executed`): a primary's, to tell replicas' lag.
-    pub(crate) logged: Position,
+    pub(crate) logged: GtidSet,
     /// `None`: no replication configured (or not visible).
     pub(crate) replication: Option<Replication>,
     /// The replication status could be read (the account may lack the
@@ -221,23 +214,22 @@ pub(crate) fn observation(
     let read_only = on(vars.value_of("read_only")) || on(vars.value_of("super_read_only"));
     let log_bin = on(vars.value_of("log_bin"));
     let (applied, logged) = match flavor {
-        Flavor::Mariadb => {
+        Flavor::MariaDb => {
             let slave = vars.value_of("gtid_slave_pos").unwrap_or_default();
             let binlog = vars.value_of("gtid_binlog_pos").unwrap_or_default();
             (
-                Position::parse_mariadb(slave).map_err(|e| e.to_string())?,
-                Position::parse_mariadb(binlog).map_err(|e| e.to_string())?,
+                GtidSet::parse_mariadb(slave).map_err(|e| e.to_string())?,
+                GtidSet::parse_mariadb(binlog).map_err(|e| e.to_string())?,
             )
         }
-        Flavor::Mysql => {
-            let executed =
-                Position::parse_mysql(vars.value_of("gtid_executed").unwrap_or_default())
-                    .map_err(|e| e.to_string())?;
+        Flavor::MySql | Flavor::Vitess => {
+            let executed = GtidSet::parse_mysql(vars.value_of("gtid_executed").unwrap_or_default())
+                .map_err(|e| e.to_string())?;
             (executed.clone(), executed)
         }
     };
     let replication = replicas.and_then(replication);
-    let galera = if flavor == Flavor::Mariadb && on(vars.value_of("wsrep_on")) {
+    let galera = if flavor == Flavor::MariaDb && on(vars.value_of("wsrep_on")) {
         let w = wsrep.ok_or("a Galera node (wsrep_on) whose wsrep status could not be read")?;
         Some(Galera {
             ready: on(w.value_of("wsrep_ready")),
@@ -361,16 +353,16 @@ mod tests {
     fn flavors() {
         assert_eq!(
             flavor(&vars(&[("version", "10.11.19-MariaDB-0+deb12u1")])),
-            Flavor::Mariadb
+            Flavor::MariaDb
         );
         assert_eq!(
             flavor(&vars(&[
                 ("version", "8.0.31"),
                 ("version_comment", "MySQL Community Server - GPL")
             ])),
-            Flavor::Mysql
+            Flavor::MySql
         );
-        assert_eq!(flavor(&Table::default()), Flavor::Mysql);
+        assert_eq!(flavor(&Table::default()), Flavor::MySql);
     }
 
     #[test]
@@ -382,7 +374,7 @@ mod tests {
             ("read_only", "OFF"),
             ("wsrep_on", "OFF"),
         ]);
-        let o = observation(Flavor::Mariadb, &v, Some(&Table::default()), None).unwrap();
+        let o = observation(Flavor::MariaDb, &v, Some(&Table::default()), None).unwrap();
         assert!(o.replication_visible);
         assert!(!o.read_only && o.log_bin);
         assert_eq!(o.logged.to_string(), "0-1-15");
@@ -407,7 +399,7 @@ mod tests {
             ("Last_SQL_Error", Some("")),
             ("Master_Server_Id", Some("1")),
         ]]);
-        let o = observation(Flavor::Mariadb, &v, Some(&running), None).unwrap();
+        let o = observation(Flavor::MariaDb, &v, Some(&running), None).unwrap();
         assert!(o.read_only);
         assert_eq!(
             o.replication,
@@ -427,7 +419,7 @@ mod tests {
             ("Replicate_Do_DB", Some("")),
             ("Replicate_Wild_Ignore_Table", Some("hsdtest.t%")),
         ]]);
-        let o = observation(Flavor::Mariadb, &v, Some(&filtered), None).unwrap();
+        let o = observation(Flavor::MariaDb, &v, Some(&filtered), None).unwrap();
         assert_eq!(
             o.replication.expect("replicating").filters,
             ["Replicate_Wild_Ignore_Table=hsdtest.t%"]
@@ -441,7 +433,7 @@ mod tests {
             ("Last_IO_Error", Some("the slave is ahead")),
             ("Master_Server_Id", Some("2")),
         ]]);
-        let o = observation(Flavor::Mariadb, &v, Some(&ahead), None).unwrap();
+        let o = observation(Flavor::MariaDb, &v, Some(&ahead), None).unwrap();
         let r = o.replication.expect("replicating");
         assert!(r.sql_running);
         assert_eq!(
@@ -456,7 +448,7 @@ mod tests {
             ("Last_IO_Errno", Some("2003")),
             ("Master_Server_Id", Some("0")),
         ]]);
-        let o = observation(Flavor::Mariadb, &v, Some(&unreachable), None).unwrap();
+        let o = observation(Flavor::MariaDb, &v, Some(&unreachable), None).unwrap();
         let r = o.replication.expect("replicating");
         assert_eq!((r.diverged, r.source_server_id), (None, None));
         // SQL thread stopped by an error; I/O thread reconnecting.
@@ -466,7 +458,7 @@ mod tests {
             ("Seconds_Behind_Master", None),
             ("Last_SQL_Error", Some("Duplicate entry")),
         ]]);
-        let o = observation(Flavor::Mariadb, &v, Some(&stopped), None).unwrap();
+        let o = observation(Flavor::MariaDb, &v, Some(&stopped), None).unwrap();
         let r = o.replication.unwrap();
         assert!(!r.sql_running && !r.io_running);
         assert_eq!(r.seconds_behind, None);
@@ -482,10 +474,10 @@ mod tests {
                 ("Slave_SQL_Running", Some("No")),
             ],
         ]);
-        let o = observation(Flavor::Mariadb, &v, Some(&two), None).unwrap();
+        let o = observation(Flavor::MariaDb, &v, Some(&two), None).unwrap();
         assert!(!o.replication.unwrap().sql_running);
         // Status not readable (no privilege).
-        let o = observation(Flavor::Mariadb, &v, None, None).unwrap();
+        let o = observation(Flavor::MariaDb, &v, None, None).unwrap();
         assert!(!o.replication_visible);
         assert_eq!(o.replication, None);
     }
@@ -500,7 +492,7 @@ mod tests {
             ("wsrep_local_state_comment", "Synced"),
             ("wsrep_ready", "ON"),
         ]);
-        let o = observation(Flavor::Mariadb, &v, Some(&Table::default()), Some(&w)).unwrap();
+        let o = observation(Flavor::MariaDb, &v, Some(&Table::default()), Some(&w)).unwrap();
         let g = o.galera.unwrap();
         assert!(g.usable());
         assert_eq!(g.recv_queue, 2);
@@ -515,7 +507,7 @@ mod tests {
         let mut r = g;
         r.ready = false;
         assert!(!r.usable());
-        assert!(observation(Flavor::Mariadb, &v, None, None).is_err());
+        assert!(observation(Flavor::MariaDb, &v, None, None).is_err());
     }
 
     #[test]
@@ -533,12 +525,12 @@ mod tests {
             ("Replica_SQL_Running", Some("Yes")),
             ("Seconds_Behind_Source", Some("0")),
         ]]);
-        let o = observation(Flavor::Mysql, &v, Some(&r), None).unwrap();
+        let o = observation(Flavor::MySql, &v, Some(&r), None).unwrap();
         assert!(o.read_only, "super_read_only counts");
         assert_eq!(o.applied, o.logged);
         assert_eq!(o.applied.to_string(), format!("{u}:1-20:22"));
         assert!(o.replication.unwrap().sql_running);
         let bad = vars(&[("gtid_executed", "junk:1")]);
-        assert!(observation(Flavor::Mysql, &bad, None, None).is_err());
+        assert!(observation(Flavor::MySql, &bad, None, None).is_err());
     }
 }

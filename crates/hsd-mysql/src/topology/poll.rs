@@ -11,9 +11,10 @@
 
 use super::super::link::{Answer, Link, LinkSettings, ResultSink};
 use super::decide::Health;
-use super::gtid::Position;
-use super::observe::{self, Flavor, Table};
+use super::observe::{self, Table};
 use super::{lock, ReadFrom, Topology};
+use mysql_wire::Flavor;
+use mysql_wire::GtidSet;
 use mysql_wire::TextRow;
 use std::future::Future;
 use std::sync::Arc;
@@ -177,7 +178,7 @@ async fn poll_once(
     let replicas = match answers.next() {
         Some(Ok(t)) => Some(t),
         Some(Err(e)) => {
-            if c.flavor == Flavor::Mysql && e.code == ER_PARSE_ERROR && !c.old_replica_status {
+            if c.flavor == Flavor::MySql && e.code == ER_PARSE_ERROR && !c.old_replica_status {
                 c.old_replica_status = true;
             }
             tracing::debug!(error = %e, "replication status not readable");
@@ -256,10 +257,10 @@ async fn wait_loop(t: Arc<Topology>, server: usize) {
             }
         };
         let sql = match flavor {
-            Flavor::Mariadb => {
+            Flavor::MariaDb => {
                 format!("SELECT MASTER_GTID_WAIT('{want}', {secs:.3}), @@gtid_slave_pos")
             }
-            Flavor::Mysql => format!(
+            Flavor::MySql | Flavor::Vitess => format!(
                 "SELECT WAIT_FOR_EXECUTED_GTID_SET('{want}', {}), @@gtid_executed",
                 secs.ceil().max(1.0)
             ),
@@ -285,8 +286,8 @@ async fn wait_loop(t: Arc<Topology>, server: usize) {
                     .and_then(|r| r.get(1)?.clone())
                     .unwrap_or_default();
                 let parsed = match flavor {
-                    Flavor::Mariadb => Position::parse_mariadb(&text),
-                    Flavor::Mysql => Position::parse_mysql(&text),
+                    Flavor::MariaDb => GtidSet::parse_mariadb(&text),
+                    Flavor::MySql | Flavor::Vitess => GtidSet::parse_mysql(&text),
                 };
                 match parsed {
                     Ok(p) => t.apply_wait(server, &p),

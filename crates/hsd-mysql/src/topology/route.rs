@@ -3,8 +3,8 @@
 //! flight on each server that spreads them.
 
 use super::decide::{self, ReadChoice};
-use super::gtid::Position;
 use super::{lock, ReadFrom, Server, State, Topology};
+use mysql_wire::GtidSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -30,7 +30,7 @@ impl Drop for Waiting<'_> {
         for &c in &self.servers {
             st.waiting[c] = st.waiting[c].saturating_sub(1);
             if st.waiting[c] == 0 {
-                st.demand[c] = Position::default();
+                st.demand[c] = GtidSet::default();
             }
         }
     }
@@ -56,7 +56,7 @@ impl Topology {
     /// to catch up; else on the primary.
     pub(crate) async fn route_read(
         self: &Arc<Self>,
-        frontier: &Position,
+        frontier: &GtidSet,
         finds: usize,
     ) -> ReadRoute {
         if self.settings.read_from == ReadFrom::Primary {
@@ -131,7 +131,7 @@ impl Topology {
 }
 
 impl State {
-    fn choose_read(&mut self, frontier: &Position, servers: &[Server]) -> ReadChoice {
+    fn choose_read(&mut self, frontier: &GtidSet, servers: &[Server]) -> ReadChoice {
         if self.untracked_since.is_some() {
             return ReadChoice::Primary;
         }

@@ -7,10 +7,10 @@
 //! the writer. Concurrent batches share one question: an answer asked
 //! after a batch arrived serves it too.
 
-use super::gtid::Position;
 use super::Topology;
 use crate::binlog::query;
 use crate::link::Link;
+use mysql_wire::GtidSet;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 /// committed on the writer before then.
 struct Asked {
     at: Instant,
-    position: Arc<Position>,
+    position: Arc<GtidSet>,
 }
 
 type Reply = oneshot::Sender<Option<Arc<Asked>>>;
@@ -41,7 +41,7 @@ impl WriterPositions {
 
     /// The writer's position asked at `arrived` or later; `None` when the
     /// writer could not be asked (the read then runs on the writer).
-    pub(crate) async fn since(&self, arrived: Instant) -> Option<Arc<Position>> {
+    pub(crate) async fn since(&self, arrived: Instant) -> Option<Arc<GtidSet>> {
         let known = self
             .latest
             .lock()
@@ -91,7 +91,7 @@ async fn serve(
 
 /// The position of the server that takes writes now; a failure drops the
 /// connection.
-async fn ask(topology: &Topology, link: &mut Option<(usize, Link)>) -> Result<Position, String> {
+async fn ask(topology: &Topology, link: &mut Option<(usize, Link)>) -> Result<GtidSet, String> {
     let writer = topology.writer().map_err(|e| e.to_string())?;
     if link.as_ref().is_none_or(|(at, _)| *at != writer) {
         let settings = &topology.servers[writer].spec.link;
@@ -103,8 +103,8 @@ async fn ask(topology: &Topology, link: &mut Option<(usize, Link)>) -> Result<Po
     let Some((_, l)) = link.as_mut() else {
         return Err("no connection".into());
     };
-    let mariadb = l.server.mariadb;
-    let sql = if mariadb {
+    let flavor = l.server.flavor;
+    let sql = if flavor.is_mariadb() {
         "SELECT @@GLOBAL.gtid_binlog_pos"
     } else {
         "SELECT @@GLOBAL.gtid_executed"
@@ -121,10 +121,10 @@ async fn ask(topology: &Topology, link: &mut Option<(usize, Link)>) -> Result<Po
         .next()
         .and_then(|r| r.into_iter().next().flatten())
         .unwrap_or_default();
-    let parsed = if mariadb {
-        Position::parse_mariadb(&text)
+    let parsed = if flavor.is_mariadb() {
+        GtidSet::parse_mariadb(&text)
     } else {
-        Position::parse_mysql(&text)
+        GtidSet::parse_mysql(&text)
     };
     parsed.map_err(|e| format!("{sql} answered {text:?}: {e}"))
 }

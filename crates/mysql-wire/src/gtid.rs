@@ -1,6 +1,6 @@
 //! Replication positions, compared the way the servers compare them.
 //!
-//! A `Position` is what a server has applied (or what hsd needs a server to
+//! A `GtidSet` is what a server has applied (or what hsd needs a server to
 //! have applied), in one of two dialects:
 //!
 //! - MariaDB: one GTID per replication domain, `domain-server-seq`
@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Position {
+pub struct GtidSet {
     /// MariaDB: per domain, (server id, sequence number) of its latest GTID.
     domains: BTreeMap<u32, (u32, u64)>,
     /// MySQL: per source, sorted, disjoint, non-adjacent inclusive ranges.
@@ -29,9 +29,9 @@ pub struct Position {
 /// Text that is not a GTID position.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unreadable GTID position {text:?}: {why}")]
-pub(crate) struct GtidError {
-    pub(crate) text: String,
-    pub(crate) why: &'static str,
+pub struct GtidError {
+    pub text: String,
+    pub why: &'static str,
 }
 
 fn err(text: &str, why: &'static str) -> GtidError {
@@ -41,12 +41,12 @@ fn err(text: &str, why: &'static str) -> GtidError {
     }
 }
 
-impl Position {
+impl GtidSet {
     /// Parses MariaDB's `gtid_slave_pos` / `gtid_binlog_pos` / `last_gtid`
     /// text: GTIDs separated by commas (blanks allowed), empty for none. A
     /// domain named twice keeps its highest sequence number.
-    pub(crate) fn parse_mariadb(text: &str) -> Result<Position, GtidError> {
-        let mut p = Position::default();
+    pub fn parse_mariadb(text: &str) -> Result<GtidSet, GtidError> {
+        let mut p = GtidSet::default();
         for part in text.split(',') {
             let part = part.trim();
             if part.is_empty() {
@@ -68,8 +68,8 @@ impl Position {
 
     /// Parses a MySQL GTID set (`gtid_executed`, `session_track_gtids`):
     /// `uuid:1-5:7,uuid2[:tag]:1-3`, blanks and newlines allowed.
-    pub(crate) fn parse_mysql(text: &str) -> Result<Position, GtidError> {
-        let mut p = Position::default();
+    pub fn parse_mysql(text: &str) -> Result<GtidSet, GtidError> {
+        let mut p = GtidSet::default();
         for part in text.split(',') {
             let part: String = part.chars().filter(|c| !c.is_whitespace()).collect();
             if part.is_empty() {
@@ -117,13 +117,13 @@ impl Position {
         Ok(p)
     }
 
-    #[cfg(test)]
-    pub(crate) fn is_empty(&self) -> bool {
+    /// Whether it holds no GTID at all.
+    pub fn is_empty(&self) -> bool {
         self.domains.is_empty() && self.sources.is_empty()
     }
 
     /// Whether a server at `self` has applied everything in `want`.
-    pub(crate) fn covers(&self, want: &Position) -> bool {
+    pub fn covers(&self, want: &GtidSet) -> bool {
         want.domains
             .iter()
             .all(|(d, &(_, n))| self.domains.get(d).is_some_and(|&(_, have)| have >= n))
@@ -141,7 +141,7 @@ impl Position {
     /// the writer's history started again (`RESET MASTER`, a restored
     /// backup), and positions from before no longer compare with those
     /// after.
-    pub(crate) fn reuses(&self, commit: &Position) -> bool {
+    pub fn reuses(&self, commit: &GtidSet) -> bool {
         let in_domain = commit
             .domains
             .iter()
@@ -160,8 +160,8 @@ impl Position {
     /// What `reuses` compares, kept small: per MariaDB domain the latest
     /// GTID, per MySQL source its highest transaction number (as the range
     /// from 1), whatever gaps other writers' transactions leave.
-    pub(crate) fn commit_marks(&self) -> Position {
-        Position {
+    pub fn commit_marks(&self) -> GtidSet {
+        GtidSet {
             domains: self.domains.clone(),
             sources: self
                 .sources
@@ -172,7 +172,7 @@ impl Position {
     }
 
     /// Adds `other`: the position of a server that applied both.
-    pub(crate) fn merge(&mut self, other: &Position) {
+    pub fn merge(&mut self, other: &GtidSet) {
         for (&d, &(s, n)) in &other.domains {
             self.raise_domain(d, s, n);
         }
@@ -185,7 +185,7 @@ impl Position {
 
     /// How many transactions of `want` a server at `self` has not applied
     /// (a replica's lag in transactions, `want` being its primary's).
-    pub(crate) fn missing(&self, want: &Position) -> u64 {
+    pub fn missing(&self, want: &GtidSet) -> u64 {
         let mut n: u64 = 0;
         for (d, &(_, seq)) in &want.domains {
             let have = self.domains.get(d).map_or(0, |&(_, h)| h);
@@ -212,7 +212,7 @@ impl Position {
     /// stays: a MariaDB domain that moved on since is kept as it is (its
     /// newer transaction came from the writer, and orders after the lost
     /// ones); a MySQL set loses exactly the lost transactions.
-    pub(crate) fn without_lost(&self, then: &Position, logged: &Position) -> Position {
+    pub fn without_lost(&self, then: &GtidSet, logged: &GtidSet) -> GtidSet {
         let mut out = self.clone();
         for (d, &(_, n)) in &then.domains {
             let have = logged.domains.get(d).copied();
@@ -242,7 +242,7 @@ impl Position {
     }
 
     /// How many ranges the MySQL sets hold (a measure of fragmentation).
-    pub(crate) fn range_count(&self) -> usize {
+    pub fn range_count(&self) -> usize {
         self.sources.values().map(Vec::len).sum()
     }
 
@@ -337,7 +337,7 @@ fn is_uuid(s: &str) -> bool {
 
 /// The position as the server writes it, which is also what
 /// `MASTER_GTID_WAIT` / `WAIT_FOR_EXECUTED_GTID_SET` take.
-impl fmt::Display for Position {
+impl fmt::Display for GtidSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut first = true;
         for (d, (s, n)) in &self.domains {
@@ -369,11 +369,11 @@ impl fmt::Display for Position {
 mod tests {
     use super::*;
 
-    fn m(s: &str) -> Position {
-        Position::parse_mariadb(s).unwrap()
+    fn m(s: &str) -> GtidSet {
+        GtidSet::parse_mariadb(s).unwrap()
     }
-    fn y(s: &str) -> Position {
-        Position::parse_mysql(s).unwrap()
+    fn y(s: &str) -> GtidSet {
+        GtidSet::parse_mysql(s).unwrap()
     }
 
     const U1: &str = "3e11fa47-71ca-11e1-9e33-c80aa9429562";
@@ -396,7 +396,7 @@ mod tests {
             "-1-1-1",
             "0-1-99999999999999999999",
         ] {
-            assert!(Position::parse_mariadb(bad).is_err(), "{bad}");
+            assert!(GtidSet::parse_mariadb(bad).is_err(), "{bad}");
         }
     }
 
@@ -452,7 +452,7 @@ mod tests {
             format!("{U1}:tag"),
             format!("{U1}:t'g:1"),
         ] {
-            assert!(Position::parse_mysql(&bad).is_err(), "{bad}");
+            assert!(GtidSet::parse_mysql(&bad).is_err(), "{bad}");
         }
     }
 
@@ -465,7 +465,7 @@ mod tests {
         assert!(!replica.covers(&y(&format!("{U1}:100-105"))));
         assert!(!replica.covers(&y(&format!("{U2}:4"))));
         assert!(!replica.covers(&y(&format!("{U1}:tag:1"))));
-        assert!(replica.covers(&Position::default()));
+        assert!(replica.covers(&GtidSet::default()));
     }
 
     #[test]

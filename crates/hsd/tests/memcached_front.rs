@@ -285,7 +285,7 @@ fn differences(store: Store, db: &str) {
     // version: hsd's own.
     assert_eq!(
         ours.ask("version\r\n"),
-        format!("VERSION {}\r\n", env!("CARGO_PKG_VERSION"))
+        format!("VERSION 1.6.18-hsd-{}\r\n", env!("CARGO_PKG_VERSION"))
     );
     // decr to a shorter number: memcached pads the stored value with a
     // space, a row holds the number.

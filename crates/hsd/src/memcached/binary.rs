@@ -149,12 +149,7 @@ impl<B: Backend> McSession<B> {
                 return Flow::Close;
             }
             BinaryCommand::Noop => reply(out, &req, Status::NoError, b""),
-            BinaryCommand::Version => reply(
-                out,
-                &req,
-                Status::NoError,
-                env!("CARGO_PKG_VERSION").as_bytes(),
-            ),
+            BinaryCommand::Version => reply(out, &req, Status::NoError, super::VERSION.as_bytes()),
             BinaryCommand::Stat { group } => {
                 let group = (!group.is_empty()).then_some(*group);
                 match stats::answer(group, &self.stats) {

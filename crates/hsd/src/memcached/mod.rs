@@ -47,6 +47,14 @@ use std::rc::Rc;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+/// What `version` (and the binary Version, and `stats`' `version`)
+/// answers: the memcached release whose protocol the door answers as
+/// (tested byte for byte against 1.6.18), then hsd's own version. Clients
+/// read the leading number to pick protocol features (memcapable, for
+/// one, expects a 1.6 server's answers only from a version of 1.6 or
+/// later).
+pub(crate) const VERSION: &str = concat!("1.6.18-hsd-", env!("CARGO_PKG_VERSION"));
+
 /// The memcached front of one event loop.
 pub(crate) struct Memcached {
     pub(crate) containers: Arc<Containers>,

@@ -282,7 +282,7 @@ impl<B: Backend> McSession<B> {
                     );
                 }
             }
-            Command::Version => write_version(out, env!("CARGO_PKG_VERSION")),
+            Command::Version => write_version(out, super::VERSION),
             Command::Verbosity { noreply, .. } => {
                 if !noreply {
                     write_status(out, Status::Ok);

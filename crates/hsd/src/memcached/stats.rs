@@ -83,7 +83,7 @@ pub(crate) fn answer(group: Option<&[u8]>, context: &StatsContext) -> StatsAnswe
                 ("pid", std::process::id().to_string()),
                 ("uptime", now.saturating_sub(context.started).to_string()),
                 ("time", now.to_string()),
-                ("version", env!("CARGO_PKG_VERSION").to_string()),
+                ("version", super::VERSION.to_string()),
                 ("pointer_size", usize::BITS.to_string()),
                 ("containers", context.containers.to_string()),
             ]

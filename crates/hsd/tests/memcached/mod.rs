@@ -203,6 +203,14 @@ pub fn create_demo_table(s: &TestServer, table: &str) {
 /// A config file naming containers over `db`: `default` on `demo_test`,
 /// `two` on `pairs` (two value columns joined by `|`).
 pub fn write_config(dir: &std::path::Path, db: &str) -> std::path::PathBuf {
+    write_config_with(dir, db, "")
+}
+
+/// What `start_flushable` adds to each container.
+const FLUSHABLE: &str = "";
+
+/// The same, with `policy` (lines) added to each container.
+pub fn write_config_with(dir: &std::path::Path, db: &str, policy: &str) -> std::path::PathBuf {
     let path = dir.join("hsd.toml");
     let text = format!(
         r#"
@@ -216,6 +224,7 @@ flags = "c3"
 cas_column = "c4"
 expire_time_column = "c5"
 unique_idx_name_on_key = "PRIMARY"
+{policy}
 
 [[memcached.containers]]
 name = "two"
@@ -223,6 +232,7 @@ db_schema = "{db}"
 db_table = "pairs"
 key_columns = "k"
 value_columns = "a,b"
+{policy}
 "#
     );
     std::fs::write(&path, text).expect("write config");
@@ -240,10 +250,21 @@ impl Front {
         Front::start_with(store, db, &[])
     }
 
+    /// The same, with `flush_all` emptying the containers' tables
+    /// (`flush_policy = "innodb_only"`).
+    pub fn start_flushable(store: Store, db: &str) -> Option<Front> {
+        Front::start_configured(store, db, &[], FLUSHABLE)
+    }
+
     /// With more options for hsd.
     pub fn start_with(store: Store, db: &str, extra: &[&str]) -> Option<Front> {
+        Front::start_configured(store, db, extra, "")
+    }
+
+    /// With more options for hsd and `policy` lines added to each container.
+    fn start_configured(store: Store, db: &str, extra: &[&str], policy: &str) -> Option<Front> {
         let dir = tempfile::tempdir().expect("tempdir");
-        let config = write_config(dir.path(), db);
+        let config = write_config_with(dir.path(), db, policy);
         let config = config.display().to_string();
         let mut args = vec!["--memcached-address", "127.0.0.1:0", "--config", &config];
         args.extend_from_slice(extra);

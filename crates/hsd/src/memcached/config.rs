@@ -220,7 +220,15 @@ impl Container {
         adopt(
             &mut self.index,
             meta.indexes.iter().map(|i| &i.name).collect(),
-        )
+        )?;
+        if let Some(why) = index_refusal(meta, &self.index, self) {
+            anyhow::bail!("memcached container {container:?}: {table}: {why}");
+        }
+        let key = meta.columns.iter().find(|c| c.name == self.key);
+        if let Some(why) = key.and_then(super::fit::key_column_refusal) {
+            anyhow::bail!("memcached container {container:?}: {table}: {why}");
+        }
+        Ok(())
     }
 
     /// The opened columns: the key, the values, then flags, cas and expiry
@@ -242,6 +250,41 @@ impl Container {
             filter_columns: columns[1..].to_vec(),
             columns,
         }
+    }
+}
+
+/// Why a container cannot be served on `index` of `table` (None: it can):
+/// the plugin needed a unique index on the key column
+/// (`unique_idx_name_on_key`), and so does hsd: on any other index a key
+/// names several rows (a `delete` would answer `DELETED` and a `get` then
+/// find the other), or rows by another column.
+pub(crate) fn index_refusal(
+    table: &TableMeta,
+    index: &str,
+    container: &Container,
+) -> Option<String> {
+    let Some(meta) = table.indexes.iter().find(|i| i.name == index) else {
+        return Some(format!("no index {index:?}"));
+    };
+    let key = table.columns.iter().position(|c| c.name == container.key);
+    let on_key_alone = meta.key_columns.len() == 1
+        && key.is_some()
+        && meta.key_columns[0] == key
+        && meta.key_prefix.iter().all(Option::is_none);
+    if !meta.unique {
+        Some(format!(
+            "index {index:?} (unique_idx_name_on_key) is not unique: memcached needs a unique \
+             index on the key column {:?}",
+            container.key
+        ))
+    } else if !on_key_alone {
+        Some(format!(
+            "index {index:?} (unique_idx_name_on_key) is not on the key column {:?} alone \
+             (whole, not a prefix)",
+            container.key
+        ))
+    } else {
+        None
     }
 }
 

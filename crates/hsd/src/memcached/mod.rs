@@ -13,6 +13,7 @@
 //! - `session`: one command at a time, turned into the executor's finds
 //!   and writes (`ops`) and answered in memcached's words;
 //! - `ops`: what get, store, delete, arithmetic and touch do to a row;
+//! - `fit`: which keys and values a container's columns keep as given;
 //! - `item`: a row read back as a memcached item (value, flags, cas, expiry);
 //! - `answer`: the `exec::Answer` the executor fills for this front;
 //! - `sweep`: the bounded background deletion of expired rows;
@@ -22,6 +23,7 @@ mod answer;
 mod binary;
 mod config;
 mod connection;
+mod fit;
 mod gets;
 mod item;
 mod ops;

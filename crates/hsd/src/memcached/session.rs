@@ -7,8 +7,9 @@
 //! the connection's default), resolved here.
 
 use super::answer::McAnswer;
-use super::config::Containers;
-use super::item::{expiry_of, now, CasClock, Item, Layout};
+use super::config::{self, Containers};
+use super::fit;
+use super::item::{expiry_of, now, written_cas, CasClock, Item, Layout};
 use super::ops::{self, Decision, Failure, NewRow, Target, ERR_DATA_TOO_LONG};
 use super::sasl::SaslState;
 use super::stats::{self, StatsAnswer, StatsContext};
@@ -67,6 +68,9 @@ pub(crate) struct McSession<B: Backend> {
     pub(super) max_answer: usize,
     /// Where the connection stands with SASL.
     pub(super) sasl: SaslState,
+    /// The cas of the row the last store or incr/decr wrote (what the
+    /// binary protocol's answer carries, and `ms`'s `c`).
+    pub(super) written: u64,
 }
 
 /// What a key names, resolved against the containers.
@@ -107,6 +111,8 @@ pub(super) fn failure_reply(f: Failure) -> ErrorReply {
         }
         Failure::Storage(_) => ErrorReply::ServerError("storage error"),
         Failure::Contended => ErrorReply::ServerError("the row kept changing; try again"),
+        Failure::BadKey => ErrorReply::ClientError("bad command line format"),
+        Failure::Unkept(why) | Failure::Unusable(why) => ErrorReply::ServerError(why),
     }
 }
 
@@ -124,6 +130,7 @@ impl<B: Backend> McSession<B> {
             max_answer: front.max_answer,
             stats: front.stats.clone(),
             sasl: SaslState::new(front.sasl.clone()),
+            written: 0,
         }
     }
 
@@ -160,15 +167,36 @@ impl<B: Backend> McSession<B> {
         }
         let req = self.containers.list[container].open_request();
         let index = self.dispatcher.open(req).await.map_err(Failure::Storage)?;
+        // A table made after the start is checked now, as at the start.
+        if config::index_refusal(
+            &index.table,
+            &index.index_meta().name,
+            &self.containers.list[container],
+        )
+        .is_some()
+        {
+            return Err(Failure::Unusable(
+                "the container's index is not unique on its key column alone",
+            ));
+        }
         self.opened[container] = Some(index.clone());
         Ok(index)
     }
 
+    /// The key of a container, once the key column is known to store it
+    /// as given (else `BadKey`: memcached's answer to a malformed key).
     async fn target<'k>(&mut self, container: usize, key: &'k [u8]) -> Result<Target<'k>, Failure>
     where
         'k: 'k,
     {
         let index = self.index(container).await?;
+        let key_column = index
+            .columns
+            .first()
+            .and_then(|&c| index.table.columns.get(c));
+        if !key_column.is_some_and(|column| fit::key_fits(column, key)) {
+            return Err(Failure::BadKey);
+        }
         Ok(Target {
             index,
             layout: self.layouts[container],
@@ -610,13 +638,21 @@ impl<B: Backend> McSession<B> {
             expires: expiry_of(exptime, now),
         };
         let clock = self.clock.clone();
+        self.written = 0;
         if mode == StoreMode::Set {
-            ops::set(&self.dispatcher, &t, new.build(&t, &clock)).await?;
+            let row = new.build(&t, &clock);
+            let cas = written_cas(&row, &t.layout);
+            ops::set(&self.dispatcher, &t, row).await?;
+            self.written = cas;
             return Ok(Outcome::Stored);
         }
         let t_ref = &t;
-        ops::read_modify_write(&self.dispatcher, &self.locks, t_ref, now, |item| {
-            let write = |row: Vec<Value>| Decision::Write(row, Outcome::Stored);
+        let mut cas = 0;
+        let outcome = ops::read_modify_write(&self.dispatcher, &self.locks, t_ref, now, |item| {
+            let mut write = |row: Vec<Value>| {
+                cas = written_cas(&row, &t_ref.layout);
+                Decision::Write(row, Outcome::Stored)
+            };
             match (mode, item) {
                 (StoreMode::Add, None) => write(new.build(t_ref, &clock)),
                 (StoreMode::Add, Some(_)) => Decision::Answer(Outcome::NotStored),
@@ -645,7 +681,11 @@ impl<B: Backend> McSession<B> {
                 (_, Some(_)) => write(new.build(t_ref, &clock)),
             }
         })
-        .await
+        .await?;
+        if outcome == Outcome::Stored {
+            self.written = cas;
+        }
+        Ok(outcome)
     }
 
     /// `delete` (and `md`): `Stored` when deleted, `Exists` on a cas
@@ -695,7 +735,9 @@ impl<B: Backend> McSession<B> {
         t.separator = sep;
         let clock = self.clock.clone();
         let t_ref = &t;
-        ops::read_modify_write(&self.dispatcher, &self.locks, t_ref, now(), |item| {
+        let mut cas = 0;
+        self.written = 0;
+        let counted = ops::read_modify_write(&self.dispatcher, &self.locks, t_ref, now(), |item| {
             let Some(item) = item else {
                 let Some((initial, exptime)) = create else {
                     return Decision::Answer(Counted::NotFound);
@@ -707,6 +749,7 @@ impl<B: Backend> McSession<B> {
                     expires: expiry_of(exptime, now()),
                 }
                 .build(t_ref, &clock);
+                cas = written_cas(&row, &t_ref.layout);
                 return Decision::Write(row, Counted::Value(initial, digits));
             };
             let number = std::str::from_utf8(&item.value)
@@ -728,9 +771,14 @@ impl<B: Backend> McSession<B> {
                 expires: item.expires,
             }
             .build(t_ref, &clock);
+            cas = written_cas(&row, &t_ref.layout);
             Decision::Write(row, Counted::Value(next, digits))
         })
-        .await
+        .await?;
+        if matches!(counted, Counted::Value(..)) {
+            self.written = cas;
+        }
+        Ok(counted)
     }
 
     pub(super) async fn touch(

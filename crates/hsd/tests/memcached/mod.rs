@@ -279,6 +279,25 @@ impl Front {
         })
     }
 
+    /// hsd over a fresh `db` with the containers `containers` names (a
+    /// config file's `[[memcached.containers]]` tables, `{db}` standing for
+    /// the database) and no table made: the test makes its own.
+    pub fn start_containers(store: Store, db: &str, containers: &str) -> Option<Front> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("hsd.toml");
+        std::fs::write(&path, containers.replace("{db}", db)).expect("write config");
+        let config = path.display().to_string();
+        let server = start_server(
+            store,
+            db,
+            &["--memcached-address", "127.0.0.1:0", "--config", &config],
+        )?;
+        Some(Front {
+            server,
+            _config: dir,
+        })
+    }
+
     pub fn conn(&self) -> Conn {
         Conn::open(
             self.server
@@ -321,6 +340,15 @@ impl BinaryConn {
     /// Sends `request` and a Noop; returns each response before the Noop's,
     /// with its cas field zeroed (hsd's and memcached's numbers differ).
     pub fn ask(&mut self, request: &[u8]) -> Vec<Vec<u8>> {
+        let mut responses = self.ask_with_cas(request);
+        for response in &mut responses {
+            response[16..24].fill(0);
+        }
+        responses
+    }
+
+    /// The same, each response whole (its cas field as answered).
+    pub fn ask_with_cas(&mut self, request: &[u8]) -> Vec<Vec<u8>> {
         let mut bytes = request.to_vec();
         bytes.extend_from_slice(&binary_request(0x0a, b"", b"", b"", 0));
         self.0.write_all(&bytes).expect("send");
@@ -328,13 +356,13 @@ impl BinaryConn {
         loop {
             let mut header = [0u8; 24];
             self.0.read_exact(&mut header).expect("a response header");
+            let header = header;
             let body_len = u32::from_be_bytes([header[8], header[9], header[10], header[11]]);
             let mut body = vec![0u8; body_len as usize];
             self.0.read_exact(&mut body).expect("a response body");
             if header[1] == 0x0a {
                 return responses;
             }
-            header[16..24].fill(0);
             let mut response = header.to_vec();
             response.extend_from_slice(&body);
             responses.push(response);

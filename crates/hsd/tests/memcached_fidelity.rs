@@ -413,3 +413,95 @@ fn binary_cas(store: Store, db: &str) {
 }
 
 every_store!(binary_store_cas, binary_cas, "hst_mc_fit_cas");
+
+/// flush_all by each container's flush_policy: `innodb_only` empties the
+/// table (every row, negative integer keys too), `disabled` leaves it; a
+/// delay empties it once passed, and a later flush_all replaces a waiting
+/// one; the binary Flush and FlushQ do the same.
+fn flush_by_policy(store: Store, db: &str) {
+    let policy = |text: String, policy: &str| text + &format!("flush_policy = \"{policy}\"\n\n");
+    let containers = policy(container("default", "kv", "v", "PRIMARY"), "innodb_only")
+        + &policy(container("ints", "ints", "v", "PRIMARY"), "innodb_only")
+        + &policy(container("kept", "kept", "v", "PRIMARY"), "disabled");
+    let Some(front) = Front::start_containers(store, db, &containers) else {
+        return;
+    };
+    for (table, key) in [
+        ("kv", "VARCHAR(32)"),
+        ("ints", "BIGINT"),
+        ("kept", "VARCHAR(32)"),
+    ] {
+        let sql = format!("CREATE TABLE {table} (k {key} NOT NULL PRIMARY KEY, v VARCHAR(64))");
+        front.server.sql(&ddl(store, &sql, &sql));
+    }
+    let count = |table: &str| {
+        front.server.sql(&format!("SELECT count(*) FROM {table}"))[0][0]
+            .clone()
+            .unwrap_or_default()
+    };
+    let mut c = front.conn();
+    let fill = |c: &mut memcached::Conn| {
+        for key in [
+            "a",
+            "b",
+            "@@ints.-9223372036854775808",
+            "@@ints.-1",
+            "@@ints.7",
+        ] {
+            assert_eq!(c.ask(&format!("set {key} 0 0 1\r\nx\r\n")), "STORED\r\n");
+        }
+    };
+    fill(&mut c);
+    assert_eq!(c.ask("set @@kept.k 0 0 1\r\nx\r\n"), "STORED\r\n");
+    assert_eq!(c.ask("flush_all\r\n"), "OK\r\n");
+    assert_eq!(c.ask("get a b @@ints.-1 @@ints.7\r\n"), "END\r\n");
+    assert_eq!(
+        (count("kv"), count("ints"), count("kept")),
+        ("0".into(), "0".into(), "1".into())
+    );
+    assert_eq!(
+        c.ask("get @@kept.k\r\n"),
+        "VALUE @@kept.k 0 1\r\nx\r\nEND\r\n"
+    );
+    fill(&mut c);
+    assert_eq!(c.ask("flush_all noreply\r\n"), "");
+    assert_eq!((count("kv"), count("ints")), ("0".into(), "0".into()));
+    // A delay: the rows stay until it has passed.
+    fill(&mut c);
+    assert_eq!(c.ask("flush_all 2\r\n"), "OK\r\n");
+    assert_eq!(c.ask("get a\r\n"), "VALUE a 0 1\r\nx\r\nEND\r\n");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while count("kv") != "0" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the delayed flush did not run"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(c.ask("get a\r\n"), "END\r\n");
+    // A later flush_all replaces one still waiting.
+    assert_eq!(c.ask("flush_all 2\r\n"), "OK\r\n");
+    assert_eq!(c.ask("flush_all 0\r\n"), "OK\r\n");
+    assert_eq!(c.ask("set late 0 0 1\r\ny\r\n"), "STORED\r\n");
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    assert_eq!(c.ask("get late\r\n"), "VALUE late 0 1\r\ny\r\nEND\r\n");
+    // Binary Flush answers success; FlushQ nothing.
+    let mut b = BinaryConn::open(front.server.memcached_addr.as_deref().expect("port"));
+    for opcode in [0x08, 0x18] {
+        fill(&mut c);
+        let answers = b.ask(&req(opcode, b"", b"", b"", 0));
+        if opcode == 0x08 {
+            assert_eq!(answers.len(), 1);
+            assert_eq!(status(&answers[0]), 0);
+        } else {
+            assert!(answers.is_empty(), "FlushQ answers nothing");
+        }
+        assert_eq!((count("kv"), count("ints")), ("0".into(), "0".into()));
+    }
+    assert_eq!(count("kept"), "1");
+    assert!(c
+        .ask("stats settings\r\n")
+        .contains("STAT flush_enabled yes\r\n"));
+}
+
+every_store!(flush_all_by_policy, flush_by_policy, "hst_mc_flush");

@@ -207,11 +207,13 @@ fn differences(store: Store, db: &str) {
     let reference = Reference::start();
     let mut ours = front.conn();
     let mut theirs = Conn::open(&reference.addr);
-    // flush_all would empty tables: refused.
+    // flush_all would empty tables: refused where no container's
+    // flush_policy allows it (the config file's default), as memcached -F
+    // refuses it.
     assert_eq!(theirs.ask("flush_all\r\n"), "OK\r\n");
     assert_eq!(
         ours.ask("flush_all\r\n"),
-        "SERVER_ERROR flush_all is not supported: it would empty tables\r\n"
+        "CLIENT_ERROR flush_all not allowed\r\n"
     );
     assert_eq!(ours.ask("flush_all noreply\r\n"), "");
     // stats: the general group only, with what applies to tables.
@@ -597,14 +599,18 @@ fn binary_commands(store: Store, db: &str) {
             request[1]
         );
     }
-    // Differences: Flush and SASL are refused as unknown commands.
+    // Differences: Flush is refused as memcached -F refuses it (no
+    // container's flush_policy allows it); SASL as an unknown command.
     let unknown = |opcode: u8| {
         let mut r = vec![0x81, opcode, 0, 0, 0, 0, 0, 0x81, 0, 0, 0, 15, 0, 0, 0, 7];
         r.extend_from_slice(&[0; 8]);
         r.extend_from_slice(b"Unknown command");
         vec![r]
     };
-    assert_eq!(ours.ask(&req(0x08, b"", b"", b"", 0)), unknown(0x08));
+    let mut refused = vec![0x81, 0x08, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 13, 0, 0, 0, 7];
+    refused.extend_from_slice(&[0; 8]);
+    refused.extend_from_slice(b"Auth failure.");
+    assert_eq!(ours.ask(&req(0x08, b"", b"", b"", 0)), vec![refused]);
     assert_eq!(ours.ask(&req(0x20, b"", b"", b"", 0)), unknown(0x20));
     // Stat groups: an unknown one as memcached's; slabs as an empty
     // memcached's (no item is in memory).

@@ -107,6 +107,32 @@ fn served_unchanged(url: &str) {
         .query("SELECT c1 FROM test.demo_test ORDER BY c1")
         .expect("select");
     assert_eq!(left, ["BB"]);
+    // flush_all by cache_policies' flush_policy (`innodb_only`): the table
+    // is emptied, as the plugin emptied it.
+    assert!(c
+        .ask("stats settings\r\n")
+        .contains("STAT flush_enabled yes\r\n"));
+    assert_eq!(c.ask("flush_all\r\n"), "OK\r\n");
+    let left: Vec<String> = sql.query("SELECT c1 FROM test.demo_test").expect("select");
+    assert!(left.is_empty(), "flush_all left {left:?}");
+    drop(server);
+    // `disabled`: refused, as memcached -F refuses it.
+    sql.query_drop("UPDATE innodb_memcache.cache_policies SET flush_policy = 'disabled'")
+        .expect("update");
+    sql.query_drop("INSERT INTO test.demo_test VALUES ('CC', 'kept', 0, 0, 0)")
+        .expect("insert");
+    let server = TestServer::start_at(
+        Backend::Mysql,
+        Some(url.to_string()),
+        "hst_mc_migration",
+        &["--memcached-address", "127.0.0.1:0"],
+    );
+    let mut c = Conn::open(server.memcached_addr.as_deref().expect("memcached port"));
+    assert_eq!(
+        c.ask("flush_all\r\n"),
+        "CLIENT_ERROR flush_all not allowed\r\n"
+    );
+    assert_eq!(c.ask("get CC\r\n"), "VALUE CC 0 4\r\nkept\r\nEND\r\n");
     drop(server);
     sql.query_drop("DROP DATABASE innodb_memcache")
         .expect("drop");

@@ -3,7 +3,8 @@
 //! Quiet opcodes leave out what memcached leaves out (`suppressed`). What
 //! differs from memcached: a storage failure answers status 0x82 (out of
 //! memory: memcached's answer when it cannot do a command), `Flush`
-//! answers "Unknown command" (no flush of tables). A store's and an
+//! runs as `flush_all` (refused "Auth failure." where every container's
+//! flush_policy is disabled, as memcached -F refuses it). A store's and an
 //! incr's answer carry the item's new cas, as memcached's. The SASL opcodes answer
 //! "Unknown command" too unless the port has SASL (`sasl`), as memcached's
 //! without `-S`.
@@ -209,8 +210,16 @@ impl<B: Backend> McSession<B> {
                 let outcome = self.sasl.step(mechanism, data);
                 return sasl_reply(out, &req, outcome);
             }
-            BinaryCommand::Flush { .. }
-            | BinaryCommand::SaslListMechs
+            BinaryCommand::Flush { delay, .. } => {
+                // As text flush_all; refused as memcached -F refuses it.
+                let status = match self.flush_all(i64::from(*delay)).await {
+                    Ok(true) => Status::NoError,
+                    Ok(false) => Status::AuthError,
+                    Err(f) => failure_status(f),
+                };
+                reply(out, &req, status, b"");
+            }
+            BinaryCommand::SaslListMechs
             | BinaryCommand::SaslAuth { .. }
             | BinaryCommand::SaslStep { .. } => reply(out, &req, Status::UnknownCommand, b""),
         }

@@ -5,6 +5,7 @@
 //! `innodb_memcache.config_options`, read once at start.
 
 use super::answer::McAnswer;
+use super::flush::FlushPolicy;
 use super::sasl::SaslLogin;
 use crate::backend::{Backend, OpenedIndex, StorageConn, TableMeta};
 use crate::exec::{open_index, run_reads, Catalog, ReadTask};
@@ -38,6 +39,12 @@ pub(crate) struct ContainerSpec {
     pub(crate) expire_time_column: Option<String>,
     #[serde(default)]
     pub(crate) unique_idx_name_on_key: Option<String>,
+    /// What `flush_all` does to the table: `innodb_only` (or `caching`)
+    /// empties it, `cache_only` leaves it, `disabled` (the default in the
+    /// config file) refuses. From `innodb_memcache.cache_policies` for the
+    /// plugin's containers.
+    #[serde(default)]
+    pub(crate) flush_policy: Option<String>,
 }
 
 /// The config file's `[memcached]` table.
@@ -145,6 +152,7 @@ pub(crate) struct Container {
     pub(crate) flags: Option<String>,
     pub(crate) cas: Option<String>,
     pub(crate) expire: Option<String>,
+    pub(crate) flush: FlushPolicy,
 }
 
 /// A column name the plugin's tables leave empty (or NULL) means none.
@@ -175,7 +183,17 @@ impl Container {
             !spec.db_schema.is_empty() && !spec.db_table.is_empty(),
             "{what}: db_schema and db_table are needed"
         );
+        let flush = match named(spec.flush_policy) {
+            None => FlushPolicy::Disabled,
+            Some(name) => FlushPolicy::parse(&name).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{what}: flush_policy must be innodb_only, caching, cache_only or \
+                     disabled, not {name:?}"
+                )
+            })?,
+        };
         Ok(Container {
+            flush,
             name: spec.name.into_bytes(),
             db: spec.db_schema,
             table: spec.db_table,
@@ -186,6 +204,11 @@ impl Container {
             cas: named(spec.cas_column),
             expire: named(spec.expire_time_column),
         })
+    }
+
+    /// Whether `other` serves the same table.
+    pub(crate) fn same_table(&self, other: &Container) -> bool {
+        self.db == other.db && self.table == other.table
     }
 
     /// Takes the table's own spelling of the column and index names (MySQL
@@ -352,8 +375,12 @@ pub(crate) async fn load_containers<B: Backend>(
             settings.table_map_delimiter.clone(),
         );
     }
-    let specs = read_plugin_containers(&mut conn, catalog).await?;
+    let mut specs = read_plugin_containers(&mut conn, catalog).await?;
     let options = read_plugin_options(&mut conn, catalog).await;
+    let flush = read_plugin_flush_policy(&mut conn, catalog).await;
+    for spec in &mut specs {
+        spec.flush_policy = flush.clone();
+    }
     let mut list = specs
         .into_iter()
         .map(Container::from_spec)
@@ -481,9 +508,43 @@ async fn read_plugin_containers<C: StorageConn>(
                 cas_column: take(6),
                 expire_time_column: take(7),
                 unique_idx_name_on_key: take(8),
+                flush_policy: None,
             }
         })
         .collect())
+}
+
+/// `flush_policy` of the first row of `innodb_memcache.cache_policies` (by
+/// `policy_name`), which the plugin applied to every container; None
+/// (flush refused) when the table is missing or empty. A NULL reads as
+/// `innodb_only`, as the plugin read it.
+async fn read_plugin_flush_policy<C: StorageConn>(
+    conn: &mut C,
+    catalog: &Catalog,
+) -> Option<String> {
+    match read_table(
+        conn,
+        catalog,
+        "cache_policies",
+        &["policy_name", "flush_policy"],
+    )
+    .await
+    {
+        Ok(rows) => {
+            let first = rows.into_iter().next()?;
+            Some(
+                first
+                    .get(1)
+                    .cloned()
+                    .flatten()
+                    .unwrap_or_else(|| "innodb_only".into()),
+            )
+        }
+        Err(e) => {
+            tracing::info!("{e}; memcached flush_all is refused (no flush_policy)");
+            None
+        }
+    }
 }
 
 /// `innodb_memcache.config_options` (name, value); none when it is missing.
@@ -521,6 +582,7 @@ mod tests {
             cas_column: Some("c4".into()),
             expire_time_column: Some(" ".into()),
             unique_idx_name_on_key: None,
+            flush_policy: None,
         }
     }
 

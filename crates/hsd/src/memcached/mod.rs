@@ -13,6 +13,7 @@
 //! - `session`: one command at a time, turned into the executor's finds
 //!   and writes (`ops`) and answered in memcached's words;
 //! - `ops`: what get, store, delete, arithmetic and touch do to a row;
+//! - `flush`: `flush_all` by the containers' `flush_policy`;
 //! - `fit`: which keys and values a container's columns keep as given;
 //! - `item`: a row read back as a memcached item (value, flags, cas, expiry);
 //! - `answer`: the `exec::Answer` the executor fills for this front;
@@ -24,6 +25,7 @@ mod binary;
 mod config;
 mod connection;
 mod fit;
+mod flush;
 mod gets;
 mod item;
 mod ops;
@@ -67,6 +69,8 @@ pub(crate) struct Memcached {
     pub(crate) clock: Arc<item::CasClock>,
     /// Turns for read-modify-writes of one key, shared by every loop.
     pub(crate) locks: Arc<ops::KeyLocks>,
+    /// The flush_all waiting for its delay, shared by every loop.
+    pub(crate) flushes: Arc<flush::FlushSchedule>,
     /// What `stats` reports (start time, `stats settings`).
     pub(crate) stats: Arc<stats::StatsContext>,
     /// What clients must authenticate with (None: no SASL).
@@ -96,6 +100,7 @@ impl Memcached {
             max_answer,
             clock: Arc::new(item::CasClock::new()),
             locks: Arc::new(ops::KeyLocks::new()),
+            flushes: Arc::default(),
             stats: Arc::new(stats),
             sasl: sasl.map(Arc::new),
             sweep,
@@ -111,6 +116,7 @@ impl Memcached {
             max_answer: self.max_answer,
             clock: self.clock.clone(),
             locks: self.locks.clone(),
+            flushes: self.flushes.clone(),
             stats: self.stats.clone(),
             sasl: self.sasl.clone(),
             sweep: self.sweep.filter(|_| sweeps),
@@ -181,6 +187,7 @@ pub(crate) async fn listen<B: Backend>(
         idle_timeout: config.idle_timeout.map_or(0, |t| t.as_secs()),
         sasl: settings.sasl.is_some(),
         tls: config.tls.is_some(),
+        flush: flush::enabled(&containers),
     }
     .lines();
     let front = Memcached::new(

@@ -63,6 +63,7 @@ pub(crate) struct McSession<B: Backend> {
     default: usize,
     clock: Arc<CasClock>,
     locks: Arc<ops::KeyLocks>,
+    flushes: Arc<super::flush::FlushSchedule>,
     pub(super) stats: Arc<StatsContext>,
     /// `--max-response-bytes`: what one get's answer may hold.
     pub(super) max_answer: usize,
@@ -127,6 +128,7 @@ impl<B: Backend> McSession<B> {
             containers,
             clock: front.clock.clone(),
             locks: front.locks.clone(),
+            flushes: front.flushes.clone(),
             max_answer: front.max_answer,
             stats: front.stats.clone(),
             sasl: SaslState::new(front.sasl.clone()),
@@ -298,16 +300,20 @@ impl<B: Backend> McSession<B> {
                     out.extend_from_slice(&answer);
                 }
             }
-            Command::FlushAll { noreply, .. } => {
-                // The plugin emptied every mapped table; a table is not a
-                // cache here (docs/memcached.md).
+            Command::FlushAll { delay, noreply } => {
+                // By the containers' flush_policy (`flush`); refused as by
+                // a memcached started with -F when every one is disabled.
+                let mut answer = Vec::new();
+                match self.flush_all(i64::from(delay)).await {
+                    Ok(true) => write_status(&mut answer, Status::Ok),
+                    Ok(false) => write_error(
+                        &mut answer,
+                        ErrorReply::ClientError("flush_all not allowed"),
+                    ),
+                    Err(f) => write_error(&mut answer, failure_reply(f)),
+                }
                 if !noreply {
-                    write_error(
-                        out,
-                        ErrorReply::ServerError(
-                            "flush_all is not supported: it would empty tables",
-                        ),
-                    );
+                    out.extend_from_slice(&answer);
                 }
             }
             Command::Version => write_version(out, super::VERSION),
@@ -549,6 +555,14 @@ impl<B: Backend> McSession<B> {
         }
         out.extend_from_slice(&answer);
         write_status(out, Status::End);
+    }
+
+    /// flush_all (text and binary): `Ok(false)` when every container's
+    /// flush_policy is `disabled`.
+    pub(super) async fn flush_all(&mut self, delay: i64) -> Result<bool, Failure> {
+        // Indexes opened before the tables were emptied stay valid: a
+        // DELETE changes no table's shape.
+        super::flush::flush(&self.dispatcher, &self.containers, &self.flushes, delay).await
     }
 
     /// The items of keys resolved to containers, read as one batch.

@@ -38,6 +38,8 @@ pub(crate) struct Settings<'a> {
     pub(crate) idle_timeout: u64,
     pub(crate) sasl: bool,
     pub(crate) tls: bool,
+    /// Some container's flush_policy lets flush_all run.
+    pub(crate) flush: bool,
 }
 
 impl Settings<'_> {
@@ -65,8 +67,8 @@ impl Settings<'_> {
             ("auth_enabled_sasl", yes_no(self.sasl)),
             ("auth_enabled_ascii", "no".into()),
             ("item_size_max", self.max_item_size.to_string()),
-            // flush_all is refused (it would empty tables).
-            ("flush_enabled", "no".into()),
+            // flush_all runs where a container's flush_policy lets it.
+            ("flush_enabled", yes_no(self.flush)),
             ("idle_timeout", self.idle_timeout.to_string()),
             ("ssl_enabled", yes_no(self.tls)),
         ]

@@ -207,7 +207,7 @@ pub fn write_config(dir: &std::path::Path, db: &str) -> std::path::PathBuf {
 }
 
 /// What `start_flushable` adds to each container.
-const FLUSHABLE: &str = "";
+const FLUSHABLE: &str = "flush_policy = \"innodb_only\"";
 
 /// The same, with `policy` (lines) added to each container.
 pub fn write_config_with(dir: &std::path::Path, db: &str, policy: &str) -> std::path::PathBuf {

@@ -5,6 +5,7 @@
 //! `innodb_memcache.config_options`, read once at start.
 
 use super::answer::McAnswer;
+use super::fit::TextRules;
 use super::flush::FlushPolicy;
 use super::sasl::SaslLogin;
 use crate::backend::{Backend, OpenedIndex, StorageConn, TableMeta};
@@ -319,6 +320,8 @@ pub(crate) struct Containers {
     pub(crate) default: usize,
     pub(crate) separator: Vec<u8>,
     pub(crate) delimiter: Vec<u8>,
+    /// How the backend stores text (what keys and values `fit` takes).
+    pub(crate) text: TextRules,
 }
 
 impl Containers {
@@ -343,6 +346,7 @@ impl Containers {
             default,
             separator: pick(separator, DEFAULT_VALUE_SEPARATOR),
             delimiter: pick(delimiter, DEFAULT_CONTAINER_DELIMITER),
+            text: TextRules::Charsets,
         })
     }
 
@@ -369,11 +373,13 @@ pub(crate) async fn load_containers<B: Backend>(
             .map(|s| Container::from_spec(s.clone()))
             .collect::<anyhow::Result<Vec<_>>>()?;
         adopt_names(&mut conn, &mut list).await?;
-        return Containers::new(
+        let mut containers = Containers::new(
             list,
             settings.separator.clone(),
             settings.table_map_delimiter.clone(),
-        );
+        )?;
+        containers.text = TextRules::of_target(&backend.describe_target());
+        return Ok(containers);
     }
     let mut specs = read_plugin_containers(&mut conn, catalog).await?;
     let options = read_plugin_options(&mut conn, catalog).await;
@@ -392,14 +398,16 @@ pub(crate) async fn load_containers<B: Backend>(
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.clone())
     };
-    Containers::new(
+    let mut containers = Containers::new(
         list,
         settings.separator.clone().or(option("separator")),
         settings
             .table_map_delimiter
             .clone()
             .or(option("table_map_delimiter")),
-    )
+    )?;
+    containers.text = TextRules::of_target(&backend.describe_target());
+    Ok(containers)
 }
 
 /// Each container whose table exists now takes its spelling of the names;

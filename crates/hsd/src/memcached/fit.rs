@@ -15,10 +15,34 @@ fn wide_charset(charset: &str) -> bool {
     matches!(charset, "ucs2" | "utf16" | "utf16le" | "utf32")
 }
 
+/// What the backend does with text: MySQL and MariaDB convert it to the
+/// column's character set (cutting or replacing what it cannot hold);
+/// SQLite keeps a TEXT value's bytes as given, whatever they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TextRules {
+    Charsets,
+    KeepsBytes,
+}
+
+impl TextRules {
+    /// The rules of the backend `describe_target` names (`sqlite:...`, the
+    /// test seam's `memory`: bytes kept; anything else a MySQL server's).
+    pub(crate) fn of_target(target: &str) -> TextRules {
+        if target.starts_with("sqlite:") || target == "memory" {
+            TextRules::KeepsBytes
+        } else {
+            TextRules::Charsets
+        }
+    }
+}
+
 /// Whether `text` is valid in `charset` and how many characters it has
 /// (None: not representable, or a character set whose rules hsd does not
 /// know, for which only ASCII is taken).
-fn characters(charset: &str, text: &[u8]) -> Option<u64> {
+fn characters(rules: TextRules, charset: &str, text: &[u8]) -> Option<u64> {
+    if rules == TextRules::KeepsBytes {
+        return Some(text.len() as u64);
+    }
     if charset.starts_with("utf8") {
         let s = std::str::from_utf8(text).ok()?;
         // MySQL's utf8mb3 has no character beyond the BMP (four bytes).
@@ -39,8 +63,8 @@ fn characters(charset: &str, text: &[u8]) -> Option<u64> {
 
 /// Whether a text value fits a column of `charset` limited to `max`
 /// (characters for CHAR/VARCHAR, bytes for the TEXT types, `bytes`).
-fn text_fits(charset: &str, max: u64, bytes: bool, text: &[u8]) -> bool {
-    match characters(charset, text) {
+fn text_fits(rules: TextRules, charset: &str, max: u64, bytes: bool, text: &[u8]) -> bool {
+    match characters(rules, charset, text) {
         Some(_) if bytes => text.len() as u64 <= max,
         Some(chars) => chars <= max,
         None => false,
@@ -86,11 +110,11 @@ pub(crate) fn key_column_refusal(column: &ColumnMeta) -> Option<String> {
 
 /// Whether `key` is stored in the key column exactly as given, so that
 /// the row it writes is found by the same key and by no other.
-pub(crate) fn key_fits(column: &ColumnMeta, key: &[u8]) -> bool {
+pub(crate) fn key_fits(rules: TextRules, column: &ColumnMeta, key: &[u8]) -> bool {
     match &column.kind {
         ColumnKind::Integer { min, max } => canonical_integer(key, *min, *max),
         ColumnKind::Text { charset, max_chars } => {
-            text_fits(charset, *max_chars, column.is_blob, key)
+            text_fits(rules, charset, *max_chars, column.is_blob, key)
         }
         ColumnKind::Bytes { max_len, fixed } => {
             let n = key.len() as u64;
@@ -117,7 +141,11 @@ pub(crate) enum Misfit {
 
 /// Whether `value` is kept as given by `column`; the kinds hsd cannot
 /// judge (dates, decimals, ...) are left to the server.
-pub(crate) fn value_fits(column: &ColumnMeta, value: &[u8]) -> Result<(), Misfit> {
+pub(crate) fn value_fits(
+    rules: TextRules,
+    column: &ColumnMeta,
+    value: &[u8],
+) -> Result<(), Misfit> {
     match &column.kind {
         ColumnKind::Integer { min, max } => {
             if canonical_integer(value, *min, *max) {
@@ -126,7 +154,7 @@ pub(crate) fn value_fits(column: &ColumnMeta, value: &[u8]) -> Result<(), Misfit
                 Err(Misfit::Unkept)
             }
         }
-        ColumnKind::Text { charset, max_chars } => match characters(charset, value) {
+        ColumnKind::Text { charset, max_chars } => match characters(rules, charset, value) {
             None => Err(Misfit::Unkept),
             Some(_) if column.is_blob && value.len() as u64 > *max_chars => Err(Misfit::TooLong),
             Some(chars) if !column.is_blob && chars > *max_chars => Err(Misfit::TooLong),
@@ -168,6 +196,8 @@ mod tests {
         }
     }
 
+    const C: TextRules = TextRules::Charsets;
+
     fn text(charset: &str, max_chars: u64) -> ColumnMeta {
         column(
             ColumnKind::Text {
@@ -188,7 +218,7 @@ mod tests {
             false,
         );
         for good in [&b"1"[..], b"0", b"-5", b"2147483647", b"-2147483648"] {
-            assert!(key_fits(&int, good), "{good:?}");
+            assert!(key_fits(C, &int, good), "{good:?}");
         }
         for bad in [
             &b"01"[..],
@@ -202,7 +232,7 @@ mod tests {
             b" 1",
             b"99999999999999999999999999999999999999999",
         ] {
-            assert!(!key_fits(&int, bad), "{bad:?}");
+            assert!(!key_fits(C, &int, bad), "{bad:?}");
         }
         assert!(key_column_refusal(&int).is_none());
     }
@@ -210,21 +240,30 @@ mod tests {
     #[test]
     fn text_keys_within_the_column_and_its_character_set() {
         let latin1 = text("latin1", 4);
-        assert!(key_fits(&latin1, b"abcd"));
-        assert!(key_fits(&latin1, b"\xe9\xe9"));
-        assert!(!key_fits(&latin1, b"abcde"));
+        assert!(key_fits(C, &latin1, b"abcd"));
+        assert!(key_fits(C, &latin1, b"\xe9\xe9"));
+        assert!(!key_fits(C, &latin1, b"abcde"));
         let utf8 = text("utf8mb4", 2);
-        assert!(key_fits(&utf8, "éé".as_bytes()));
-        assert!(!key_fits(&utf8, "ééé".as_bytes()));
-        assert!(!key_fits(&utf8, b"\xff"));
+        assert!(key_fits(C, &utf8, "éé".as_bytes()));
+        assert!(!key_fits(C, &utf8, "ééé".as_bytes()));
+        assert!(!key_fits(C, &utf8, b"\xff"));
         let mb3 = text("utf8mb3", 8);
-        assert!(!key_fits(&mb3, "\u{1F600}".as_bytes()));
+        assert!(!key_fits(C, &mb3, "\u{1F600}".as_bytes()));
         let ascii = text("ascii", 8);
-        assert!(!key_fits(&ascii, "é".as_bytes()));
+        assert!(!key_fits(C, &ascii, "é".as_bytes()));
         let sjis = text("sjis", 8);
-        assert!(key_fits(&sjis, b"plain"));
-        assert!(!key_fits(&sjis, b"\x82\xa0"));
+        assert!(key_fits(C, &sjis, b"plain"));
+        assert!(!key_fits(C, &sjis, b"\x82\xa0"));
         assert!(key_column_refusal(&text("utf16", 8)).is_some());
+        // SQLite keeps a TEXT value's bytes.
+        let sqlite = text("utf8", u64::MAX);
+        assert!(key_fits(TextRules::KeepsBytes, &sqlite, b"\xff\xfe"));
+        assert_eq!(
+            value_fits(TextRules::KeepsBytes, &sqlite, b"\xfe\xca"),
+            Ok(())
+        );
+        assert_eq!(TextRules::of_target("sqlite:/data"), TextRules::KeepsBytes);
+        assert_eq!(TextRules::of_target("127.0.0.1:3306"), C);
         let fixed = column(
             ColumnKind::Bytes {
                 max_len: 4,
@@ -232,7 +271,7 @@ mod tests {
             },
             false,
         );
-        assert!(key_fits(&fixed, b"abcd") && !key_fits(&fixed, b"abc"));
+        assert!(key_fits(C, &fixed, b"abcd") && !key_fits(C, &fixed, b"abc"));
         let date = column(
             ColumnKind::Other {
                 cast: None,
@@ -246,12 +285,12 @@ mod tests {
     #[test]
     fn values_too_long_or_not_kept() {
         assert_eq!(
-            value_fits(&text("latin1", 3), b"abcd"),
+            value_fits(C, &text("latin1", 3), b"abcd"),
             Err(Misfit::TooLong)
         );
-        assert_eq!(value_fits(&text("latin1", 3), b"abc"), Ok(()));
+        assert_eq!(value_fits(C, &text("latin1", 3), b"abc"), Ok(()));
         assert_eq!(
-            value_fits(&text("utf8mb4", 1), b"\xff"),
+            value_fits(C, &text("utf8mb4", 1), b"\xff"),
             Err(Misfit::Unkept)
         );
         // TEXT types count bytes: 65,535 of them, whatever the characters.
@@ -262,14 +301,14 @@ mod tests {
             },
             true,
         );
-        assert_eq!(value_fits(&long_text, "éé".as_bytes()), Ok(()));
+        assert_eq!(value_fits(C, &long_text, "éé".as_bytes()), Ok(()));
         assert_eq!(
-            value_fits(&long_text, "ééé".as_bytes()),
+            value_fits(C, &long_text, "ééé".as_bytes()),
             Err(Misfit::TooLong)
         );
         let int = column(ColumnKind::Integer { min: 0, max: 255 }, false);
-        assert_eq!(value_fits(&int, b"255"), Ok(()));
-        assert_eq!(value_fits(&int, b"256"), Err(Misfit::Unkept));
-        assert_eq!(value_fits(&int, b"x"), Err(Misfit::Unkept));
+        assert_eq!(value_fits(C, &int, b"255"), Ok(()));
+        assert_eq!(value_fits(C, &int, b"256"), Err(Misfit::Unkept));
+        assert_eq!(value_fits(C, &int, b"x"), Err(Misfit::Unkept));
     }
 }

@@ -63,6 +63,8 @@ impl KeyLocks {
 /// One key of one container.
 pub(crate) struct Target<'a> {
     pub(crate) index: Arc<OpenedIndex>,
+    /// How the backend stores text (`fit`).
+    pub(crate) text: fit::TextRules,
     pub(crate) layout: Layout,
     pub(crate) separator: &'a [u8],
     pub(crate) key: &'a [u8],
@@ -263,7 +265,7 @@ fn check_fits(t: &Target<'_>, row: &[Value]) -> Result<(), Failure> {
             }
             continue;
         };
-        match fit::value_fits(meta, v) {
+        match fit::value_fits(t.text, meta, v) {
             Ok(()) => {}
             Err(Misfit::TooLong) if i == 0 || is_value => {
                 return Err(Failure::Storage(ErrorKind::Storage(ERR_DATA_TOO_LONG)))

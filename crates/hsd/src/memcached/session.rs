@@ -196,11 +196,12 @@ impl<B: Backend> McSession<B> {
             .columns
             .first()
             .and_then(|&c| index.table.columns.get(c));
-        if !key_column.is_some_and(|column| fit::key_fits(column, key)) {
+        if !key_column.is_some_and(|column| fit::key_fits(self.containers.text, column, key)) {
             return Err(Failure::BadKey);
         }
         Ok(Target {
             index,
+            text: self.containers.text,
             layout: self.layouts[container],
             separator: &[],
             key,

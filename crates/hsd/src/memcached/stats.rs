@@ -114,6 +114,7 @@ mod tests {
             idle_timeout: 300,
             sasl: true,
             tls: false,
+            flush: true,
         };
         let context = StatsContext {
             started: 1,
@@ -150,6 +151,7 @@ mod tests {
         assert_eq!(get("item_size_max"), Some("4096"));
         assert_eq!(get("binding_protocol"), Some("binary"));
         assert_eq!(get("auth_enabled_sasl"), Some("yes"));
+        assert_eq!(get("flush_enabled"), Some("yes"));
         assert_eq!(answer(Some(b"items"), &context), StatsAnswer::Lines(vec![]));
         assert_eq!(answer(Some(b"reset"), &context), StatsAnswer::Reset);
         assert_eq!(answer(Some(b"conns"), &context), StatsAnswer::Unknown);

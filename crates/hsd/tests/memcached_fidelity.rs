@@ -132,6 +132,52 @@ fn integer_keys(store: Store, db: &str) {
 
 every_store!(m3_integer_keys, integer_keys, "hst_mc_fit_ints");
 
+/// M4 for an integer value column: it takes canonical integers in its
+/// range only (text, `01`, a number past its range are refused, where the
+/// server would store another number), counters are stored without
+/// memcached's padding (the column holds the number alone), and `incr`
+/// past the column's range is refused with the row keeping the number
+/// answered last.
+fn integer_values(store: Store, db: &str) {
+    let Some(front) = Front::start_containers(
+        store,
+        db,
+        &container("counters", "counters", "n", "PRIMARY"),
+    ) else {
+        return;
+    };
+    front.server.sql(&ddl(
+        store,
+        "CREATE TABLE counters (k VARCHAR(32) NOT NULL PRIMARY KEY, n INT)",
+        "CREATE TABLE counters (k VARCHAR(32) NOT NULL PRIMARY KEY, n INT)",
+    ));
+    let mut c = front.conn();
+    let unkept = "SERVER_ERROR the value is not one its column keeps as given\r\n";
+    assert_eq!(c.ask("set c 0 0 3\r\n100\r\n"), "STORED\r\n");
+    for value in ["abc", "01", "1.5", " 7"] {
+        let set = format!("set c 0 0 {}\r\n{value}\r\n", value.len());
+        assert_eq!(c.ask(&set), unkept, "{value:?}");
+    }
+    assert_eq!(c.ask("decr c 1\r\n"), "99\r\n");
+    assert_eq!(c.ask("get c\r\n"), "VALUE c 0 2\r\n99\r\nEND\r\n");
+    let max = i32::MAX.to_string();
+    assert_eq!(
+        c.ask(&format!("set c 0 0 {}\r\n{max}\r\n", max.len())),
+        "STORED\r\n"
+    );
+    let past = c.ask("incr c 1\r\n");
+    let held = c.ask("get c\r\n");
+    if store == Store::Sqlite {
+        // SQLite's INT holds 64 bits.
+        assert_eq!(past, "2147483648\r\n");
+    } else {
+        assert_eq!(past, unkept);
+        assert_eq!(held, format!("VALUE c 0 10\r\n{max}\r\nEND\r\n"));
+    }
+}
+
+every_store!(m4_integer_values, integer_values, "hst_mc_fit_intvalues");
+
 /// M6 and M4: a latin1 key column of 8 and value column of 10 characters
 /// (the plugin's demo_test shape, narrower). A key longer than the column
 /// is refused (it would be cut into another key's row); a value longer

@@ -752,6 +752,12 @@ impl<B: Backend> McSession<B> {
         let t_ref = &t;
         let mut cas = 0;
         self.written = 0;
+        let integer_value = t
+            .index
+            .columns
+            .get(1)
+            .and_then(|&c| t.index.table.columns.get(c))
+            .is_some_and(|c| matches!(c.kind, crate::backend::ColumnKind::Integer { .. }));
         let counted = ops::read_modify_write(&self.dispatcher, &self.locks, t_ref, now(), |item| {
             let Some(item) = item else {
                 let Some((initial, exptime)) = create else {
@@ -767,11 +773,12 @@ impl<B: Backend> McSession<B> {
                 cas = written_cas(&row, &t_ref.layout);
                 return Decision::Write(row, Counted::Value(initial, digits));
             };
-            let number = std::str::from_utf8(&item.value)
-                .ok()
-                .filter(|s| !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit()))
-                .and_then(|s| s.parse::<u64>().ok());
-            let Some(number) = number else {
+            // memcached's reading of an item as a number (spaces around
+            // it, a `+`), and its rewrite in place: a shorter number is
+            // padded with spaces to the value's length (`100` decremented
+            // is `99 `), except in an integer value column, which holds
+            // the number alone.
+            let Some(number) = mc_proto::number::parse_u64(&item.value) else {
                 return Decision::Answer(Counted::NonNumeric);
             };
             let next = if increment {
@@ -780,8 +787,13 @@ impl<B: Backend> McSession<B> {
                 number.saturating_sub(delta)
             };
             let digits = next.to_string().into_bytes();
+            let stored = if integer_value {
+                digits.clone()
+            } else {
+                mc_proto::number::counter_text(next, item.value.len())
+            };
             let row = NewRow {
-                value: &digits,
+                value: &stored,
                 flags: item.flags,
                 expires: item.expires,
             }

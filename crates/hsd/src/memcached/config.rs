@@ -290,7 +290,12 @@ pub(crate) fn index_refusal(
     let Some(meta) = table.indexes.iter().find(|i| i.name == index) else {
         return Some(format!("no index {index:?}"));
     };
-    let key = table.columns.iter().position(|c| c.name == container.key);
+    // MySQL compares column names without regard to case (a table made
+    // after the start has not lent the container its spelling).
+    let key = table
+        .columns
+        .iter()
+        .position(|c| c.name.eq_ignore_ascii_case(&container.key));
     let on_key_alone = meta.key_columns.len() == 1
         && key.is_some()
         && meta.key_columns[0] == key

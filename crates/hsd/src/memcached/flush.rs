@@ -33,6 +33,8 @@ use std::time::Duration;
 
 /// Rows one write of a flush deletes at most.
 const ROUND: u32 = 10_000;
+/// The longest sleep of a delayed flush before it looks again.
+const MAX_WAIT_SECS: u64 = 3600;
 /// Writes one flush of one table runs at most (a table refilled as fast as
 /// it is emptied must not keep a flush going for ever).
 const MAX_ROUNDS: u32 = 100_000;
@@ -172,15 +174,21 @@ pub(crate) async fn flush<B: Backend>(
         );
         return Ok(true);
     }
-    let now = now();
-    let at = expiry_of(i32::try_from(delay).unwrap_or(i32::MAX), now);
-    let wait = Duration::from_secs(at.saturating_sub(now));
+    let at = expiry_of(i32::try_from(delay).unwrap_or(i32::MAX), now());
     let (dispatcher, containers, schedule) =
         (dispatcher.clone(), containers.clone(), schedule.clone());
     tokio::task::spawn_local(async move {
-        tokio::time::sleep(wait).await;
-        if !schedule.is_latest(generation) {
-            return;
+        // At most an hour at a time: a flush replaced meanwhile ends at
+        // the next look, and no timer is asked for years ahead.
+        loop {
+            if !schedule.is_latest(generation) {
+                return;
+            }
+            let left = at.saturating_sub(now());
+            if left == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(left.min(MAX_WAIT_SECS))).await;
         }
         match empty_tables(&dispatcher, &containers).await {
             Ok(deleted) => {

@@ -126,11 +126,8 @@ impl Item {
         // the empty string, not NULL: `x|` reads back `x|`).
         let columns = row.get(1..=layout.values).unwrap_or_default();
         let kept = columns.len() - columns.iter().rev().take_while(|c| c.is_none()).count();
-        mc_proto::join_columns(
-            columns[..kept.max(1)].iter().copied(),
-            separator,
-            &mut value,
-        );
+        let joined = columns.get(..kept.max(1)).unwrap_or(columns);
+        mc_proto::join_columns(joined.iter().copied(), separator, &mut value);
         Some(Item {
             row: row.iter().map(|c| c.map(<[u8]>::to_vec)).collect(),
             value,

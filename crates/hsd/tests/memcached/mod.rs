@@ -283,15 +283,23 @@ impl Front {
     /// config file's `[[memcached.containers]]` tables, `{db}` standing for
     /// the database) and no table made: the test makes its own.
     pub fn start_containers(store: Store, db: &str, containers: &str) -> Option<Front> {
+        Front::start_containers_with(store, db, containers, &[])
+    }
+
+    /// The same, with more options for hsd.
+    pub fn start_containers_with(
+        store: Store,
+        db: &str,
+        containers: &str,
+        extra: &[&str],
+    ) -> Option<Front> {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("hsd.toml");
         std::fs::write(&path, containers.replace("{db}", db)).expect("write config");
         let config = path.display().to_string();
-        let server = start_server(
-            store,
-            db,
-            &["--memcached-address", "127.0.0.1:0", "--config", &config],
-        )?;
+        let mut args = vec!["--memcached-address", "127.0.0.1:0", "--config", &config];
+        args.extend_from_slice(extra);
+        let server = start_server(store, db, &args)?;
         Some(Front {
             server,
             _config: dir,

@@ -460,6 +460,35 @@ fn binary_cas(store: Store, db: &str) {
 
 every_store!(binary_store_cas, binary_cas, "hst_mc_fit_cas");
 
+/// M6, character sets: a binary-protocol key that is not UTF-8 cannot be
+/// a `utf8mb4` key column's text (the server would store another key), so
+/// it is refused on MariaDB and MySQL 8 (Invalid arguments); the embedded
+/// store keeps its bytes and reads it back.
+fn keys_outside_the_charset(store: Store, db: &str) {
+    let Some(front) = Front::start(store, db) else {
+        return;
+    };
+    let mut b = BinaryConn::open(front.server.memcached_addr.as_deref().expect("port"));
+    let key = b"k\xff\xfe";
+    let set = b.ask(&binary_store(0x01, key, b"v"));
+    let get = b.ask(&req(0x00, key, b"", b"", 0));
+    if store == Store::Sqlite {
+        assert_eq!(status(&set[0]), 0);
+        assert_eq!((status(&get[0]), &get[0][28..]), (0, &b"v"[..]));
+    } else {
+        assert_eq!(status(&set[0]), 0x0004, "binary Set of a non-UTF-8 key");
+        assert_eq!(status(&get[0]), 0x0004);
+        let rows = front.server.sql("SELECT count(*) FROM demo_test");
+        assert_eq!(rows, vec![vec![Some("0".to_string())]]);
+    }
+}
+
+every_store!(
+    m6_keys_outside_the_charset,
+    keys_outside_the_charset,
+    "hst_mc_fit_charset"
+);
+
 /// flush_all by each container's flush_policy: `innodb_only` empties the
 /// table (every row, negative integer keys too), `disabled` leaves it; a
 /// delay empties it once passed, and a later flush_all replaces a waiting

@@ -447,6 +447,27 @@ fn binary_cas(store: Store, db: &str) {
     let answers = b.ask_with_cas(&req(0x01, b"ck2", &[0; 8], b"w", added));
     assert_eq!(status(&answers[0]), 0, "Set with the answered cas");
     assert_eq!(cas_of(&answers[0]), get_cas(&mut b, b"ck2"));
+    // The meta commands' `c`: the cas the next mg shows.
+    let mut c = front.conn();
+    let cas_word = |answer: &str| {
+        answer
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix('c').map(str::to_string))
+            .unwrap_or_default()
+    };
+    let stored = c.ask("ms mk 1 c\r\nx\r\n");
+    assert_eq!(
+        cas_word(&stored),
+        cas_word(&c.ask("mg mk c\r\n")),
+        "{stored:?}"
+    );
+    let counted = c.ask("ma mn N0 J5 c\r\n");
+    assert_eq!(
+        cas_word(&counted),
+        cas_word(&c.ask("mg mn c\r\n")),
+        "{counted:?}"
+    );
+    assert_ne!(cas_word(&counted), "0");
     // Increment: created, then counted.
     let mut counter = 1u64.to_be_bytes().to_vec();
     counter.extend_from_slice(&5u64.to_be_bytes());

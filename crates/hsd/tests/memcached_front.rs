@@ -171,6 +171,16 @@ const CASES: &[&[&str]] = &[
         "ma m4 N0 J5 v\r\n",
         "mg m4 v\r\n",
     ],
+    // `c` on ms and ma: the new item's cas (0 when nothing was stored)
+    &[
+        "ms mc1 1 c\r\nx\r\n",
+        "ms mc1 1 c ME\r\ny\r\n",
+        "ms mc1 1 c C1\r\nz\r\n",
+        "ms mcnone 1 c C5\r\nz\r\n",
+        "ma mcn N0 J5 c v\r\n",
+        "ma mcn c\r\n",
+        "ma mcnone c\r\n",
+    ],
 ];
 
 fn compare_with_memcached(store: Store, db: &str) {

@@ -397,15 +397,18 @@ impl<B: Backend> McSession<B> {
                     Ok(Outcome::NotFound) => MetaCode::Nf,
                     Err(f) => return self.error(out, f),
                 };
-                write_meta(
-                    out,
-                    MetaCommand::Set,
-                    code,
-                    &key,
-                    &flags,
-                    &MetaFacts::default(),
-                    b"",
-                );
+                // `c`: the new item's cas, as memcached (0 when nothing
+                // was stored).
+                let cas = if code == MetaCode::Hd {
+                    self.written
+                } else {
+                    0
+                };
+                let facts = MetaFacts {
+                    cas: Some(cas),
+                    ..MetaFacts::default()
+                };
+                write_meta(out, MetaCommand::Set, code, &key, &flags, &facts, b"");
             }
             Command::MetaDelete { key, flags } => {
                 let code = match self.delete(&key.bytes, flags.compare_cas, sep).await {
@@ -440,13 +443,18 @@ impl<B: Backend> McSession<B> {
                         } else {
                             MetaCode::Hd
                         };
+                        // `c`: the counter's new cas, as memcached.
+                        let facts = MetaFacts {
+                            cas: Some(self.written),
+                            ..MetaFacts::default()
+                        };
                         write_meta(
                             out,
                             MetaCommand::Arithmetic,
                             code,
                             &key,
                             &flags,
-                            &MetaFacts::default(),
+                            &facts,
                             &digits,
                         );
                     }

@@ -481,15 +481,28 @@ fn binary_cas(store: Store, db: &str) {
 
 every_store!(binary_store_cas, binary_cas, "hst_mc_fit_cas");
 
-/// M6, character sets: a binary-protocol key that is not UTF-8 cannot be
-/// a `utf8mb4` key column's text (the server would store another key), so
-/// it is refused on MariaDB and MySQL 8 (Invalid arguments); the embedded
-/// store keeps its bytes and reads it back.
+/// M6, character sets and collations: a binary-protocol key that is not
+/// UTF-8 cannot be a `utf8mb4` key column's text (the server would store
+/// another key), and one ending in a space names the row of the key
+/// without it under MySQL's PAD SPACE collations: both are refused on
+/// MariaDB and MySQL 8 (Invalid arguments); the embedded store keeps
+/// their bytes and reads them back.
 fn keys_outside_the_charset(store: Store, db: &str) {
     let Some(front) = Front::start(store, db) else {
         return;
     };
     let mut b = BinaryConn::open(front.server.memcached_addr.as_deref().expect("port"));
+    // A key ending in a space: MySQL's PAD SPACE collations find `k` by it.
+    assert_eq!(status(&b.ask(&binary_store(0x01, b"k", b"plain"))[0]), 0);
+    let spaced = b.ask(&binary_store(0x01, b"k ", b"spaced"));
+    let plain = b.ask(&req(0x00, b"k", b"", b"", 0));
+    if store == Store::Sqlite {
+        assert_eq!(status(&spaced[0]), 0);
+    } else {
+        assert_eq!(status(&spaced[0]), 0x0004, "binary Set of `k `");
+    }
+    assert_eq!(&plain[0][28..], b"plain", "`k` keeps its value");
+    assert_eq!(status(&b.ask(&req(0x04, b"k", b"", b"", 0))[0]), 0);
     let key = b"k\xff\xfe";
     let set = b.ask(&binary_store(0x01, key, b"v"));
     let get = b.ask(&req(0x00, key, b"", b"", 0));

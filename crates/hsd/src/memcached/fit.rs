@@ -114,7 +114,12 @@ pub(crate) fn key_fits(rules: TextRules, column: &ColumnMeta, key: &[u8]) -> boo
     match &column.kind {
         ColumnKind::Integer { min, max } => canonical_integer(key, *min, *max),
         ColumnKind::Text { charset, max_chars } => {
-            text_fits(rules, charset, *max_chars, column.is_blob, key)
+            // MySQL's PAD SPACE collations (every MariaDB one, MySQL's
+            // but the 0900 ones) compare `a ` equal to `a`, and CHAR reads
+            // back without trailing spaces: such a key (the binary
+            // protocol allows it) would name another key's row.
+            let pads = rules == TextRules::Charsets && key.last() == Some(&b' ');
+            !pads && text_fits(rules, charset, *max_chars, column.is_blob, key)
         }
         ColumnKind::Bytes { max_len, fixed } => {
             let n = key.len() as u64;
@@ -247,6 +252,8 @@ mod tests {
         assert!(key_fits(C, &utf8, "éé".as_bytes()));
         assert!(!key_fits(C, &utf8, "ééé".as_bytes()));
         assert!(!key_fits(C, &utf8, b"\xff"));
+        assert!(!key_fits(C, &latin1, b"ab "));
+        assert!(key_fits(TextRules::KeepsBytes, &latin1, b"ab "));
         let mb3 = text("utf8mb3", 8);
         assert!(!key_fits(C, &mb3, "\u{1F600}".as_bytes()));
         let ascii = text("ascii", 8);

@@ -35,6 +35,9 @@ esac
 #                    front's reference in tests
 #   sasl2-bin        saslpasswd2: the login of the reference memcached -S
 #                    (tests/memcached_sasl.rs)
+#   libmemcached-tools  memccapable (Debian's name of memcapable): libmemcached's protocol conformance
+#                    tests, run against the memcached port
+#                    (scripts/memcapable.sh)
 #   redis-server     scripts/bench.sh side-by-side figures
 #   gnuplot-nox      scripts/bench.sh chart (PNG, docs/bench-throughput.png)
 #   netcat-openbsd   protocol smoke tests from shell (nc -q/-N)
@@ -63,6 +66,7 @@ wanted=(
     "iproute2 ss"
     "memcached memcached"
     "sasl2-bin saslpasswd2"
+    "libmemcached-tools memccapable"
     "redis-server redis-server"
     "gnuplot-nox gnuplot"
     "netcat-openbsd -"

@@ -14,7 +14,8 @@
 #     Python client's tests (clients/python, in a venv under target/ made
 #     while cargo builds), the Go client's tests (clients/go, go vet and go
 #     test -race), the memcached clients (compat/memcached: pymemcache and
-#     gomemcache, on all three backends) and the bench smoke steps, beside
+#     gomemcache, on all three backends) and libmemcached's memcapable
+#     (tests/memcached_memcapable), and the bench smoke steps, beside
 #     a lane with the compat steps (hs4j, node-handlersocket, nc) and the
 #     original plugin's regression tests against the plugin and hsd
 #     (scripts/plugin-regtest.sh);
@@ -405,7 +406,8 @@ echo "private-server lane (${private_lane_suites[*]}) running in the background 
 section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed), all but tests/hostile, tests/conformance and the private-server lane"
 other_hsd_tests=()
 while read -r name _; do
-    case " hostile conformance ${private_lane_suites[*]} " in
+    # tests/memcached_memcapable runs with the memcached clients (below).
+    case " hostile conformance memcached_memcapable ${private_lane_suites[*]} " in
         *" $name "*) ;;
         *) other_hsd_tests+=(--test "$name") ;;
     esac
@@ -562,7 +564,7 @@ if grep -q -- '--- SKIP' "$golog"; then
     exit 1
 fi
 
-section "memcached clients: pymemcache and gomemcache against hsd's memcached port (embedded store, MariaDB, MySQL 8)"
+section "memcached clients: pymemcache, gomemcache and memcapable against hsd's memcached port (embedded store, MariaDB, MySQL 8)"
 # compat/memcached: each test starts its own hsd with --memcached-address over
 # a fresh table on every backend (the variables exported above; under CI a
 # missing one is an error). Nothing may be skipped.
@@ -575,6 +577,12 @@ unformatted=$(cd "$ROOT/compat/memcached/go" && "$("$GO" env GOROOT)/bin/gofmt" 
 (cd "$ROOT/compat/memcached/go" && "$GO" vet ./... \
     && HSD_BIN="$ROOT/target/debug/hsd" "$GO" test -count=1 -v ./...) 2>&1 | tee -a "$mclog"
 grep -q -- '--- SKIP' "$mclog" && { echo "gomemcache: a test was skipped" >&2; exit 1; }
+# memcapable (libmemcached's conformance tests, Debian's memccapable): every
+# ascii and binary test on each backend (crates/hsd/tests/memcached_memcapable.rs;
+# about 7 s), the pass counts in the log.
+cargo test -p hsd --test memcached_memcapable -- --nocapture 2>&1 | tee -a "$mclog" \
+    | grep -E 'memcapable -|test result'
+[[ ${PIPESTATUS[0]} -eq 0 ]] || { echo "memcapable: a test failed (log $mclog)" >&2; exit 1; }
 
 section "bench smoke: scripts/bench.sh --quick (every system and workload; checks it runs, not how fast)"
 # --no-build: the workspace build above made both binaries; bench.sh's own

@@ -171,6 +171,16 @@ const CASES: &[&[&str]] = &[
         "ma m4 N0 J5 v\r\n",
         "mg m4 v\r\n",
     ],
+    // `c` on ms and ma: the new item's cas (0 when nothing was stored)
+    &[
+        "ms mc1 1 c\r\nx\r\n",
+        "ms mc1 1 c ME\r\ny\r\n",
+        "ms mc1 1 c C1\r\nz\r\n",
+        "ms mcnone 1 c C5\r\nz\r\n",
+        "ma mcn N0 J5 c v\r\n",
+        "ma mcn c\r\n",
+        "ma mcnone c\r\n",
+    ],
 ];
 
 fn compare_with_memcached(store: Store, db: &str) {
@@ -207,11 +217,13 @@ fn differences(store: Store, db: &str) {
     let reference = Reference::start();
     let mut ours = front.conn();
     let mut theirs = Conn::open(&reference.addr);
-    // flush_all would empty tables: refused.
+    // flush_all would empty tables: refused where no container's
+    // flush_policy allows it (the config file's default), as memcached -F
+    // refuses it.
     assert_eq!(theirs.ask("flush_all\r\n"), "OK\r\n");
     assert_eq!(
         ours.ask("flush_all\r\n"),
-        "SERVER_ERROR flush_all is not supported: it would empty tables\r\n"
+        "CLIENT_ERROR flush_all not allowed\r\n"
     );
     assert_eq!(ours.ask("flush_all noreply\r\n"), "");
     // stats: the general group only, with what applies to tables.
@@ -285,16 +297,30 @@ fn differences(store: Store, db: &str) {
     // version: hsd's own.
     assert_eq!(
         ours.ask("version\r\n"),
-        format!("VERSION {}\r\n", env!("CARGO_PKG_VERSION"))
+        format!("VERSION 1.6.18-hsd-{}\r\n", env!("CARGO_PKG_VERSION"))
     );
-    // decr to a shorter number: memcached pads the stored value with a
-    // space, a row holds the number.
-    for c in [&mut ours, &mut theirs] {
-        c.ask("set sh 0 0 3\r\n100\r\n");
-        assert_eq!(c.ask("decr sh 1\r\n"), "99\r\n");
+    // A key with a control byte: memcached stores it, hsd refuses it as
+    // the protocol text asks (docs/memcached.md, Differences).
+    assert_eq!(theirs.ask("set c\x01k 0 0 1\r\nx\r\n"), "STORED\r\n");
+    assert_eq!(
+        ours.ask("set c\x01k 0 0 1\r\nx\r\n"),
+        "CLIENT_ERROR bad command line format\r\nERROR\r\n"
+    );
+    // Counters as memcached keeps them: a shorter number padded with
+    // spaces to the value's length (decr, and incr past 2^64 - 1), spaces
+    // around a number read as the number.
+    for request in [
+        "set sh 0 0 3\r\n100\r\ndecr sh 1\r\nget sh\r\nincr sh 1\r\nget sh\r\n",
+        "set sw 0 0 20\r\n18446744073709551615\r\nincr sw 1\r\nget sw\r\nincr sw 3\r\n",
+        "set sp 0 0 3\r\n 12\r\nincr sp 1\r\nget sp\r\ndecr sp 2\r\n",
+        "set sq 0 0 3\r\n1 2\r\nincr sq 1\r\nset sr 0 0 2\r\n  \r\nincr sr 1\r\n",
+    ] {
+        assert_eq!(ours.ask(request), theirs.ask(request), "{request:?}");
     }
-    assert_eq!(ours.ask("get sh\r\n"), "VALUE sh 0 2\r\n99\r\nEND\r\n");
-    assert_eq!(theirs.ask("get sh\r\n"), "VALUE sh 0 3\r\n99 \r\nEND\r\n");
+    assert_eq!(
+        ours.ask("get sh sw\r\n"),
+        "VALUE sh 0 3\r\n100\r\nVALUE sw 0 20\r\n3                   \r\nEND\r\n"
+    );
     // A value longer than its column (VARCHAR(1024)): the embedded store
     // keeps it whole; on MySQL and MariaDB, which would cut it to the
     // column (hsd's sessions use sql_mode '', as HandlerSocket's plugin
@@ -597,14 +623,18 @@ fn binary_commands(store: Store, db: &str) {
             request[1]
         );
     }
-    // Differences: Flush and SASL are refused as unknown commands.
+    // Differences: Flush is refused as memcached -F refuses it (no
+    // container's flush_policy allows it); SASL as an unknown command.
     let unknown = |opcode: u8| {
         let mut r = vec![0x81, opcode, 0, 0, 0, 0, 0, 0x81, 0, 0, 0, 15, 0, 0, 0, 7];
         r.extend_from_slice(&[0; 8]);
         r.extend_from_slice(b"Unknown command");
         vec![r]
     };
-    assert_eq!(ours.ask(&req(0x08, b"", b"", b"", 0)), unknown(0x08));
+    let mut refused = vec![0x81, 0x08, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 13, 0, 0, 0, 7];
+    refused.extend_from_slice(&[0; 8]);
+    refused.extend_from_slice(b"Auth failure.");
+    assert_eq!(ours.ask(&req(0x08, b"", b"", b"", 0)), vec![refused]);
     assert_eq!(ours.ask(&req(0x20, b"", b"", b"", 0)), unknown(0x20));
     // Stat groups: an unknown one as memcached's; slabs as an empty
     // memcached's (no item is in memory).

@@ -8,48 +8,8 @@ mod common;
 mod memcached;
 
 use common::{Backend, TestServer};
-use memcached::Conn;
+use memcached::{Conn, PLUGIN_SETUP};
 use mysql::prelude::Queryable;
-
-/// The plugin's configuration schema and its example, written from what
-/// the plugin's script creates.
-const PLUGIN_SETUP: &[&str] = &[
-    "DROP DATABASE IF EXISTS innodb_memcache",
-    "CREATE DATABASE innodb_memcache",
-    "CREATE TABLE innodb_memcache.cache_policies (
-        policy_name VARCHAR(40) PRIMARY KEY,
-        get_policy ENUM('innodb_only', 'cache_only', 'caching', 'disabled') NOT NULL,
-        set_policy ENUM('innodb_only', 'cache_only', 'caching', 'disabled') NOT NULL,
-        delete_policy ENUM('innodb_only', 'cache_only', 'caching', 'disabled') NOT NULL,
-        flush_policy ENUM('innodb_only', 'cache_only', 'caching', 'disabled') NOT NULL
-     ) ENGINE = InnoDB",
-    "CREATE TABLE innodb_memcache.containers (
-        name VARCHAR(50) NOT NULL PRIMARY KEY,
-        db_schema VARCHAR(250) NOT NULL,
-        db_table VARCHAR(250) NOT NULL,
-        key_columns VARCHAR(250) NOT NULL,
-        value_columns VARCHAR(250),
-        flags VARCHAR(250) NOT NULL DEFAULT '0',
-        cas_column VARCHAR(250),
-        expire_time_column VARCHAR(250),
-        unique_idx_name_on_key VARCHAR(250) NOT NULL
-     ) ENGINE = InnoDB",
-    "CREATE TABLE innodb_memcache.config_options (
-        name VARCHAR(50) NOT NULL PRIMARY KEY,
-        value VARCHAR(50)
-     ) ENGINE = InnoDB",
-    "INSERT INTO innodb_memcache.containers
-        VALUES ('aaa', 'test', 'demo_test', 'c1', 'c2', 'c3', 'c4', 'c5', 'PRIMARY')",
-    "INSERT INTO innodb_memcache.cache_policies
-        VALUES ('cache_policy', 'innodb_only', 'innodb_only', 'innodb_only', 'innodb_only')",
-    "INSERT INTO innodb_memcache.config_options VALUES ('separator', '|')",
-    "INSERT INTO innodb_memcache.config_options VALUES ('table_map_delimiter', '.')",
-    "CREATE DATABASE IF NOT EXISTS test",
-    "DROP TABLE IF EXISTS test.demo_test",
-    "CREATE TABLE test.demo_test (c1 VARCHAR(32), c2 VARCHAR(1024), c3 INT,
-        c4 BIGINT UNSIGNED, C5 INT, PRIMARY KEY (c1)) ENGINE = InnoDB",
-    "INSERT INTO test.demo_test VALUES ('AA', 'HELLO, HELLO', 8, 0, 0)",
-];
 
 fn admin(url: &str) -> mysql::Conn {
     mysql::Conn::new(mysql::Opts::from_url(url).expect("mysql url")).expect("connect")
@@ -107,6 +67,32 @@ fn served_unchanged(url: &str) {
         .query("SELECT c1 FROM test.demo_test ORDER BY c1")
         .expect("select");
     assert_eq!(left, ["BB"]);
+    // flush_all by cache_policies' flush_policy (`innodb_only`): the table
+    // is emptied, as the plugin emptied it.
+    assert!(c
+        .ask("stats settings\r\n")
+        .contains("STAT flush_enabled yes\r\n"));
+    assert_eq!(c.ask("flush_all\r\n"), "OK\r\n");
+    let left: Vec<String> = sql.query("SELECT c1 FROM test.demo_test").expect("select");
+    assert!(left.is_empty(), "flush_all left {left:?}");
+    drop(server);
+    // `disabled`: refused, as memcached -F refuses it.
+    sql.query_drop("UPDATE innodb_memcache.cache_policies SET flush_policy = 'disabled'")
+        .expect("update");
+    sql.query_drop("INSERT INTO test.demo_test VALUES ('CC', 'kept', 0, 0, 0)")
+        .expect("insert");
+    let server = TestServer::start_at(
+        Backend::Mysql,
+        Some(url.to_string()),
+        "hst_mc_migration",
+        &["--memcached-address", "127.0.0.1:0"],
+    );
+    let mut c = Conn::open(server.memcached_addr.as_deref().expect("memcached port"));
+    assert_eq!(
+        c.ask("flush_all\r\n"),
+        "CLIENT_ERROR flush_all not allowed\r\n"
+    );
+    assert_eq!(c.ask("get CC\r\n"), "VALUE CC 0 4\r\nkept\r\nEND\r\n");
     drop(server);
     sql.query_drop("DROP DATABASE innodb_memcache")
         .expect("drop");

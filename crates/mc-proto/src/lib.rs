@@ -35,8 +35,6 @@
 //! - **Meta errors are found before the command runs**: a too-long opaque
 //!   with `ma` or `mg` is refused before the item is touched; memcached
 //!   applies the increment or touch first and then answers the error.
-//! - **`decr` shortening a number** (`100` to `99`): memcached keeps the
-//!   length and pads the stored value with a space (`99 `); a row stores `99`.
 //! - **`k` on a base64 key** returns the key base64-encoded with `b` when the
 //!   request used `b`; memcached follows how the item was first stored.
 //! - **`q` on `ma`** hides every success, an auto-created item's too.

@@ -64,6 +64,21 @@ pub fn parse_u64(token: &[u8]) -> Option<u64> {
     Some(value)
 }
 
+/// What memcached stores after `incr`/`decr` made `value` of an item
+/// `old_len` bytes long: the digits, padded with spaces to the old length
+/// when they are not longer (memcached rewrites the item in place: `100`
+/// decremented is `99 `, `18446744073709551615` incremented is `0` and 19
+/// spaces); longer digits make a new item of their own length. The
+/// command answers the digits alone. (An item's value is read back by
+/// `parse_u64`, which takes the trailing spaces.)
+pub fn counter_text(value: u64, old_len: usize) -> Vec<u8> {
+    let mut text = value.to_string().into_bytes();
+    if text.len() < old_len {
+        text.resize(old_len, b' ');
+    }
+    text
+}
+
 /// memcached's `safe_strtoul` on a 64-bit system: parsed as 64 bits, then
 /// truncated to the 32-bit field (client flags 4294967296 store 0).
 pub fn parse_u32(token: &[u8]) -> Option<u32> {
@@ -111,6 +126,17 @@ mod tests {
         assert_eq!(parse_u64(b"\t7"), Some(7));
         assert_eq!(parse_u64(b"7\t"), Some(7));
         assert_eq!(parse_u64(b"7\tx"), Some(7));
+    }
+
+    #[test]
+    fn counters_keep_their_length() {
+        assert_eq!(counter_text(99, 3), b"99 ");
+        assert_eq!(counter_text(0, 20), b"0                   ");
+        assert_eq!(counter_text(100, 2), b"100");
+        assert_eq!(counter_text(13, 3), b"13 ");
+        assert_eq!(parse_u64(b" 12"), Some(12));
+        assert_eq!(parse_u64(b"1 2"), Some(1));
+        assert_eq!(parse_u64(b"  "), None);
     }
 
     #[test]

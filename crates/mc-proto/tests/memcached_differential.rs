@@ -110,6 +110,16 @@ fn text_cases() -> Vec<(String, Vec<u8>)> {
         "set n 0 0 2\r\n10\r\nincr n 5 noreply\r\nget n\r\n",
         "set n 0 0 1\r\n9\r\nincr n 1\r\nget n\r\n",
         "set n 0 0 20\r\n18446744073709551615\r\nincr n 1\r\n",
+        // Counters keep their stored length (space-padded), and values
+        // with spaces around the number count.
+        "set n 0 0 20\r\n18446744073709551615\r\nincr n 1\r\nget n\r\nincr n 7\r\nget n\r\n",
+        "set n 0 0 3\r\n100\r\ndecr n 1\r\nget n\r\nincr n 1\r\nget n\r\n",
+        "set n 0 0 3\r\n 12\r\nincr n 1\r\nget n\r\n",
+        "set n 0 0 3\r\n12 \r\nincr n 1\r\n",
+        "set n 0 0 3\r\n1 2\r\nincr n 1\r\n",
+        "set n 0 0 3\r\n\t12\r\nincr n 1\r\n",
+        "set n 0 0 2\r\n  \r\nincr n 1\r\n",
+        "set n 0 0 2\r\n-5\r\nincr n 1\r\n",
         // Touch, delete, flush_all, verbosity, version, meta noop.
         "touch a x\r\n",
         "touch a 10\r\n",
@@ -349,12 +359,6 @@ const DIFFERENCES: &[(&str, &str, &str)] = &[
         "mg a\x01 v\r\n",
         "EN\r\nMN\r\n",
         "CLIENT_ERROR bad command line format\r\nMN\r\n",
-    ),
-    // decr keeps memcached's stored length (space-padded); a row does not.
-    (
-        "set n 0 0 3\r\n100\r\ndecr n 1\r\nget n\r\n",
-        "STORED\r\n99\r\nVALUE n 0 3\r\n99 \r\nEND\r\nMN\r\n",
-        "STORED\r\n99\r\nVALUE n 0 2\r\n99\r\nEND\r\nMN\r\n",
     ),
     // k on a base64 key: the request's encoding, not the stored item's.
     (

@@ -3,11 +3,13 @@
 //! Quiet opcodes leave out what memcached leaves out (`suppressed`). What
 //! differs from memcached: a storage failure answers status 0x82 (out of
 //! memory: memcached's answer when it cannot do a command), `Flush`
-//! answers "Unknown command" (no flush of tables), and a store's answer
-//! carries cas 0 (the next get shows the new cas). The SASL opcodes answer
+//! runs as `flush_all` (refused "Auth failure." where every container's
+//! flush_policy is disabled, as memcached -F refuses it). A store's and an
+//! incr's answer carry the item's new cas, as memcached's. The SASL opcodes answer
 //! "Unknown command" too unless the port has SASL (`sasl`), as memcached's
 //! without `-S`.
 
+use super::ops::{Failure, ERR_DATA_TOO_LONG};
 use super::sasl::SaslOutcome;
 use super::session::{Counted, Flow, McSession, Outcome};
 use super::stats::{self, StatsAnswer};
@@ -37,6 +39,35 @@ pub(super) fn reply(out: &mut Vec<u8>, req: &BinaryRequest<'_>, status: Status, 
     }
 }
 
+/// The status of a command that could not be done: a key the key column
+/// would not keep as given is memcached's answer to a malformed key
+/// (Invalid arguments; the connection goes on), a value longer than its
+/// column "Too large.", a row that would not read back as written "Not
+/// stored."; anything else memcached's answer when it cannot do a command
+/// (Out of memory).
+fn failure_status(f: Failure) -> Status {
+    match f {
+        Failure::BadKey => Status::InvalidArguments,
+        Failure::Storage(hs_proto::ErrorKind::Storage(ERR_DATA_TOO_LONG)) => Status::TooLarge,
+        Failure::Unkept(_) => Status::NotStored,
+        _ => Status::OutOfMemory,
+    }
+}
+
+/// A success carrying the item's new cas (stores), unless quiet.
+fn reply_cas(out: &mut Vec<u8>, req: &BinaryRequest<'_>, cas: u64) {
+    if suppressed(&req.command, Status::NoError) {
+        return;
+    }
+    let header = ResponseHeader {
+        opcode: req.header.opcode,
+        status: Status::NoError,
+        opaque: req.header.opaque,
+        cas,
+    };
+    write_response(out, header, &[], &[], b"");
+}
+
 impl<B: Backend> McSession<B> {
     /// Handles one binary request; its answer goes to `out`.
     pub(super) async fn handle_binary(
@@ -46,7 +77,7 @@ impl<B: Backend> McSession<B> {
     ) -> Flow {
         let containers = self.containers.clone();
         let sep = containers.separator.as_slice();
-        let failed = |out: &mut Vec<u8>| reply(out, &req, Status::OutOfMemory, b"");
+        let failed = |out: &mut Vec<u8>, f: Failure| reply(out, &req, failure_status(f), b"");
         match &req.command {
             BinaryCommand::Get {
                 key, return_key, ..
@@ -66,7 +97,7 @@ impl<B: Backend> McSession<B> {
                         write_get_hit(out, &req.header, item.cas, item.flags, shown, &item.value);
                     }
                     Ok(None) => reply(out, &req, Status::KeyNotFound, b""),
-                    Err(_) => failed(out),
+                    Err(f) => failed(out, f),
                 }
             }
             BinaryCommand::Touch { key, exptime } => {
@@ -76,7 +107,7 @@ impl<B: Backend> McSession<B> {
                         write_get_hit(out, &req.header, item.cas, item.flags, b"", b"")
                     }
                     Ok(None) => reply(out, &req, Status::KeyNotFound, b""),
-                    Err(_) => failed(out),
+                    Err(f) => failed(out, f),
                 }
             }
             BinaryCommand::Store {
@@ -109,9 +140,14 @@ impl<B: Backend> McSession<B> {
                         BinaryStore::Replace => Status::KeyNotFound,
                         _ => Status::NotStored,
                     },
-                    Err(_) => Status::OutOfMemory,
+                    Err(f) => failure_status(f),
                 };
-                reply(out, &req, status, b"");
+                if status == Status::NoError {
+                    // As memcached: the new item's cas.
+                    reply_cas(out, &req, self.written);
+                } else {
+                    reply(out, &req, status, b"");
+                }
             }
             BinaryCommand::Delete { key, .. } => {
                 let cas = (req.header.cas != 0).then_some(req.header.cas);
@@ -119,7 +155,7 @@ impl<B: Backend> McSession<B> {
                     Ok(Outcome::Stored) => Status::NoError,
                     Ok(Outcome::Exists) => Status::KeyExists,
                     Ok(_) => Status::KeyNotFound,
-                    Err(_) => Status::OutOfMemory,
+                    Err(f) => failure_status(f),
                 };
                 reply(out, &req, status, b"");
             }
@@ -136,12 +172,12 @@ impl<B: Backend> McSession<B> {
                 match self.count(key, *delta, *increment, create, sep).await {
                     Ok(Counted::Value(n, _)) => {
                         if !suppressed(&req.command, Status::NoError) {
-                            write_counter(out, &req.header, 0, n);
+                            write_counter(out, &req.header, self.written, n);
                         }
                     }
                     Ok(Counted::NotFound) => reply(out, &req, Status::KeyNotFound, b""),
                     Ok(Counted::NonNumeric) => reply(out, &req, Status::NonNumeric, b""),
-                    Err(_) => failed(out),
+                    Err(f) => failed(out, f),
                 }
             }
             BinaryCommand::Quit { .. } => {
@@ -149,12 +185,7 @@ impl<B: Backend> McSession<B> {
                 return Flow::Close;
             }
             BinaryCommand::Noop => reply(out, &req, Status::NoError, b""),
-            BinaryCommand::Version => reply(
-                out,
-                &req,
-                Status::NoError,
-                env!("CARGO_PKG_VERSION").as_bytes(),
-            ),
+            BinaryCommand::Version => reply(out, &req, Status::NoError, super::VERSION.as_bytes()),
             BinaryCommand::Stat { group } => {
                 let group = (!group.is_empty()).then_some(*group);
                 match stats::answer(group, &self.stats) {
@@ -179,8 +210,16 @@ impl<B: Backend> McSession<B> {
                 let outcome = self.sasl.step(mechanism, data);
                 return sasl_reply(out, &req, outcome);
             }
-            BinaryCommand::Flush { .. }
-            | BinaryCommand::SaslListMechs
+            BinaryCommand::Flush { delay, .. } => {
+                // As text flush_all; refused as memcached -F refuses it.
+                let status = match self.flush_all(i64::from(*delay)).await {
+                    Ok(true) => Status::NoError,
+                    Ok(false) => Status::AuthError,
+                    Err(f) => failure_status(f),
+                };
+                reply(out, &req, status, b"");
+            }
+            BinaryCommand::SaslListMechs
             | BinaryCommand::SaslAuth { .. }
             | BinaryCommand::SaslStep { .. } => reply(out, &req, Status::UnknownCommand, b""),
         }

@@ -5,6 +5,8 @@
 //! `innodb_memcache.config_options`, read once at start.
 
 use super::answer::McAnswer;
+use super::fit::TextRules;
+use super::flush::FlushPolicy;
 use super::sasl::SaslLogin;
 use crate::exec::{open_index, run_reads, Catalog, ReadTask};
 use anyhow::Context;
@@ -38,6 +40,12 @@ pub(crate) struct ContainerSpec {
     pub(crate) expire_time_column: Option<String>,
     #[serde(default)]
     pub(crate) unique_idx_name_on_key: Option<String>,
+    /// What `flush_all` does to the table: `innodb_only` (or `caching`)
+    /// empties it, `cache_only` leaves it, `disabled` (the default in the
+    /// config file) refuses. From `innodb_memcache.cache_policies` for the
+    /// plugin's containers.
+    #[serde(default)]
+    pub(crate) flush_policy: Option<String>,
 }
 
 /// The config file's `[memcached]` table.
@@ -145,6 +153,7 @@ pub(crate) struct Container {
     pub(crate) flags: Option<String>,
     pub(crate) cas: Option<String>,
     pub(crate) expire: Option<String>,
+    pub(crate) flush: FlushPolicy,
 }
 
 /// A column name the plugin's tables leave empty (or NULL) means none.
@@ -175,7 +184,17 @@ impl Container {
             !spec.db_schema.is_empty() && !spec.db_table.is_empty(),
             "{what}: db_schema and db_table are needed"
         );
+        let flush = match named(spec.flush_policy) {
+            None => FlushPolicy::Disabled,
+            Some(name) => FlushPolicy::parse(&name).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{what}: flush_policy must be innodb_only, caching, cache_only or \
+                     disabled, not {name:?}"
+                )
+            })?,
+        };
         Ok(Container {
+            flush,
             name: spec.name.into_bytes(),
             db: spec.db_schema,
             table: spec.db_table,
@@ -186,6 +205,11 @@ impl Container {
             cas: named(spec.cas_column),
             expire: named(spec.expire_time_column),
         })
+    }
+
+    /// Whether `other` serves the same table.
+    pub(crate) fn same_table(&self, other: &Container) -> bool {
+        self.db == other.db && self.table == other.table
     }
 
     /// Takes the table's own spelling of the column and index names (MySQL
@@ -220,7 +244,15 @@ impl Container {
         adopt(
             &mut self.index,
             meta.indexes.iter().map(|i| &i.name).collect(),
-        )
+        )?;
+        if let Some(why) = index_refusal(meta, &self.index, self) {
+            anyhow::bail!("memcached container {container:?}: {table}: {why}");
+        }
+        let key = meta.columns.iter().find(|c| c.name == self.key);
+        if let Some(why) = key.and_then(super::fit::key_column_refusal) {
+            anyhow::bail!("memcached container {container:?}: {table}: {why}");
+        }
+        Ok(())
     }
 
     /// The opened columns: the key, the values, then flags, cas and expiry
@@ -245,6 +277,46 @@ impl Container {
     }
 }
 
+/// Why a container cannot be served on `index` of `table` (None: it can):
+/// the plugin needed a unique index on the key column
+/// (`unique_idx_name_on_key`), and so does hsd: on any other index a key
+/// names several rows (a `delete` would answer `DELETED` and a `get` then
+/// find the other), or rows by another column.
+pub(crate) fn index_refusal(
+    table: &TableMeta,
+    index: &str,
+    container: &Container,
+) -> Option<String> {
+    let Some(meta) = table.indexes.iter().find(|i| i.name == index) else {
+        return Some(format!("no index {index:?}"));
+    };
+    // MySQL compares column names without regard to case (a table made
+    // after the start has not lent the container its spelling).
+    let key = table
+        .columns
+        .iter()
+        .position(|c| c.name.eq_ignore_ascii_case(&container.key));
+    let on_key_alone = meta.key_columns.len() == 1
+        && key.is_some()
+        && meta.key_columns[0] == key
+        && meta.key_prefix.iter().all(Option::is_none);
+    if !meta.unique {
+        Some(format!(
+            "index {index:?} (unique_idx_name_on_key) is not unique: memcached needs a unique \
+             index on the key column {:?}",
+            container.key
+        ))
+    } else if !on_key_alone {
+        Some(format!(
+            "index {index:?} (unique_idx_name_on_key) is not on the key column {:?} alone \
+             (whole, not a prefix)",
+            container.key
+        ))
+    } else {
+        None
+    }
+}
+
 /// Every container, the default one, and the key and value syntax.
 #[derive(Debug, Clone)]
 pub(crate) struct Containers {
@@ -253,6 +325,8 @@ pub(crate) struct Containers {
     pub(crate) default: usize,
     pub(crate) separator: Vec<u8>,
     pub(crate) delimiter: Vec<u8>,
+    /// How the backend stores text (what keys and values `fit` takes).
+    pub(crate) text: TextRules,
 }
 
 impl Containers {
@@ -277,6 +351,7 @@ impl Containers {
             default,
             separator: pick(separator, DEFAULT_VALUE_SEPARATOR),
             delimiter: pick(delimiter, DEFAULT_CONTAINER_DELIMITER),
+            text: TextRules::Charsets,
         })
     }
 
@@ -303,14 +378,20 @@ pub(crate) async fn load_containers<B: Backend>(
             .map(|s| Container::from_spec(s.clone()))
             .collect::<anyhow::Result<Vec<_>>>()?;
         adopt_names(&mut conn, &mut list).await?;
-        return Containers::new(
+        let mut containers = Containers::new(
             list,
             settings.separator.clone(),
             settings.table_map_delimiter.clone(),
-        );
+        )?;
+        containers.text = TextRules::of_target(&backend.describe_target());
+        return Ok(containers);
     }
-    let specs = read_plugin_containers(&mut conn, catalog).await?;
+    let mut specs = read_plugin_containers(&mut conn, catalog).await?;
     let options = read_plugin_options(&mut conn, catalog).await;
+    let flush = read_plugin_flush_policy(&mut conn, catalog).await;
+    for spec in &mut specs {
+        spec.flush_policy = flush.clone();
+    }
     let mut list = specs
         .into_iter()
         .map(Container::from_spec)
@@ -322,14 +403,16 @@ pub(crate) async fn load_containers<B: Backend>(
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.clone())
     };
-    Containers::new(
+    let mut containers = Containers::new(
         list,
         settings.separator.clone().or(option("separator")),
         settings
             .table_map_delimiter
             .clone()
             .or(option("table_map_delimiter")),
-    )
+    )?;
+    containers.text = TextRules::of_target(&backend.describe_target());
+    Ok(containers)
 }
 
 /// Each container whose table exists now takes its spelling of the names;
@@ -438,9 +521,43 @@ async fn read_plugin_containers<C: StorageConn>(
                 cas_column: take(6),
                 expire_time_column: take(7),
                 unique_idx_name_on_key: take(8),
+                flush_policy: None,
             }
         })
         .collect())
+}
+
+/// `flush_policy` of the first row of `innodb_memcache.cache_policies` (by
+/// `policy_name`), which the plugin applied to every container; None
+/// (flush refused) when the table is missing or empty. A NULL reads as
+/// `innodb_only`, as the plugin read it.
+async fn read_plugin_flush_policy<C: StorageConn>(
+    conn: &mut C,
+    catalog: &Catalog,
+) -> Option<String> {
+    match read_table(
+        conn,
+        catalog,
+        "cache_policies",
+        &["policy_name", "flush_policy"],
+    )
+    .await
+    {
+        Ok(rows) => {
+            let first = rows.into_iter().next()?;
+            Some(
+                first
+                    .get(1)
+                    .cloned()
+                    .flatten()
+                    .unwrap_or_else(|| "innodb_only".into()),
+            )
+        }
+        Err(e) => {
+            tracing::info!("{e}; memcached flush_all is refused (no flush_policy)");
+            None
+        }
+    }
 }
 
 /// `innodb_memcache.config_options` (name, value); none when it is missing.
@@ -478,6 +595,7 @@ mod tests {
             cas_column: Some("c4".into()),
             expire_time_column: Some(" ".into()),
             unique_idx_name_on_key: None,
+            flush_policy: None,
         }
     }
 

@@ -120,8 +120,14 @@ impl Item {
             return None;
         }
         let mut value = Vec::new();
-        let values = row.iter().skip(1).take(layout.values).copied();
-        mc_proto::join_columns(values, separator, &mut value);
+        // Trailing NULL columns are left out with their separators: a value
+        // with fewer parts than columns was stored with the rest NULL
+        // (`row_of`), so `x` reads back `x`, not `x|` (an empty part is
+        // the empty string, not NULL: `x|` reads back `x|`).
+        let columns = row.get(1..=layout.values).unwrap_or_default();
+        let kept = columns.len() - columns.iter().rev().take_while(|c| c.is_none()).count();
+        let joined = columns.get(..kept.max(1)).unwrap_or(columns);
+        mc_proto::join_columns(joined.iter().copied(), separator, &mut value);
         Some(Item {
             row: row.iter().map(|c| c.map(<[u8]>::to_vec)).collect(),
             value,
@@ -170,9 +176,25 @@ pub(crate) fn row_cas(columns: &[Option<&[u8]>]) -> u64 {
     hash.max(1)
 }
 
+/// The cas a client will see for a row written as `row` (the opened
+/// columns, the key first): the same hash `Item::from_row` makes of it
+/// once read back. Only values that read back as written reach a write
+/// (`ops::check_fits`), so this is the cas the next get shows.
+pub(crate) fn written_cas(row: &[Option<Vec<u8>>], layout: &Layout) -> u64 {
+    let end = layout.expire.unwrap_or(row.len()).min(row.len());
+    let columns: Vec<Option<&[u8]>> = row
+        .get(1..end)
+        .unwrap_or_default()
+        .iter()
+        .map(|c| c.as_deref())
+        .collect();
+    row_cas(&columns)
+}
+
 /// The opened columns' values of a memcached write: the key, the value
-/// split into the value columns (missing parts NULL), flags, a new cas
-/// number and the expiry.
+/// split into the value columns (missing parts NULL, which a read leaves
+/// out again: every value reads back as given), flags, a new cas number
+/// and the expiry.
 pub(crate) fn row_of(
     key: &[u8],
     value: &[u8],
@@ -216,6 +238,7 @@ mod tests {
             cas_column: Some("c".into()),
             expire_time_column: Some("e".into()),
             unique_idx_name_on_key: None,
+            flush_policy: None,
         })
         .expect("container")
     }
@@ -243,12 +266,24 @@ mod tests {
         let item = Item::from_row(&view, &layout, b"|", 100).expect("live");
         assert_eq!((item.value.as_slice(), item.flags), (&b"x|y|z"[..], 7));
         assert_eq!(item.ttl(100), -1);
+        assert_eq!(
+            written_cas(&row, &layout),
+            item.cas,
+            "the cas a write answers"
+        );
         let other = row_of(b"k1", b"x|y|z", 7, 0, 43, &layout, b"|");
         let other: Vec<Option<&[u8]>> = other.iter().map(|c| c.as_deref()).collect();
         let again = Item::from_row(&other, &layout, b"|", 100).expect("live");
         assert_ne!(item.cas, again.cas, "a new cas number changes the cas");
         let short = row_of(b"k", b"only", 0, 0, 1, &layout, b"|");
         assert_eq!(short[2], None);
+        // Every value reads back as set, whatever its separators.
+        for value in [&b"x"[..], b"", b"x|", b"|", b"|y", b"x|y", b"x||", b"||"] {
+            let row = row_of(b"k", value, 0, 0, 1, &layout, b"|");
+            let view: Vec<Option<&[u8]>> = row.iter().map(|c| c.as_deref()).collect();
+            let item = Item::from_row(&view, &layout, b"|", 100).expect("live");
+            assert_eq!(item.value, value, "{:?}", String::from_utf8_lossy(value));
+        }
         let expired = row_of(b"k", b"v", 0, 99, 1, &layout, b"|");
         let expired: Vec<Option<&[u8]>> = expired.iter().map(|c| c.as_deref()).collect();
         assert!(Item::from_row(&expired, &layout, b"|", 100).is_none());

@@ -13,6 +13,8 @@
 //! - `session`: one command at a time, turned into the executor's finds
 //!   and writes (`ops`) and answered in memcached's words;
 //! - `ops`: what get, store, delete, arithmetic and touch do to a row;
+//! - `flush`: `flush_all` by the containers' `flush_policy`;
+//! - `fit`: which keys and values a container's columns keep as given;
 //! - `item`: a row read back as a memcached item (value, flags, cas, expiry);
 //! - `answer`: the `exec::Answer` the executor fills for this front;
 //! - `sweep`: the bounded background deletion of expired rows;
@@ -22,6 +24,8 @@ mod answer;
 mod binary;
 mod config;
 mod connection;
+mod fit;
+mod flush;
 mod gets;
 mod item;
 mod ops;
@@ -47,6 +51,14 @@ use std::rc::Rc;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+/// What `version` (and the binary Version, and `stats`' `version`)
+/// answers: the memcached release whose protocol the door answers as
+/// (tested byte for byte against 1.6.18), then hsd's own version. Clients
+/// read the leading number to pick protocol features (memcapable, for
+/// one, expects a 1.6 server's answers only from a version of 1.6 or
+/// later).
+pub(crate) const VERSION: &str = concat!("1.6.18-hsd-", env!("CARGO_PKG_VERSION"));
+
 /// The memcached front of one event loop.
 pub(crate) struct Memcached {
     pub(crate) containers: Arc<Containers>,
@@ -57,6 +69,8 @@ pub(crate) struct Memcached {
     pub(crate) clock: Arc<item::CasClock>,
     /// Turns for read-modify-writes of one key, shared by every loop.
     pub(crate) locks: Arc<ops::KeyLocks>,
+    /// The flush_all waiting for its delay, shared by every loop.
+    pub(crate) flushes: Arc<flush::FlushSchedule>,
     /// What `stats` reports (start time, `stats settings`).
     pub(crate) stats: Arc<stats::StatsContext>,
     /// What clients must authenticate with (None: no SASL).
@@ -86,6 +100,7 @@ impl Memcached {
             max_answer,
             clock: Arc::new(item::CasClock::new()),
             locks: Arc::new(ops::KeyLocks::new()),
+            flushes: Arc::default(),
             stats: Arc::new(stats),
             sasl: sasl.map(Arc::new),
             sweep,
@@ -101,6 +116,7 @@ impl Memcached {
             max_answer: self.max_answer,
             clock: self.clock.clone(),
             locks: self.locks.clone(),
+            flushes: self.flushes.clone(),
             stats: self.stats.clone(),
             sasl: self.sasl.clone(),
             sweep: self.sweep.filter(|_| sweeps),
@@ -171,6 +187,7 @@ pub(crate) async fn listen<B: Backend>(
         idle_timeout: config.idle_timeout.map_or(0, |t| t.as_secs()),
         sasl: settings.sasl.is_some(),
         tls: config.tls.is_some(),
+        flush: flush::enabled(&containers),
     }
     .lines();
     let front = Memcached::new(

@@ -16,6 +16,7 @@
 //! guards: the guards are for what SQL and HandlerSocket change meanwhile.
 
 use super::answer::McAnswer;
+use super::fit::{self, Misfit};
 use super::item::{row_of, CasClock, Item, Layout};
 use crate::dispatch::Dispatcher;
 use crate::exec::{Done, ReadTask, WriteOp, WriteTask};
@@ -23,7 +24,7 @@ use hs_proto::{
     ErrorKind, FilterKind, FilterOp, FilterSpec, FindOp, FindRequest, InsertRequest, ModifyOp,
     ModifySpec, Value,
 };
-use hsd_storage::{Backend, ColumnKind, OpenedIndex, ERR_DUPLICATE_KEY};
+use hsd_storage::{Backend, OpenedIndex, ERR_DUPLICATE_KEY};
 use std::sync::Arc;
 
 /// Reads and guarded writes of one command before it gives up.
@@ -62,6 +63,8 @@ impl KeyLocks {
 /// One key of one container.
 pub(crate) struct Target<'a> {
     pub(crate) index: Arc<OpenedIndex>,
+    /// How the backend stores text (`fit`).
+    pub(crate) text: fit::TextRules,
     pub(crate) layout: Layout,
     pub(crate) separator: &'a [u8],
     pub(crate) key: &'a [u8],
@@ -74,6 +77,13 @@ pub(crate) enum Failure {
     Storage(ErrorKind),
     /// The row changed under every attempt.
     Contended,
+    /// The key is not one the key column stores as given (`fit`): refused
+    /// as memcached refuses a malformed key.
+    BadKey,
+    /// The row would not read back as written (`check_fits`).
+    Unkept(&'static str),
+    /// The container cannot be served (its index is not unique on the key).
+    Unusable(&'static str),
 }
 
 /// What a command decided, given the item (None: missing or expired).
@@ -228,33 +238,49 @@ pub(crate) async fn delete_unchanged<B: Backend>(
 /// answered with (`SERVER_ERROR object too large for cache`).
 pub(crate) const ERR_DATA_TOO_LONG: u32 = 1406;
 
-/// Refuses a row with a value longer than its column. A MySQL or MariaDB
-/// server would cut it and answer done (hsd's sessions are not strict, as
-/// the original plugin's were), and memcached refuses an item too large
-/// rather than store part of it. Lengths in characters for UTF-8 columns,
-/// in bytes for binary ones; columns of other character sets are left to
-/// the server.
+/// Refuses a row that the table would not keep as given (`fit`): a value
+/// longer than its column (a MySQL or MariaDB server would cut it and
+/// answer done, hsd's sessions being as lenient as the original plugin's;
+/// memcached refuses an item too large rather than store part of it), a
+/// value its column would convert, or no value for a value column that
+/// cannot be NULL (a value with fewer separators than the container has
+/// value columns leaves the rest NULL: `item::Item::from_row` leaves
+/// trailing NULLs out when it joins them again).
 fn check_fits(t: &Target<'_>, row: &[Value]) -> Result<(), Failure> {
     for (i, v) in row.iter().enumerate() {
-        let (Some(v), Some(&column)) = (v, t.index.columns.get(i)) else {
+        let Some(meta) = t
+            .index
+            .columns
+            .get(i)
+            .and_then(|&c| t.index.table.columns.get(c))
+        else {
             continue;
         };
-        let Some(meta) = t.index.table.columns.get(column) else {
+        let is_value = (1..=t.layout.values).contains(&i);
+        let Some(v) = v else {
+            if is_value && !meta.nullable {
+                return Err(Failure::Unkept(
+                    "the value has fewer parts than the container has value columns",
+                ));
+            }
             continue;
         };
-        let fits = match &meta.kind {
-            ColumnKind::Text { charset, max_chars } if charset.starts_with("utf8") => {
-                // Characters: every byte but UTF-8's continuation bytes.
-                v.iter().filter(|&&b| b & 0xC0 != 0x80).count() as u64 <= *max_chars
+        match fit::value_fits(t.text, meta, v) {
+            Ok(()) => {}
+            Err(Misfit::TooLong) if i == 0 || is_value => {
+                return Err(Failure::Storage(ErrorKind::Storage(ERR_DATA_TOO_LONG)))
             }
-            ColumnKind::Text { charset, max_chars } if charset == "binary" => {
-                v.len() as u64 <= *max_chars
+            Err(_) if i == 0 => return Err(Failure::BadKey),
+            Err(_) if is_value => {
+                return Err(Failure::Unkept(
+                    "the value is not one its column keeps as given",
+                ))
             }
-            ColumnKind::Bytes { max_len, .. } => v.len() as u64 <= *max_len,
-            _ => true,
-        };
-        if !fits {
-            return Err(Failure::Storage(ErrorKind::Storage(ERR_DATA_TOO_LONG)));
+            Err(_) => {
+                return Err(Failure::Unkept(
+                    "the flags or expiry do not fit the container's columns",
+                ))
+            }
         }
     }
     Ok(())

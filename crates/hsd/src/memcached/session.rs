@@ -7,8 +7,9 @@
 //! the connection's default), resolved here.
 
 use super::answer::McAnswer;
-use super::config::Containers;
-use super::item::{expiry_of, now, CasClock, Item, Layout};
+use super::config::{self, Containers};
+use super::fit;
+use super::item::{expiry_of, now, written_cas, CasClock, Item, Layout};
 use super::ops::{self, Decision, Failure, NewRow, Target, ERR_DATA_TOO_LONG};
 use super::sasl::SaslState;
 use super::stats::{self, StatsAnswer, StatsContext};
@@ -62,11 +63,15 @@ pub(crate) struct McSession<B: Backend> {
     default: usize,
     clock: Arc<CasClock>,
     locks: Arc<ops::KeyLocks>,
+    flushes: Arc<super::flush::FlushSchedule>,
     pub(super) stats: Arc<StatsContext>,
     /// `--max-response-bytes`: what one get's answer may hold.
     pub(super) max_answer: usize,
     /// Where the connection stands with SASL.
     pub(super) sasl: SaslState,
+    /// The cas of the row the last store or incr/decr wrote (what the
+    /// binary protocol's answer carries, and `ms`'s `c`).
+    pub(super) written: u64,
 }
 
 /// What a key names, resolved against the containers.
@@ -107,6 +112,8 @@ pub(super) fn failure_reply(f: Failure) -> ErrorReply {
         }
         Failure::Storage(_) => ErrorReply::ServerError("storage error"),
         Failure::Contended => ErrorReply::ServerError("the row kept changing; try again"),
+        Failure::BadKey => ErrorReply::ClientError("bad command line format"),
+        Failure::Unkept(why) | Failure::Unusable(why) => ErrorReply::ServerError(why),
     }
 }
 
@@ -121,9 +128,11 @@ impl<B: Backend> McSession<B> {
             containers,
             clock: front.clock.clone(),
             locks: front.locks.clone(),
+            flushes: front.flushes.clone(),
             max_answer: front.max_answer,
             stats: front.stats.clone(),
             sasl: SaslState::new(front.sasl.clone()),
+            written: 0,
         }
     }
 
@@ -160,17 +169,39 @@ impl<B: Backend> McSession<B> {
         }
         let req = self.containers.list[container].open_request();
         let index = self.dispatcher.open(req).await.map_err(Failure::Storage)?;
+        // A table made after the start is checked now, as at the start.
+        if config::index_refusal(
+            &index.table,
+            &index.index_meta().name,
+            &self.containers.list[container],
+        )
+        .is_some()
+        {
+            return Err(Failure::Unusable(
+                "the container's index is not unique on its key column alone",
+            ));
+        }
         self.opened[container] = Some(index.clone());
         Ok(index)
     }
 
+    /// The key of a container, once the key column is known to store it
+    /// as given (else `BadKey`: memcached's answer to a malformed key).
     async fn target<'k>(&mut self, container: usize, key: &'k [u8]) -> Result<Target<'k>, Failure>
     where
         'k: 'k,
     {
         let index = self.index(container).await?;
+        let key_column = index
+            .columns
+            .first()
+            .and_then(|&c| index.table.columns.get(c));
+        if !key_column.is_some_and(|column| fit::key_fits(self.containers.text, column, key)) {
+            return Err(Failure::BadKey);
+        }
         Ok(Target {
             index,
+            text: self.containers.text,
             layout: self.layouts[container],
             separator: &[],
             key,
@@ -270,19 +301,23 @@ impl<B: Backend> McSession<B> {
                     out.extend_from_slice(&answer);
                 }
             }
-            Command::FlushAll { noreply, .. } => {
-                // The plugin emptied every mapped table; a table is not a
-                // cache here (docs/memcached.md).
+            Command::FlushAll { delay, noreply } => {
+                // By the containers' flush_policy (`flush`); refused as by
+                // a memcached started with -F when every one is disabled.
+                let mut answer = Vec::new();
+                match self.flush_all(i64::from(delay)).await {
+                    Ok(true) => write_status(&mut answer, Status::Ok),
+                    Ok(false) => write_error(
+                        &mut answer,
+                        ErrorReply::ClientError("flush_all not allowed"),
+                    ),
+                    Err(f) => write_error(&mut answer, failure_reply(f)),
+                }
                 if !noreply {
-                    write_error(
-                        out,
-                        ErrorReply::ServerError(
-                            "flush_all is not supported: it would empty tables",
-                        ),
-                    );
+                    out.extend_from_slice(&answer);
                 }
             }
-            Command::Version => write_version(out, env!("CARGO_PKG_VERSION")),
+            Command::Version => write_version(out, super::VERSION),
             Command::Verbosity { noreply, .. } => {
                 if !noreply {
                     write_status(out, Status::Ok);
@@ -362,15 +397,18 @@ impl<B: Backend> McSession<B> {
                     Ok(Outcome::NotFound) => MetaCode::Nf,
                     Err(f) => return self.error(out, f),
                 };
-                write_meta(
-                    out,
-                    MetaCommand::Set,
-                    code,
-                    &key,
-                    &flags,
-                    &MetaFacts::default(),
-                    b"",
-                );
+                // `c`: the new item's cas, as memcached (0 when nothing
+                // was stored).
+                let cas = if code == MetaCode::Hd {
+                    self.written
+                } else {
+                    0
+                };
+                let facts = MetaFacts {
+                    cas: Some(cas),
+                    ..MetaFacts::default()
+                };
+                write_meta(out, MetaCommand::Set, code, &key, &flags, &facts, b"");
             }
             Command::MetaDelete { key, flags } => {
                 let code = match self.delete(&key.bytes, flags.compare_cas, sep).await {
@@ -405,13 +443,18 @@ impl<B: Backend> McSession<B> {
                         } else {
                             MetaCode::Hd
                         };
+                        // `c`: the counter's new cas, as memcached.
+                        let facts = MetaFacts {
+                            cas: Some(self.written),
+                            ..MetaFacts::default()
+                        };
                         write_meta(
                             out,
                             MetaCommand::Arithmetic,
                             code,
                             &key,
                             &flags,
-                            &MetaFacts::default(),
+                            &facts,
                             &digits,
                         );
                     }
@@ -523,6 +566,14 @@ impl<B: Backend> McSession<B> {
         write_status(out, Status::End);
     }
 
+    /// flush_all (text and binary): `Ok(false)` when every container's
+    /// flush_policy is `disabled`.
+    pub(super) async fn flush_all(&mut self, delay: i64) -> Result<bool, Failure> {
+        // Indexes opened before the tables were emptied stay valid: a
+        // DELETE changes no table's shape.
+        super::flush::flush(&self.dispatcher, &self.containers, &self.flushes, delay).await
+    }
+
     /// The items of keys resolved to containers, read as one batch.
     pub(super) async fn fetch_all(
         &mut self,
@@ -610,13 +661,21 @@ impl<B: Backend> McSession<B> {
             expires: expiry_of(exptime, now),
         };
         let clock = self.clock.clone();
+        self.written = 0;
         if mode == StoreMode::Set {
-            ops::set(&self.dispatcher, &t, new.build(&t, &clock)).await?;
+            let row = new.build(&t, &clock);
+            let cas = written_cas(&row, &t.layout);
+            ops::set(&self.dispatcher, &t, row).await?;
+            self.written = cas;
             return Ok(Outcome::Stored);
         }
         let t_ref = &t;
-        ops::read_modify_write(&self.dispatcher, &self.locks, t_ref, now, |item| {
-            let write = |row: Vec<Value>| Decision::Write(row, Outcome::Stored);
+        let mut cas = 0;
+        let outcome = ops::read_modify_write(&self.dispatcher, &self.locks, t_ref, now, |item| {
+            let mut write = |row: Vec<Value>| {
+                cas = written_cas(&row, &t_ref.layout);
+                Decision::Write(row, Outcome::Stored)
+            };
             match (mode, item) {
                 (StoreMode::Add, None) => write(new.build(t_ref, &clock)),
                 (StoreMode::Add, Some(_)) => Decision::Answer(Outcome::NotStored),
@@ -645,7 +704,11 @@ impl<B: Backend> McSession<B> {
                 (_, Some(_)) => write(new.build(t_ref, &clock)),
             }
         })
-        .await
+        .await?;
+        if outcome == Outcome::Stored {
+            self.written = cas;
+        }
+        Ok(outcome)
     }
 
     /// `delete` (and `md`): `Stored` when deleted, `Exists` on a cas
@@ -695,7 +758,15 @@ impl<B: Backend> McSession<B> {
         t.separator = sep;
         let clock = self.clock.clone();
         let t_ref = &t;
-        ops::read_modify_write(&self.dispatcher, &self.locks, t_ref, now(), |item| {
+        let mut cas = 0;
+        self.written = 0;
+        let integer_value = t
+            .index
+            .columns
+            .get(1)
+            .and_then(|&c| t.index.table.columns.get(c))
+            .is_some_and(|c| matches!(c.kind, hsd_storage::ColumnKind::Integer { .. }));
+        let counted = ops::read_modify_write(&self.dispatcher, &self.locks, t_ref, now(), |item| {
             let Some(item) = item else {
                 let Some((initial, exptime)) = create else {
                     return Decision::Answer(Counted::NotFound);
@@ -707,13 +778,15 @@ impl<B: Backend> McSession<B> {
                     expires: expiry_of(exptime, now()),
                 }
                 .build(t_ref, &clock);
+                cas = written_cas(&row, &t_ref.layout);
                 return Decision::Write(row, Counted::Value(initial, digits));
             };
-            let number = std::str::from_utf8(&item.value)
-                .ok()
-                .filter(|s| !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit()))
-                .and_then(|s| s.parse::<u64>().ok());
-            let Some(number) = number else {
+            // memcached's reading of an item as a number (spaces around
+            // it, a `+`), and its rewrite in place: a shorter number is
+            // padded with spaces to the value's length (`100` decremented
+            // is `99 `), except in an integer value column, which holds
+            // the number alone.
+            let Some(number) = mc_proto::number::parse_u64(&item.value) else {
                 return Decision::Answer(Counted::NonNumeric);
             };
             let next = if increment {
@@ -722,15 +795,25 @@ impl<B: Backend> McSession<B> {
                 number.saturating_sub(delta)
             };
             let digits = next.to_string().into_bytes();
+            let stored = if integer_value {
+                digits.clone()
+            } else {
+                mc_proto::number::counter_text(next, item.value.len())
+            };
             let row = NewRow {
-                value: &digits,
+                value: &stored,
                 flags: item.flags,
                 expires: item.expires,
             }
             .build(t_ref, &clock);
+            cas = written_cas(&row, &t_ref.layout);
             Decision::Write(row, Counted::Value(next, digits))
         })
-        .await
+        .await?;
+        if matches!(counted, Counted::Value(..)) {
+            self.written = cas;
+        }
+        Ok(counted)
     }
 
     pub(super) async fn touch(

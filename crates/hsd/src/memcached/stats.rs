@@ -38,6 +38,8 @@ pub(crate) struct Settings<'a> {
     pub(crate) idle_timeout: u64,
     pub(crate) sasl: bool,
     pub(crate) tls: bool,
+    /// Some container's flush_policy lets flush_all run.
+    pub(crate) flush: bool,
 }
 
 impl Settings<'_> {
@@ -65,8 +67,8 @@ impl Settings<'_> {
             ("auth_enabled_sasl", yes_no(self.sasl)),
             ("auth_enabled_ascii", "no".into()),
             ("item_size_max", self.max_item_size.to_string()),
-            // flush_all is refused (it would empty tables).
-            ("flush_enabled", "no".into()),
+            // flush_all runs where a container's flush_policy lets it.
+            ("flush_enabled", yes_no(self.flush)),
             ("idle_timeout", self.idle_timeout.to_string()),
             ("ssl_enabled", yes_no(self.tls)),
         ]
@@ -83,7 +85,7 @@ pub(crate) fn answer(group: Option<&[u8]>, context: &StatsContext) -> StatsAnswe
                 ("pid", std::process::id().to_string()),
                 ("uptime", now.saturating_sub(context.started).to_string()),
                 ("time", now.to_string()),
-                ("version", env!("CARGO_PKG_VERSION").to_string()),
+                ("version", super::VERSION.to_string()),
                 ("pointer_size", usize::BITS.to_string()),
                 ("containers", context.containers.to_string()),
             ]
@@ -112,6 +114,7 @@ mod tests {
             idle_timeout: 300,
             sasl: true,
             tls: false,
+            flush: true,
         };
         let context = StatsContext {
             started: 1,
@@ -148,6 +151,7 @@ mod tests {
         assert_eq!(get("item_size_max"), Some("4096"));
         assert_eq!(get("binding_protocol"), Some("binary"));
         assert_eq!(get("auth_enabled_sasl"), Some("yes"));
+        assert_eq!(get("flush_enabled"), Some("yes"));
         assert_eq!(answer(Some(b"items"), &context), StatsAnswer::Lines(vec![]));
         assert_eq!(answer(Some(b"reset"), &context), StatsAnswer::Reset);
         assert_eq!(answer(Some(b"conns"), &context), StatsAnswer::Unknown);

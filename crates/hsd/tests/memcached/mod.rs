@@ -203,6 +203,14 @@ pub fn create_demo_table(s: &TestServer, table: &str) {
 /// A config file naming containers over `db`: `default` on `demo_test`,
 /// `two` on `pairs` (two value columns joined by `|`).
 pub fn write_config(dir: &std::path::Path, db: &str) -> std::path::PathBuf {
+    write_config_with(dir, db, "")
+}
+
+/// What `start_flushable` adds to each container.
+const FLUSHABLE: &str = "flush_policy = \"innodb_only\"";
+
+/// The same, with `policy` (lines) added to each container.
+pub fn write_config_with(dir: &std::path::Path, db: &str, policy: &str) -> std::path::PathBuf {
     let path = dir.join("hsd.toml");
     let text = format!(
         r#"
@@ -216,6 +224,7 @@ flags = "c3"
 cas_column = "c4"
 expire_time_column = "c5"
 unique_idx_name_on_key = "PRIMARY"
+{policy}
 
 [[memcached.containers]]
 name = "two"
@@ -223,6 +232,7 @@ db_schema = "{db}"
 db_table = "pairs"
 key_columns = "k"
 value_columns = "a,b"
+{policy}
 "#
     );
     std::fs::write(&path, text).expect("write config");
@@ -240,10 +250,21 @@ impl Front {
         Front::start_with(store, db, &[])
     }
 
+    /// The same, with `flush_all` emptying the containers' tables
+    /// (`flush_policy = "innodb_only"`).
+    pub fn start_flushable(store: Store, db: &str) -> Option<Front> {
+        Front::start_configured(store, db, &[], FLUSHABLE)
+    }
+
     /// With more options for hsd.
     pub fn start_with(store: Store, db: &str, extra: &[&str]) -> Option<Front> {
+        Front::start_configured(store, db, extra, "")
+    }
+
+    /// With more options for hsd and `policy` lines added to each container.
+    fn start_configured(store: Store, db: &str, extra: &[&str], policy: &str) -> Option<Front> {
         let dir = tempfile::tempdir().expect("tempdir");
-        let config = write_config(dir.path(), db);
+        let config = write_config_with(dir.path(), db, policy);
         let config = config.display().to_string();
         let mut args = vec!["--memcached-address", "127.0.0.1:0", "--config", &config];
         args.extend_from_slice(extra);
@@ -252,6 +273,33 @@ impl Front {
         server.sql(
             "CREATE TABLE pairs (k VARCHAR(32) NOT NULL PRIMARY KEY, a VARCHAR(64), b VARCHAR(64))",
         );
+        Some(Front {
+            server,
+            _config: dir,
+        })
+    }
+
+    /// hsd over a fresh `db` with the containers `containers` names (a
+    /// config file's `[[memcached.containers]]` tables, `{db}` standing for
+    /// the database) and no table made: the test makes its own.
+    pub fn start_containers(store: Store, db: &str, containers: &str) -> Option<Front> {
+        Front::start_containers_with(store, db, containers, &[])
+    }
+
+    /// The same, with more options for hsd.
+    pub fn start_containers_with(
+        store: Store,
+        db: &str,
+        containers: &str,
+        extra: &[&str],
+    ) -> Option<Front> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("hsd.toml");
+        std::fs::write(&path, containers.replace("{db}", db)).expect("write config");
+        let config = path.display().to_string();
+        let mut args = vec!["--memcached-address", "127.0.0.1:0", "--config", &config];
+        args.extend_from_slice(extra);
+        let server = start_server(store, db, &args)?;
         Some(Front {
             server,
             _config: dir,
@@ -300,6 +348,15 @@ impl BinaryConn {
     /// Sends `request` and a Noop; returns each response before the Noop's,
     /// with its cas field zeroed (hsd's and memcached's numbers differ).
     pub fn ask(&mut self, request: &[u8]) -> Vec<Vec<u8>> {
+        let mut responses = self.ask_with_cas(request);
+        for response in &mut responses {
+            response[16..24].fill(0);
+        }
+        responses
+    }
+
+    /// The same, each response whole (its cas field as answered).
+    pub fn ask_with_cas(&mut self, request: &[u8]) -> Vec<Vec<u8>> {
         let mut bytes = request.to_vec();
         bytes.extend_from_slice(&binary_request(0x0a, b"", b"", b"", 0));
         self.0.write_all(&bytes).expect("send");
@@ -307,16 +364,56 @@ impl BinaryConn {
         loop {
             let mut header = [0u8; 24];
             self.0.read_exact(&mut header).expect("a response header");
+            let header = header;
             let body_len = u32::from_be_bytes([header[8], header[9], header[10], header[11]]);
             let mut body = vec![0u8; body_len as usize];
             self.0.read_exact(&mut body).expect("a response body");
             if header[1] == 0x0a {
                 return responses;
             }
-            header[16..24].fill(0);
             let mut response = header.to_vec();
             response.extend_from_slice(&body);
             responses.push(response);
         }
     }
 }
+
+/// The plugin's configuration schema and its example, written from what
+/// the plugin's script creates.
+pub const PLUGIN_SETUP: &[&str] = &[
+    "DROP DATABASE IF EXISTS innodb_memcache",
+    "CREATE DATABASE innodb_memcache",
+    "CREATE TABLE innodb_memcache.cache_policies (
+        policy_name VARCHAR(40) PRIMARY KEY,
+        get_policy ENUM('innodb_only', 'cache_only', 'caching', 'disabled') NOT NULL,
+        set_policy ENUM('innodb_only', 'cache_only', 'caching', 'disabled') NOT NULL,
+        delete_policy ENUM('innodb_only', 'cache_only', 'caching', 'disabled') NOT NULL,
+        flush_policy ENUM('innodb_only', 'cache_only', 'caching', 'disabled') NOT NULL
+     ) ENGINE = InnoDB",
+    "CREATE TABLE innodb_memcache.containers (
+        name VARCHAR(50) NOT NULL PRIMARY KEY,
+        db_schema VARCHAR(250) NOT NULL,
+        db_table VARCHAR(250) NOT NULL,
+        key_columns VARCHAR(250) NOT NULL,
+        value_columns VARCHAR(250),
+        flags VARCHAR(250) NOT NULL DEFAULT '0',
+        cas_column VARCHAR(250),
+        expire_time_column VARCHAR(250),
+        unique_idx_name_on_key VARCHAR(250) NOT NULL
+     ) ENGINE = InnoDB",
+    "CREATE TABLE innodb_memcache.config_options (
+        name VARCHAR(50) NOT NULL PRIMARY KEY,
+        value VARCHAR(50)
+     ) ENGINE = InnoDB",
+    "INSERT INTO innodb_memcache.containers
+        VALUES ('aaa', 'test', 'demo_test', 'c1', 'c2', 'c3', 'c4', 'c5', 'PRIMARY')",
+    "INSERT INTO innodb_memcache.cache_policies
+        VALUES ('cache_policy', 'innodb_only', 'innodb_only', 'innodb_only', 'innodb_only')",
+    "INSERT INTO innodb_memcache.config_options VALUES ('separator', '|')",
+    "INSERT INTO innodb_memcache.config_options VALUES ('table_map_delimiter', '.')",
+    "CREATE DATABASE IF NOT EXISTS test",
+    "DROP TABLE IF EXISTS test.demo_test",
+    "CREATE TABLE test.demo_test (c1 VARCHAR(32), c2 VARCHAR(1024), c3 INT,
+        c4 BIGINT UNSIGNED, C5 INT, PRIMARY KEY (c1)) ENGINE = InnoDB",
+    "INSERT INTO test.demo_test VALUES ('AA', 'HELLO, HELLO', 8, 0, 0)",
+];

@@ -286,7 +286,7 @@ impl Model {
         } else {
             current.saturating_sub(delta)
         };
-        item.data = value.to_string().into_bytes();
+        item.data = number::counter_text(value, item.data.len());
         Ok(Some(value))
     }
 

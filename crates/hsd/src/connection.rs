@@ -1,21 +1,27 @@
-//! A client connection: bytes in, request lines out to the session, response
-//! bytes back. Reads whatever is available, answers every complete line it
-//! holds with one write, and only then reads again, so a client that never
-//! reads its responses stops being read from (TCP pushes back) instead of
-//! making hsd buffer without bound.
+//! A client connection of either door (HandlerSocket, memcached): bytes in,
+//! requests out to the door's session, answer bytes back. Reads whatever
+//! is available, runs every complete request it holds, answers them with
+//! one write, and only then reads again, so a client that never reads its
+//! answers stops being read from (TCP pushes back) instead of making hsd
+//! buffer without bound. A door (`Door`) says how requests are framed and
+//! runs them; everything else is this loop's, the same for both doors.
 //!
 //! What one client may hold is bounded: its input buffer beyond a small
 //! allowance is charged to a budget shared by all connections, and so are
 //! answers it is not reading (`MemoryBudget`; a connection that needs more
-//! than is left is closed); an unfinished line must be completed within the
-//! line timeout; a port with a secret must be authenticated within the auth
-//! timeout; and a connection takes one of the --max-connections seats only
-//! with its first request (`admission`). A connection that keeps failing
-//! `A` is closed (`session::MAX_AUTH_FAILURES`).
+//! than is left is closed); an unfinished request must be completed within
+//! the line timeout and may not outgrow the door's limit; a door that asks
+//! for authentication must get it within the auth timeout; and a
+//! connection takes one of the --max-connections seats only with its first
+//! request after authentication (`admission`). A door may close the
+//! connection after an answer (HandlerSocket: too many failed `A`,
+//! `session::MAX_AUTH_FAILURES`; memcached: `quit`).
 
 use crate::admission::Place;
 use crate::limits::{ConnectionLimits, MemoryBudget};
 use crate::shutdown::Shutdown;
+// The one shape both doors decode into (mc-proto's decoders return it).
+pub(crate) use mc_proto::Decoded;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -94,30 +100,58 @@ impl Drop for Input {
     }
 }
 
-/// What a connection hands its request lines to: the session.
-#[allow(async_fn_in_trait)]
-pub(crate) trait LineHandler {
-    /// Handles one request line (LF and a tolerated CR removed); its answer
-    /// is appended to `out` now or at a later `flush`.
-    async fn handle_line(&mut self, line: &[u8], out: &mut Vec<u8>);
-    /// Runs the requests still pending; their answers go to `out`.
-    async fn flush(&mut self, out: &mut Vec<u8>);
-    /// Whether requests may run (for the auth timeout and the seat).
-    fn is_authenticated(&self) -> bool;
-    /// Whether the connection must close once its answers are sent.
-    fn must_close(&self) -> bool;
+/// A request a door refused as it decoded it: its answer (maybe none), and
+/// why the connection closes after it, if it does.
+pub(crate) struct Refused {
+    pub(crate) answer: Vec<u8>,
+    pub(crate) close: Option<Close>,
 }
 
-pub(crate) async fn serve<S, L>(
+/// A protocol's side of a connection: it finds requests in the input and
+/// runs them; the loop (`serve`) owns the socket, the buffers and their
+/// budgets, the deadlines, the seat and shutdown.
+#[allow(async_fn_in_trait)]
+pub(crate) trait Door {
+    /// One request, borrowed from the input.
+    type Request<'a>;
+
+    /// How long an unfinished request may grow before the connection is
+    /// closed (`Close::LineTooLong`).
+    fn max_pending(&self) -> usize;
+
+    /// What the start of `input` holds (the unconsumed bytes, from the
+    /// first one not yet taken).
+    fn decode<'a>(&mut self, input: &'a [u8]) -> Decoded<Self::Request<'a>, Refused>;
+
+    /// Runs one request; its answer is appended to `out` now or at a later
+    /// `flush`. `rest` is the input after it: the door may take requests
+    /// from its start to run with this one (memcached's pipelined gets)
+    /// and says how many bytes it took, or why the connection closes once
+    /// its answers are written.
+    async fn handle<'a>(
+        &mut self,
+        request: Self::Request<'a>,
+        rest: &'a [u8],
+        out: &mut Vec<u8>,
+    ) -> Result<usize, Close>;
+
+    /// Runs the requests still pending; their answers go to `out`.
+    async fn flush(&mut self, out: &mut Vec<u8>);
+
+    /// Whether requests may run (for the auth timeout and the seat).
+    fn is_authenticated(&self) -> bool;
+}
+
+pub(crate) async fn serve<S, D>(
     mut stream: S,
-    mut session: L,
+    mut door: D,
     limits: ConnectionLimits,
     mut place: Place,
     shutdown: Shutdown,
 ) -> Close
 where
     S: AsyncRead + AsyncWrite + Unpin,
-    L: LineHandler,
+    D: Door,
 {
     let mut input = Input {
         buf: Vec::with_capacity(READ_CHUNK),
@@ -129,8 +163,6 @@ where
         idle: limits.idle_timeout,
         budget: &limits.output_budget,
     };
-    // Bytes of the input already searched for LF without finding one.
-    let mut searched = 0;
     let opened = Instant::now();
     let mut last_read = opened;
     // Since when an unfinished line has been pending.
@@ -158,7 +190,7 @@ where
             );
             return Close::OverBudget;
         }
-        let (due, why) = next_deadline(&limits, &session, opened, last_read, partial_since, never);
+        let (due, why) = next_deadline(&limits, &door, opened, last_read, partial_since, never);
         if due < deadline.deadline() || deadline.is_elapsed() {
             deadline.as_mut().reset(due);
         }
@@ -183,25 +215,35 @@ where
         }
         last_read = Instant::now();
         let mut start = 0;
-        let mut from = searched;
-        while let Some(pos) = memchr::memchr(b'\n', &input.buf[from..]) {
-            let end = from + pos;
-            let mut line = &input.buf[start..end];
-            if line.last() == Some(&b'\r') {
-                line = &line[..line.len() - 1];
-            }
-            // The first request (after authentication, if the port has a
-            // secret) needs a seat; nothing has run before it.
-            if !place.is_seated() && session.is_authenticated() && !place.take_seat() {
-                return Close::NoSeat;
-            }
-            session.handle_line(line, &mut out).await;
-            start = end + 1;
-            from = start;
-            if session.must_close() {
-                session.flush(&mut out).await;
-                let _ = writer.write(&mut stream, &mut out).await;
-                return Close::AuthFailures;
+        loop {
+            match door.decode(&input.buf[start..]) {
+                Decoded::Incomplete => break,
+                Decoded::Skipped(n) => start += n,
+                Decoded::Error { error, consumed } => {
+                    out.extend_from_slice(&error.answer);
+                    start += consumed;
+                    if let Some(why) = error.close {
+                        let _ = writer.write(&mut stream, &mut out).await;
+                        return why;
+                    }
+                }
+                Decoded::Request { request, consumed } => {
+                    // The first request (after authentication, if the door
+                    // asks for it) needs a seat; nothing has run before it.
+                    if !place.is_seated() && door.is_authenticated() && !place.take_seat() {
+                        return Close::NoSeat;
+                    }
+                    let rest = &input.buf[start + consumed..];
+                    start += consumed;
+                    match door.handle(request, rest, &mut out).await {
+                        Ok(taken) => start += taken,
+                        Err(why) => {
+                            door.flush(&mut out).await;
+                            let _ = writer.write(&mut stream, &mut out).await;
+                            return why;
+                        }
+                    }
+                }
             }
             // Answers to a long pipelined chunk can be far bigger than the
             // chunk: send them as they pile up, so a client that does not
@@ -213,16 +255,15 @@ where
                 out.clear();
             }
         }
-        session.flush(&mut out).await;
+        door.flush(&mut out).await;
         input.consumed(start);
-        searched = input.buf.len();
         partial_since = match (input.buf.is_empty(), start > 0) {
             (true, _) => None,
             // A new unfinished line began with this read.
             (false, true) => Some(last_read),
             (false, false) => partial_since.or(Some(last_read)),
         };
-        if input.buf.len() > limits.max_line {
+        if input.buf.len() > door.max_pending() {
             tracing::debug!(
                 len = input.buf.len(),
                 "request line over the size limit; closing"
@@ -244,9 +285,9 @@ where
 }
 
 /// The earliest deadline that applies now, and what passing it means.
-fn next_deadline<L: LineHandler>(
+fn next_deadline<D: Door>(
     limits: &ConnectionLimits,
-    session: &L,
+    door: &D,
     opened: Instant,
     last_read: Instant,
     partial_since: Option<Instant>,
@@ -264,7 +305,7 @@ fn next_deadline<L: LineHandler>(
     if let (Some(t), Some(since)) = (limits.line_timeout, partial_since) {
         consider(since + t, Close::LineTimeout);
     }
-    if let (Some(t), false) = (limits.auth_timeout, session.is_authenticated()) {
+    if let (Some(t), false) = (limits.auth_timeout, door.is_authenticated()) {
         consider(opened + t, Close::AuthTimeout);
     }
     due

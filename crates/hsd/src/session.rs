@@ -8,6 +8,7 @@
 //! of writes and reads is one group and one commit, as on the original.
 //! Where a batch runs is the dispatcher's business (`dispatch`).
 
+use crate::connection::{Close, Decoded, Door, Refused};
 use crate::dispatch::Dispatcher;
 use crate::exec::{is_short, Answer, ReadTask, WriteOp, WriteTask};
 use crate::hs_answer;
@@ -90,6 +91,9 @@ pub(crate) struct Session<B: Backend> {
     pending_rows: u64,
     /// Failed `A` on a port with a secret.
     auth_failures: u32,
+    /// Bytes at the start of the unconsumed input known to hold no LF
+    /// (`Door::decode` does not search them again after a short read).
+    scanned: usize,
 }
 
 /// A connection that fails `A` this many times (on a port with a secret)
@@ -127,6 +131,7 @@ impl<B: Backend> Session<B> {
             pending_since: None,
             pending_rows: 0,
             auth_failures: 0,
+            scanned: 0,
         }
     }
 
@@ -379,9 +384,45 @@ impl<B: Backend> Session<B> {
     }
 }
 
-impl<B: Backend> crate::connection::LineHandler for Session<B> {
-    async fn handle_line(&mut self, line: &[u8], out: &mut Vec<u8>) {
+/// HandlerSocket's door: a request is a line (LF, a CR before it
+/// tolerated), as long as the port's `max_line`.
+impl<B: Backend> Door for Session<B> {
+    type Request<'a> = &'a [u8];
+
+    fn max_pending(&self) -> usize {
+        self.port.limits.max_line
+    }
+
+    fn decode<'a>(&mut self, input: &'a [u8]) -> Decoded<&'a [u8], Refused> {
+        let from = self.scanned.min(input.len());
+        match memchr::memchr(b'\n', &input[from..]) {
+            Some(pos) => {
+                self.scanned = 0;
+                let end = from + pos;
+                let line = &input[..end];
+                Decoded::Request {
+                    request: line.strip_suffix(b"\r").unwrap_or(line),
+                    consumed: end + 1,
+                }
+            }
+            None => {
+                self.scanned = input.len();
+                Decoded::Incomplete
+            }
+        }
+    }
+
+    async fn handle<'a>(
+        &mut self,
+        line: &'a [u8],
+        _rest: &'a [u8],
+        out: &mut Vec<u8>,
+    ) -> Result<usize, Close> {
         Session::handle_line(self, line, out).await;
+        if self.must_close() {
+            return Err(Close::AuthFailures);
+        }
+        Ok(0)
     }
 
     async fn flush(&mut self, out: &mut Vec<u8>) {
@@ -390,9 +431,5 @@ impl<B: Backend> crate::connection::LineHandler for Session<B> {
 
     fn is_authenticated(&self) -> bool {
         Session::is_authenticated(self)
-    }
-
-    fn must_close(&self) -> bool {
-        Session::must_close(self)
     }
 }

@@ -116,7 +116,7 @@ impl<B: Backend> McSession<B> {
 #[cfg(test)]
 mod tests {
     use super::super::config::{Container, ContainerSpec, Containers};
-    use super::super::{connection, session::McSession, Memcached};
+    use super::super::{door::McDoor, session::McSession, Memcached};
     use crate::admission::Admission;
     use crate::dispatch::Dispatcher;
     use crate::limits::{ConnectionLimits, MemoryBudget};
@@ -198,11 +198,10 @@ mod tests {
                 .expect("a seat");
             let (_trigger, shutdown) = crate::shutdown::channel();
             let (mut client, server) = tokio::io::duplex(1 << 20);
-            let served = tokio::task::spawn_local(connection::serve(
+            let served = tokio::task::spawn_local(crate::connection::serve(
                 server,
-                session,
+                McDoor::new(session, 1 << 20),
                 limits,
-                1 << 20,
                 place,
                 shutdown,
             ));

@@ -23,7 +23,7 @@
 mod answer;
 mod binary;
 mod config;
-mod connection;
+mod door;
 mod fit;
 mod flush;
 mod gets;
@@ -41,7 +41,7 @@ pub(crate) use config::{
 pub(crate) use sasl::SaslLogin;
 
 use crate::admission::Place;
-use crate::connection::Close;
+use crate::connection::{self, Close};
 use crate::dispatch::Dispatcher;
 use crate::event_loop::Front;
 use crate::port::Port;
@@ -136,15 +136,8 @@ impl<B: Backend> Front<B> for Memcached {
         shutdown: Shutdown,
     ) -> Close {
         let session = session::McSession::new(self, dispatcher);
-        connection::serve(
-            stream,
-            session,
-            port.limits.clone(),
-            self.max_item_size,
-            place,
-            shutdown,
-        )
-        .await
+        let door = door::McDoor::new(session, self.max_item_size);
+        connection::serve(stream, door, port.limits.clone(), place, shutdown).await
     }
 
     async fn beside(&self, dispatcher: Rc<Dispatcher<B, McAnswer>>, shutdown: Shutdown) {

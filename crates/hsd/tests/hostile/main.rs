@@ -3,7 +3,8 @@
 //! lines (`input`); floods of connections, slowloris clients, slow and
 //! unauthenticated clients (`slots`); clients that never read and unfinished
 //! lines from many clients at once (`memory`); shutdown with clients that
-//! misbehave (`shutdown`). After each case hsd must still answer a normal
+//! misbehave (`shutdown`); the same bounds on the memcached port
+//! (`memcached`). After each case hsd must still answer a normal
 //! request on a fresh connection, and its peak RSS (VmHWM, reset between
 //! cases) must stay within 512 MiB. hs-client's blocking connection, which
 //! hands over the raw socket and sends bytes as they are, throughout: these
@@ -12,6 +13,7 @@
 
 mod fairness;
 mod input;
+mod memcached;
 mod memory;
 mod shutdown;
 mod slots;
@@ -46,6 +48,11 @@ const SETUP_SQL: &str = "CREATE TABLE h (id BIGINT PRIMARY KEY, name TEXT NOT NU
 
 impl Hsd {
     fn start(extra: &[&str]) -> Hsd {
+        Hsd::start_with_sql(extra, "")
+    }
+
+    /// The same, with `sql` run in db `test` too before the server starts.
+    fn start_with_sql(extra: &[&str], sql: &str) -> Hsd {
         raise_fd_limit();
         let tmp = tempfile::tempdir().expect("tempdir");
         let data_dir = tmp.path().join("data");
@@ -58,6 +65,16 @@ impl Hsd {
             .output()
             .expect("run hsd sql");
         assert!(out.status.success(), "hsd sql failed: {out:?}");
+        if !sql.is_empty() {
+            let out = Command::new(env!("CARGO_BIN_EXE_hsd"))
+                .arg("sql")
+                .arg("--data-dir")
+                .arg(&data_dir)
+                .args(["test", sql])
+                .output()
+                .expect("run hsd sql");
+            assert!(out.status.success(), "hsd sql failed: {out:?}");
+        }
         let mut args = vec!["--demo".to_string(), "--data-dir".to_string()];
         args.push(data_dir.display().to_string());
         args.extend(extra.iter().map(|a| a.to_string()));

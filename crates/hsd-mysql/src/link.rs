@@ -222,6 +222,67 @@ impl ServerRun {
     }
 }
 
+/// A result set kept whole as text (NULL as `None`), with its column
+/// names: the few small answers of status, variable and metadata queries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct TextTable {
+    pub(crate) columns: Vec<String>,
+    pub(crate) rows: Vec<Vec<Option<String>>>,
+}
+
+impl TextTable {
+    /// Row `row`'s value of column `name` (case-insensitive); `None` for
+    /// NULL or a column the result does not have.
+    pub(crate) fn get(&self, row: usize, name: &str) -> Option<&str> {
+        let i = self
+            .columns
+            .iter()
+            .position(|c| c.eq_ignore_ascii_case(name))?;
+        self.rows.get(row)?.get(i)?.as_deref()
+    }
+
+    /// For `SHOW VARIABLES`/`SHOW STATUS` results: the value of the row
+    /// whose first column is `name`.
+    pub(crate) fn value_of(&self, name: &str) -> Option<&str> {
+        self.rows
+            .iter()
+            .find(|r| {
+                r.first()
+                    .and_then(|v| v.as_deref())
+                    .is_some_and(|v| v.eq_ignore_ascii_case(name))
+            })
+            .and_then(|r| r.get(1)?.as_deref())
+    }
+}
+
+impl TextTable {
+    /// The position of column `name` (case-insensitive).
+    pub(crate) fn column(&self, name: &str) -> Option<usize> {
+        self.columns
+            .iter()
+            .position(|c| c.eq_ignore_ascii_case(name))
+    }
+}
+
+impl ResultSink for TextTable {
+    fn column(&mut self, _i: usize, name: &[u8]) {
+        self.columns
+            .push(String::from_utf8_lossy(name).into_owned());
+    }
+
+    fn row(&mut self, payload: &[u8], row: &TextRow) -> bool {
+        self.rows.push(
+            (0..row.len())
+                .map(|i| {
+                    row.get(payload, i)
+                        .map(|v| String::from_utf8_lossy(v).into_owned())
+                })
+                .collect(),
+        );
+        true
+    }
+}
+
 /// Keeps every value of the first row.
 #[derive(Default)]
 pub(super) struct FirstRow(pub(super) Option<Vec<Option<Vec<u8>>>>);

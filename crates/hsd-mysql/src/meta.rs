@@ -6,13 +6,13 @@
 //! PRIMARY first, then unique keys, then the others), so a numeric index in
 //! `P` means what it meant to the original plugin.
 
-use super::link::{Answer, Failure, Link, ResultSink};
+use super::link::{Answer, Failure, Link, TextTable};
 use hsd_storage::floats::FloatScale;
 use hsd_storage::{
     ColumnKind, ColumnMeta, IndexMeta, IntRead, LocateForm, StorageError, TableMeta, WriteForm,
 };
 use mysql_wire::literal::{push_binary, push_identifier};
-use mysql_wire::{Flavor, TextRow};
+use mysql_wire::Flavor;
 
 /// An identifier in backticks.
 pub(super) fn quote(name: &str) -> String {
@@ -21,41 +21,10 @@ pub(super) fn quote(name: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// A result set kept whole, for metadata queries.
-#[derive(Default)]
-struct Table {
-    names: Vec<String>,
-    rows: Vec<Vec<Option<String>>>,
-}
-
-impl ResultSink for Table {
-    fn column(&mut self, _i: usize, name: &[u8]) {
-        self.names.push(String::from_utf8_lossy(name).into_owned());
-    }
-
-    fn row(&mut self, payload: &[u8], row: &TextRow) -> bool {
-        self.rows.push(
-            (0..row.len())
-                .map(|i| {
-                    row.get(payload, i)
-                        .map(|v| String::from_utf8_lossy(v).into_owned())
-                })
-                .collect(),
-        );
-        true
-    }
-}
-
-impl Table {
-    fn column(&self, name: &str) -> Option<usize> {
-        self.names.iter().position(|c| c.eq_ignore_ascii_case(name))
-    }
-}
-
 /// Runs one metadata query and keeps its rows.
-async fn rows(link: &mut Link, sql: &[u8]) -> Result<Table, Failure> {
+async fn rows(link: &mut Link, sql: &[u8]) -> Result<TextTable, Failure> {
     link.queue(|out| out.extend_from_slice(sql));
-    let mut table = Table::default();
+    let mut table = TextTable::default();
     match link.answer(&mut table).await? {
         Answer::Done(_) => Ok(table),
         Answer::Refused(e) => Err(Failure {

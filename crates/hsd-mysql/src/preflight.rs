@@ -6,13 +6,13 @@
 //! start through the same functions here, so both say the same words.
 
 use super::in_doubt::{MarkerCheck, MarkerTable};
-use super::link::{Answer, Discard, Link, LinkSettings, ResultSink};
+use super::link::{Answer, Discard, Link, LinkSettings, TextTable};
 use super::topology::decide::Role;
 use super::topology::{ServerSpec, Topology, TopologySettings};
 use super::MysqlSettings;
 use hsd_storage::finding::Finding;
 use hsd_storage::{StorageError, ERR_COMMIT_IN_DOUBT};
-use mysql_wire::{MysqlUrl, TextRow};
+use mysql_wire::MysqlUrl;
 use std::collections::BTreeSet;
 use std::fmt::Display;
 use std::time::Duration;
@@ -377,27 +377,15 @@ async fn roles(settings: &MysqlSettings) -> (Vec<Finding>, Option<usize>, bool) 
 /// A statement's rows as text; `None` when the server refused it.
 async fn rows(link: &mut Link, sql: &str) -> Result<Option<Vec<Vec<String>>>, StorageError> {
     link.queue(|out| out.extend_from_slice(sql.as_bytes()));
-    let mut sink = TextRows::default();
+    let mut sink = TextTable::default();
     match link.answer(&mut sink).await.map_err(|f| f.error)? {
-        Answer::Done(_) => Ok(Some(sink.0)),
-        Answer::Refused(_) => Ok(None),
-    }
-}
-
-#[derive(Default)]
-struct TextRows(Vec<Vec<String>>);
-
-impl ResultSink for TextRows {
-    fn row(&mut self, payload: &[u8], row: &TextRow) -> bool {
-        self.0.push(
-            (0..row.len())
-                .map(|i| {
-                    row.get(payload, i)
-                        .map(|v| String::from_utf8_lossy(v).into_owned())
-                        .unwrap_or_default()
-                })
+        // NULL as the empty string: these answers are read as text.
+        Answer::Done(_) => Ok(Some(
+            sink.rows
+                .into_iter()
+                .map(|r| r.into_iter().map(Option::unwrap_or_default).collect())
                 .collect(),
-        );
-        true
+        )),
+        Answer::Refused(_) => Ok(None),
     }
 }

@@ -2,8 +2,8 @@
 //! be exact, read from the server at start (`observe`) and judged by a pure
 //! function (`refusals`), one line per problem naming the setting.
 
-use super::super::link::{Answer, Link, ResultSink};
-use mysql_wire::{Flavor, TextRow};
+use super::super::link::{Answer, Link, TextTable};
+use mysql_wire::Flavor;
 
 /// What the server says about its binary log and the account.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -271,28 +271,11 @@ fn global_privileges(line: &str) -> Vec<String> {
 /// Runs one statement; its rows as text (None for NULL).
 pub(crate) async fn query(link: &mut Link, sql: &str) -> Result<Vec<Vec<Option<String>>>, String> {
     link.queue(|out| out.extend_from_slice(sql.as_bytes()));
-    let mut rows = Rows::default();
+    let mut rows = TextTable::default();
     match link.answer(&mut rows).await {
-        Ok(Answer::Done(_)) => Ok(rows.0),
+        Ok(Answer::Done(_)) => Ok(rows.rows),
         Ok(Answer::Refused(e)) => Err(format!("{sql}: {e}")),
         Err(f) => Err(format!("{sql}: {}", f.error)),
-    }
-}
-
-#[derive(Default)]
-struct Rows(Vec<Vec<Option<String>>>);
-
-impl ResultSink for Rows {
-    fn row(&mut self, payload: &[u8], row: &TextRow) -> bool {
-        self.0.push(
-            (0..row.len())
-                .map(|i| {
-                    row.get(payload, i)
-                        .map(|v| String::from_utf8_lossy(v).into_owned())
-                })
-                .collect(),
-        );
-        true
     }
 }
 

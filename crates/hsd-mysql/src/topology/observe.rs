@@ -5,39 +5,8 @@
 //! WHERE Variable_name IN (...)` answer only the names that exist, where
 //! `SELECT @@name` would refuse the whole statement.
 
+use crate::link::TextTable;
 use mysql_wire::{Flavor, GtidSet};
-
-/// A result set as text: the poller's statements return a few small rows.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Table {
-    pub(crate) columns: Vec<String>,
-    pub(crate) rows: Vec<Vec<Option<String>>>,
-}
-
-impl Table {
-    /// Row `row`'s value of column `name` (case-insensitive); `None` for
-    /// NULL or a column the result does not have.
-    pub(crate) fn get(&self, row: usize, name: &str) -> Option<&str> {
-        let i = self
-            .columns
-            .iter()
-            .position(|c| c.eq_ignore_ascii_case(name))?;
-        self.rows.get(row)?.get(i)?.as_deref()
-    }
-
-    /// For `SHOW VARIABLES`/`SHOW STATUS` results: the value of the row
-    /// whose first column is `name`.
-    pub(crate) fn value_of(&self, name: &str) -> Option<&str> {
-        self.rows
-            .iter()
-            .find(|r| {
-                r.first()
-                    .and_then(|v| v.as_deref())
-                    .is_some_and(|v| v.eq_ignore_ascii_case(name))
-            })
-            .and_then(|r| r.get(1)?.as_deref())
-    }
-}
 
 /// First statement on a new poll connection: which family and version.
 pub(crate) const FLAVOR_SQL: &str =
@@ -71,7 +40,7 @@ pub(crate) fn poll_statements(flavor: Flavor) -> &'static [&'static str] {
 pub(crate) const MYSQL_OLD_REPLICA_STATUS_SQL: &str = "SHOW SLAVE STATUS";
 
 /// The family, from `FLAVOR_SQL`'s answer.
-pub(crate) fn flavor(vars: &Table) -> Flavor {
+pub(crate) fn flavor(vars: &TextTable) -> Flavor {
     let version = vars.value_of("version").unwrap_or_default();
     let comment = vars.value_of("version_comment").unwrap_or_default();
     if version.contains("MariaDB") || comment.contains("MariaDB") {
@@ -188,7 +157,7 @@ pub(crate) struct Observation {
 /// A server's identity: MySQL's `server_uuid`; else (MariaDB has none)
 /// its host name, port and data directory, which no two running servers
 /// share. `None` when the account cannot see them.
-fn identity(vars: &Table) -> Option<String> {
+fn identity(vars: &TextTable) -> Option<String> {
     if let Some(uuid) = vars.value_of("server_uuid").filter(|u| !u.is_empty()) {
         return Some(uuid.to_string());
     }
@@ -207,9 +176,9 @@ fn on(v: Option<&str>) -> bool {
 /// whose threads cannot be seen is not used: see `decide`).
 pub(crate) fn observation(
     flavor: Flavor,
-    vars: &Table,
-    replicas: Option<&Table>,
-    wsrep: Option<&Table>,
+    vars: &TextTable,
+    replicas: Option<&TextTable>,
+    wsrep: Option<&TextTable>,
 ) -> Result<Observation, String> {
     let read_only = on(vars.value_of("read_only")) || on(vars.value_of("super_read_only"));
     let log_bin = on(vars.value_of("log_bin"));
@@ -265,7 +234,7 @@ pub(crate) fn observation(
 }
 
 /// The replication threads, from the status rows (none: not a replica).
-fn replication(t: &Table) -> Option<Replication> {
+fn replication(t: &TextTable) -> Option<Replication> {
     if t.rows.is_empty() {
         return None;
     }
@@ -327,8 +296,8 @@ fn replication(t: &Table) -> Option<Replication> {
 mod tests {
     use super::*;
 
-    fn vars(pairs: &[(&str, &str)]) -> Table {
-        Table {
+    fn vars(pairs: &[(&str, &str)]) -> TextTable {
+        TextTable {
             columns: vec!["Variable_name".into(), "Value".into()],
             rows: pairs
                 .iter()
@@ -337,8 +306,8 @@ mod tests {
         }
     }
 
-    fn slaves(rows: &[&[(&str, Option<&str>)]]) -> Table {
-        let mut t = Table::default();
+    fn slaves(rows: &[&[(&str, Option<&str>)]]) -> TextTable {
+        let mut t = TextTable::default();
         if let Some(first) = rows.first() {
             t.columns = first.iter().map(|(n, _)| n.to_string()).collect();
         }
@@ -362,7 +331,7 @@ mod tests {
             ])),
             Flavor::MySql
         );
-        assert_eq!(flavor(&Table::default()), Flavor::MySql);
+        assert_eq!(flavor(&TextTable::default()), Flavor::MySql);
     }
 
     #[test]
@@ -374,7 +343,7 @@ mod tests {
             ("read_only", "OFF"),
             ("wsrep_on", "OFF"),
         ]);
-        let o = observation(Flavor::MariaDb, &v, Some(&Table::default()), None).unwrap();
+        let o = observation(Flavor::MariaDb, &v, Some(&TextTable::default()), None).unwrap();
         assert!(o.replication_visible);
         assert!(!o.read_only && o.log_bin);
         assert_eq!(o.logged.to_string(), "0-1-15");
@@ -492,7 +461,7 @@ mod tests {
             ("wsrep_local_state_comment", "Synced"),
             ("wsrep_ready", "ON"),
         ]);
-        let o = observation(Flavor::MariaDb, &v, Some(&Table::default()), Some(&w)).unwrap();
+        let o = observation(Flavor::MariaDb, &v, Some(&TextTable::default()), Some(&w)).unwrap();
         let g = o.galera.unwrap();
         assert!(g.usable());
         assert_eq!(g.recv_queue, 2);

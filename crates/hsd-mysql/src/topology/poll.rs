@@ -9,13 +9,12 @@
 //! settings, so the same account and timeouts). The event loops never wait
 //! for this thread: they read what it found under the topology's lock.
 
-use super::super::link::{Answer, Link, LinkSettings, ResultSink};
+use super::super::link::{Answer, Link, LinkSettings, TextTable};
 use super::decide::Health;
-use super::observe::{self, Table};
+use super::observe;
 use super::{lock, ReadFrom, Topology};
 use mysql_wire::Flavor;
 use mysql_wire::GtidSet;
-use mysql_wire::TextRow;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -162,9 +161,9 @@ async fn poll_once(
     }
     let mut answers = Vec::with_capacity(statements.len());
     for _ in &statements {
-        let mut sink = TableSink::default();
+        let mut sink = TextTable::default();
         answers.push(match c.link.answer(&mut sink).await {
-            Ok(Answer::Done(_)) => Ok(sink.table),
+            Ok(Answer::Done(_)) => Ok(sink),
             Ok(Answer::Refused(e)) => Err(e),
             Err(f) => return Err(f.error.to_string()),
         });
@@ -191,38 +190,13 @@ async fn poll_once(
 }
 
 /// Runs one statement; `Ok(None)` when the server refused it.
-async fn query(link: &mut Link, sql: &str) -> Result<Option<Table>, String> {
+async fn query(link: &mut Link, sql: &str) -> Result<Option<TextTable>, String> {
     link.queue(|b| b.extend_from_slice(sql.as_bytes()));
-    let mut sink = TableSink::default();
+    let mut sink = TextTable::default();
     match link.answer(&mut sink).await {
-        Ok(Answer::Done(_)) => Ok(Some(sink.table)),
+        Ok(Answer::Done(_)) => Ok(Some(sink)),
         Ok(Answer::Refused(_)) => Ok(None),
         Err(f) => Err(f.error.to_string()),
-    }
-}
-
-#[derive(Default)]
-struct TableSink {
-    table: Table,
-}
-
-impl ResultSink for TableSink {
-    fn column(&mut self, _i: usize, name: &[u8]) {
-        self.table
-            .columns
-            .push(String::from_utf8_lossy(name).into_owned());
-    }
-
-    fn row(&mut self, payload: &[u8], row: &TextRow) -> bool {
-        self.table.rows.push(
-            (0..row.len())
-                .map(|i| {
-                    row.get(payload, i)
-                        .map(|v| String::from_utf8_lossy(v).into_owned())
-                })
-                .collect(),
-        );
-        true
     }
 }
 

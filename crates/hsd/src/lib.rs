@@ -15,6 +15,7 @@
 #![warn(unreachable_pub)]
 
 mod accept_backoff;
+mod admin;
 mod admission;
 mod allocator;
 mod config;

@@ -130,6 +130,129 @@ async fn metrics_endpoint() {
     }
 }
 
+/// One request to the admin endpoint; the whole answer, head and body.
+async fn admin_request(admin: &str, request: &str) -> String {
+    let mut sock = tokio::net::TcpStream::connect(admin).await.unwrap();
+    sock.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(15), sock.read_to_string(&mut answer))
+        .await
+        .expect("the admin endpoint answers")
+        .unwrap();
+    answer
+}
+
+/// The body of an answer.
+fn body(answer: &str) -> &str {
+    answer.split_once("\r\n\r\n").map_or("", |(_, b)| b)
+}
+
+/// The admin endpoint: metrics only on /metrics, health and readiness on
+/// their paths, 404 elsewhere, 405 for other methods; the backend is up.
+/// Before, every path and method answered 200 with the metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_endpoint_routes_health_readiness_and_metrics() {
+    let s = TestServer::start(Backend::Sqlite, "adm", &["--admin-address", "127.0.0.1:0"])
+        .expect("server");
+    let admin = s.admin_addr.clone().expect("admin address printed");
+    let get = |path: &str| format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n");
+    for path in ["/healthz", "/health", "/readyz", "/ready"] {
+        let a = admin_request(&admin, &get(path)).await;
+        assert!(a.starts_with("HTTP/1.1 200 OK\r\n"), "{path}: {a}");
+        assert_eq!(body(&a), "ok\n", "{path}");
+    }
+    let metrics = admin_request(&admin, &get("/metrics")).await;
+    assert!(
+        metrics.starts_with("HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"),
+        "{metrics}"
+    );
+    assert!(body(&metrics).contains("\nhsd_backend_up 1\n"), "{metrics}");
+    assert!(
+        body(&metrics).contains("# TYPE hsd_backend_up gauge"),
+        "{metrics}"
+    );
+    for path in ["/", "/x", "/metricsx", "/healthz/more"] {
+        let a = admin_request(&admin, &get(path)).await;
+        assert!(a.starts_with("HTTP/1.1 404 Not Found\r\n"), "{path}: {a}");
+        assert!(!a.contains("hsd_"), "{path}: {a}");
+    }
+    for method in ["DELETE", "POST", "PUT"] {
+        let a = admin_request(&admin, &format!("{method} /x HTTP/1.1\r\n\r\n")).await;
+        assert!(
+            a.starts_with("HTTP/1.1 405 Method Not Allowed\r\n"),
+            "{method}: {a}"
+        );
+        assert!(a.contains("\r\nAllow: GET, HEAD\r\n"), "{method}: {a}");
+    }
+    // HEAD: the head of GET's answer, no body.
+    let a = admin_request(&admin, "HEAD /healthz HTTP/1.1\r\n\r\n").await;
+    assert!(a.starts_with("HTTP/1.1 200 OK\r\n"), "{a}");
+    assert!(a.contains("Content-Length: 3\r\n"), "{a}");
+    assert_eq!(body(&a), "", "{a}");
+}
+
+/// A MySQL backend that cannot be reached: hsd serves (healthy) but is
+/// not ready, says why in one line, and `hsd_backend_up` is 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_fails_while_the_mysql_server_cannot_be_reached() {
+    // A port nothing listens on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let url = format!("mysql://hsd:pw@127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().display().to_string();
+    let hsd = common::spawn_hsd(&[
+        "--data-dir",
+        &data,
+        "--backend",
+        &url,
+        "--mysql-timeout",
+        "1",
+        "--admin-address",
+        "127.0.0.1:0",
+    ]);
+    let admin = hsd.admin.clone().expect("admin address printed");
+    let get = |path: &str| format!("GET {path} HTTP/1.1\r\n\r\n");
+    let a = admin_request(&admin, &get("/healthz")).await;
+    assert!(a.starts_with("HTTP/1.1 200 OK\r\n"), "{a}");
+    for _ in 0..2 {
+        let a = admin_request(&admin, &get("/readyz")).await;
+        assert!(a.starts_with("HTTP/1.1 503 Service Unavailable\r\n"), "{a}");
+        let why = body(&a);
+        assert_eq!(why.lines().count(), 1, "{why:?}");
+        assert!(
+            why.starts_with("backend mysql://hsd:***@127.0.0.1:"),
+            "{why}"
+        );
+        assert!(
+            why.contains(&format!("127.0.0.1:{port} cannot be reached: ")),
+            "{why}"
+        );
+        assert!(why.contains("Connection refused"), "{why}");
+        assert!(!why.contains("pw@"), "no password: {why}");
+    }
+    let metrics = admin_request(&admin, &get("/metrics")).await;
+    assert!(body(&metrics).contains("\nhsd_backend_up 0\n"), "{metrics}");
+}
+
+/// A MySQL backend that is up: ready, and `hsd_backend_up` is 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_holds_while_the_mysql_server_is_up() {
+    let Some(s) = TestServer::start(
+        Backend::Mysql,
+        "hst_ready",
+        &["--admin-address", "127.0.0.1:0"],
+    ) else {
+        return;
+    };
+    let admin = s.admin_addr.clone().expect("admin address printed");
+    let a = admin_request(&admin, "GET /readyz HTTP/1.1\r\n\r\n").await;
+    assert!(a.starts_with("HTTP/1.1 200 OK\r\n"), "{a}");
+    let metrics = admin_request(&admin, "GET /metrics HTTP/1.1\r\n\r\n").await;
+    assert!(body(&metrics).contains("\nhsd_backend_up 1\n"), "{metrics}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_connections_refuses_the_excess_and_serves_the_rest() {
     // Six seats: five for readers, one kept for the write port.

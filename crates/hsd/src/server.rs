@@ -22,8 +22,12 @@ use hsd_storage::{Backend, LongReads};
 use std::sync::Arc;
 use tokio::net::TcpListener;
 
-/// Runs the server until a signal, then stops it.
-pub async fn run(config: Config) -> anyhow::Result<()> {
+/// Runs the server until a signal, then stops it; SIGHUP reloads the
+/// settings (`reload`) meanwhile.
+pub async fn run(config: Config, reload: crate::reload::Reload) -> anyhow::Result<()> {
+    if let Some(hup) = crate::reload::listen() {
+        tokio::spawn(crate::reload::on_hangup(hup, reload, config.clone()));
+    }
     match config.backend.clone() {
         BackendChoice::Embedded => {
             std::fs::create_dir_all(&config.data_dir).with_context(|| {

@@ -342,3 +342,288 @@ async fn config_file_and_environment() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("prot"));
 }
+
+/// `hsd serve` with its stdout and stderr in files, for tests that read
+/// its log while it runs; killed when dropped.
+struct LoggedHsd {
+    child: std::process::Child,
+    stderr: std::path::PathBuf,
+    ready: hs_conformance::launcher::ReadyLine,
+}
+
+impl LoggedHsd {
+    fn start(dir: &std::path::Path, args: &[&str]) -> LoggedHsd {
+        let stdout = dir.join("stdout");
+        let stderr = dir.join("stderr");
+        let child = std::process::Command::new(common::hsd_bin())
+            .arg("serve")
+            .args(args)
+            .env_remove("RUST_LOG")
+            .stdout(std::fs::File::create(&stdout).unwrap())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap();
+        let mut hsd = LoggedHsd {
+            child,
+            stderr,
+            ready: hs_conformance::launcher::ReadyLine::parse("hsd: listening read=- write=-")
+                .unwrap(),
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let out = std::fs::read_to_string(&stdout).unwrap_or_default();
+            if let Some(ready) = out
+                .lines()
+                .find_map(hs_conformance::launcher::ReadyLine::parse)
+            {
+                hsd.ready = ready;
+                return hsd;
+            }
+            if let Ok(Some(status)) = hsd.child.try_wait() {
+                panic!("hsd exited ({status}) before serving: {}", hsd.log());
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "hsd not ready: {}",
+                hsd.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Waits until the log has a line containing `what`; that line.
+    fn wait_for(&mut self, what: &str) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(line) = self.log().lines().find(|l| l.contains(what)) {
+                return line.to_string();
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "hsd exited ({status:?}) while waiting for {what:?}: {}",
+                    self.log()
+                );
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no log line with {what:?}: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, signal);
+        }
+    }
+}
+
+impl Drop for LoggedHsd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A config file for the SIGHUP and log tests: a free read port and
+/// `extra` lines (the write port's among them).
+fn write_config(path: &std::path::Path, data: &std::path::Path, extra: &str) {
+    std::fs::write(
+        path,
+        format!(
+            "address = \"127.0.0.1\"\nport = 0\ndata-dir = \"{}\"\n{extra}",
+            data.display()
+        ),
+    )
+    .unwrap();
+}
+
+/// SIGHUP reads the config file again: hsd keeps serving (the same
+/// connection), applies a new log level at once, names a changed port as
+/// needing a restart, and keeps its settings when the file no longer
+/// reads. Before, SIGHUP ended hsd (status 129).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reloads_the_log_level_and_never_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = dir.path().join("hsd.toml");
+    write_config(&config, &data, "port-wr = 0\nlog-level = \"info\"\n");
+    let config_arg = config.display().to_string();
+    let mut hsd = LoggedHsd::start(dir.path(), &["--config", &config_arg]);
+    let mut c = Client::connect(hsd.ready.read.clone()).await.unwrap();
+    assert_eq!(q(&mut c, "P|1|nodb|t|PRIMARY|k").await, t("1|1|open_table"));
+
+    // Nothing changed: said so, still serving on the same connection.
+    hsd.signal(libc::SIGHUP);
+    hsd.wait_for("SIGHUP: no setting changed");
+    assert_eq!(q(&mut c, "P|1|nodb|t|PRIMARY|k").await, t("1|1|open_table"));
+    // At info, a closed connection logs nothing.
+    let before = hsd.log();
+    drop(Client::connect(hsd.ready.read.clone()).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!hsd.log().contains("connection closed"), "{before}");
+
+    // A new level applies at once; a new port waits for a restart.
+    write_config(&config, &data, "port-wr = 1\nlog-level = \"debug\"\n");
+    hsd.signal(libc::SIGHUP);
+    hsd.wait_for("SIGHUP: log-level changed from info to debug");
+    hsd.wait_for("SIGHUP: port-wr changed; needs a restart");
+    drop(Client::connect(hsd.ready.read.clone()).await.unwrap());
+    hsd.wait_for("connection closed");
+    assert_eq!(q(&mut c, "P|1|nodb|t|PRIMARY|k").await, t("1|1|open_table"));
+
+    // A file that no longer reads: an error, the settings stay.
+    std::fs::write(&config, "port = \n").unwrap();
+    hsd.signal(libc::SIGHUP);
+    let line = hsd.wait_for("SIGHUP: the settings were not changed");
+    assert!(line.contains("ERROR"), "{line}");
+    assert_eq!(q(&mut c, "P|1|nodb|t|PRIMARY|k").await, t("1|1|open_table"));
+    assert!(hsd.child.try_wait().unwrap().is_none(), "hsd exited");
+
+    // SIGTERM still drains and exits 0.
+    drop(c);
+    hsd.signal(libc::SIGTERM);
+    let status = hsd.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", hsd.log());
+}
+
+/// Without a config file SIGHUP changes nothing and hsd keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_without_a_config_file_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data").display().to_string();
+    let mut hsd = LoggedHsd::start(
+        dir.path(),
+        &[
+            "--address",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--port-wr",
+            "0",
+            "--data-dir",
+            &data,
+        ],
+    );
+    hsd.signal(libc::SIGHUP);
+    hsd.wait_for("SIGHUP: no --config file to read again");
+    let mut c = Client::connect(hsd.ready.read.clone()).await.unwrap();
+    assert_eq!(q(&mut c, "P|1|nodb|t|PRIMARY|k").await, t("1|1|open_table"));
+}
+
+/// Every line of a JSON log: an object with timestamp, level, target and
+/// the message among its fields.
+fn json_lines(log: &str) -> Vec<serde_json::Value> {
+    log.lines()
+        .map(|l| {
+            let v: serde_json::Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"));
+            for key in ["timestamp", "level", "target"] {
+                assert!(v[key].is_string(), "no {key}: {l}");
+            }
+            assert!(v["fields"]["message"].is_string(), "no message: {l}");
+            v
+        })
+        .collect()
+}
+
+/// `--log-format json`: one JSON object a line, the event's fields with
+/// the message; `text` (the default) stays as it was. Before, the option
+/// did not exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_format_json_and_text_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data").display().to_string();
+    let args = [
+        "--address",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--port-wr",
+        "0",
+        "--data-dir",
+        &data,
+    ];
+    let mut json_args = args.to_vec();
+    json_args.extend(["--log-format", "json"]);
+    let mut hsd = LoggedHsd::start(dir.path(), &json_args);
+    hsd.wait_for("hsd ready");
+    let lines = json_lines(&hsd.log());
+    let ready = lines
+        .iter()
+        .find(|v| v["fields"]["message"] == "hsd ready")
+        .expect("the ready line");
+    assert_eq!(ready["level"], "INFO");
+    assert_eq!(ready["target"], "hsd::server");
+    assert_eq!(ready["fields"]["read_local"], hsd.ready.read.as_str());
+    drop(hsd);
+
+    let text_dir = tempfile::tempdir().unwrap();
+    let mut text_args = args.to_vec();
+    text_args.extend(["--log-format", "text"]);
+    let mut hsd = LoggedHsd::start(text_dir.path(), &text_args);
+    let line = hsd.wait_for("hsd ready");
+    assert!(line.contains(" INFO hsd::server: hsd ready"), "{line}");
+    assert!(!line.starts_with('{'), "{line}");
+    // A word that is not a format is refused, naming the choices.
+    let out = std::process::Command::new(common::hsd_bin())
+        .args(["serve", "--log-format", "yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("[possible values: text, json]"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `log-format` and `log-level` in the config file: JSON lines, and no
+/// INFO line at `warn`; a level that is not one is refused at start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_format_and_level_in_the_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = dir.path().join("hsd.toml");
+    write_config(&config, &data, "port-wr = 0\nlog-format = \"json\"\n");
+    let config_arg = config.display().to_string();
+    let mut hsd = LoggedHsd::start(dir.path(), &["--config", &config_arg]);
+    hsd.wait_for("hsd ready");
+    assert!(!json_lines(&hsd.log()).is_empty());
+    drop(hsd);
+
+    let quiet = tempfile::tempdir().unwrap();
+    write_config(
+        &config,
+        &data,
+        "port-wr = 0\nlog-format = \"json\"\nlog-level = \"warn\"\n",
+    );
+    let mut hsd = LoggedHsd::start(quiet.path(), &["--config", &config_arg]);
+    // SIGHUP's warning for a changed port shows at warn, in JSON.
+    write_config(
+        &config,
+        &data,
+        "port-wr = 1\nlog-format = \"json\"\nlog-level = \"warn\"\n",
+    );
+    hsd.signal(libc::SIGHUP);
+    hsd.wait_for("port-wr changed; needs a restart");
+    let lines = json_lines(&hsd.log());
+    assert!(lines.iter().all(|v| v["level"] != "INFO"), "{}", hsd.log());
+    drop(hsd);
+
+    write_config(&config, &data, "port-wr = 0\nlog-level = \"loud\"\n");
+    let out = std::process::Command::new(common::hsd_bin())
+        .args(["serve", "--config", &config_arg])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("log-level \"loud\" is not a level"), "{err}");
+}

@@ -708,8 +708,7 @@ impl ServeOptions {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .with_context(|| format!("reading config file {}", path.display()))?;
-                toml::from_str::<ServeOptions>(&text)
-                    .with_context(|| format!("parsing config file {}", path.display()))?
+                crate::config_file::parse::<ServeOptions>(path, &text)?
             }
             None => ServeOptions::default(),
         };

@@ -19,6 +19,7 @@ mod admin;
 mod admission;
 mod allocator;
 mod config;
+mod config_file;
 mod connection;
 mod demo;
 mod dispatch;

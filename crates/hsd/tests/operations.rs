@@ -343,6 +343,55 @@ async fn config_file_and_environment() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("prot"));
 }
 
+/// A mistake in the config file is one short line naming the key, the
+/// file and its line, with a suggestion, from `serve` and `check` alike.
+/// Before: serde's words (`unknown field `prot`, expected one of` and
+/// every key, `invalid value: integer `70000`, expected u16`).
+#[test]
+fn config_file_errors_name_the_key_the_line_and_a_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("hsd.toml");
+    let shown = config.display().to_string();
+    for (text, want) in [
+        (
+            "address = \"127.0.0.1\"\nprot = 1\n",
+            format!("unknown key \"prot\" in {shown} line 2; did you mean \"port\"?"),
+        ),
+        (
+            "port = 70000\n",
+            format!(
+                "port: 70000 is not a port number (1-65535, or 0 for a free one) in {shown} line 1"
+            ),
+        ),
+        (
+            "synchronous = \"fast\"\n",
+            format!("synchronous: \"fast\" is not one of off, normal, full in {shown} line 1"),
+        ),
+    ] {
+        std::fs::write(&config, text).unwrap();
+        let serve = std::process::Command::new(common::hsd_bin())
+            .args(["serve", "--config", &shown])
+            .output()
+            .unwrap();
+        assert_eq!(serve.status.code(), Some(1), "{text:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&serve.stderr),
+            format!("hsd: {want}\n"),
+            "{text:?}"
+        );
+        let check = std::process::Command::new(common::hsd_bin())
+            .args(["check", "--config", &shown])
+            .output()
+            .unwrap();
+        assert_eq!(check.status.code(), Some(1), "{text:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&check.stdout),
+            format!("error: {want}\n"),
+            "{text:?}"
+        );
+    }
+}
+
 /// `hsd serve` with its stdout and stderr in files, for tests that read
 /// its log while it runs; killed when dropped.
 struct LoggedHsd {

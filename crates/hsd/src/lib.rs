@@ -35,6 +35,7 @@ mod memcached;
 mod metrics;
 mod port;
 pub mod preflight;
+mod process_metrics;
 mod read_batch;
 mod read_threads;
 mod readiness;

@@ -3,7 +3,8 @@
 //! `--admin-address`.
 
 use prometheus::{
-    Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+    Gauge, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 use std::sync::Arc;
 
@@ -14,7 +15,8 @@ pub(crate) struct Metrics {
     /// Time from a request line being read to its response being ready.
     pub(crate) latency: Histogram,
     pub(crate) open_connections: IntGauge,
-    pub(crate) refused_connections: IntGauge,
+    /// Connections closed at accept for `--max-connections`.
+    pub(crate) refused_connections: IntCounter,
     /// 1 when the backend could be reached at the last scrape or readiness
     /// probe, 0 when not (set by `admin`).
     pub(crate) backend_up: IntGauge,
@@ -43,7 +45,7 @@ impl Metrics {
             ),
         )?;
         let open_connections = IntGauge::new("open_connections", "Client connections open now")?;
-        let refused_connections = IntGauge::new(
+        let refused_connections = IntCounter::new(
             "refused_connections_total",
             "Connections refused because max_connections was reached",
         )?;
@@ -62,6 +64,25 @@ impl Metrics {
         registry.register(Box::new(refused_connections.clone()))?;
         registry.register(Box::new(group_commit_size.clone()))?;
         registry.register(Box::new(backend_up.clone()))?;
+        // Which build runs, as 1 with its version and commit as labels.
+        let build_info = IntGaugeVec::new(
+            Opts::new("build_info", "The hsd build: its version and commit"),
+            &["version", "commit"],
+        )?;
+        build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION"), env!("HSD_COMMIT")])
+            .set(1);
+        registry.register(Box::new(build_info))?;
+        let start_time = Gauge::new(
+            "start_time_seconds",
+            "When hsd started, in seconds since the Unix epoch",
+        )?;
+        start_time.set(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+        );
+        registry.register(Box::new(start_time))?;
         Ok(Arc::new(Metrics {
             find_ok: requests.with_label_values(&["find", "ok"]),
             find_error: requests.with_label_values(&["find", "error"]),
@@ -77,9 +98,12 @@ impl Metrics {
         }))
     }
 
+    /// hsd's series, then the process's (`process_*`, not prefixed).
     pub(crate) fn render(&self) -> String {
-        TextEncoder::new()
+        let mut text = TextEncoder::new()
             .encode_to_string(&self.registry.gather())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        text.push_str(&crate::process_metrics::render());
+        text
     }
 }

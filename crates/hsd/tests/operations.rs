@@ -125,8 +125,50 @@ async fn metrics_endpoint() {
         "hsd_open_connections 1",
         "hsd_group_commit_writes_count 1",
         "hsd_request_duration_seconds_count 2",
+        "# TYPE hsd_refused_connections_total counter\n",
+        &format!(
+            "hsd_build_info{{commit=\"{}\",version=\"{}\"}} 1\n",
+            env!("HSD_COMMIT"),
+            env!("CARGO_PKG_VERSION")
+        ),
+        "# TYPE process_cpu_seconds_total counter\n",
     ] {
         assert!(body.contains(want), "metrics lack {want:?}:\n{body}");
+    }
+    let value = |name: &str| -> f64 {
+        body.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name}:\n{body}"))
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let started = value("hsd_start_time_seconds");
+    assert!(
+        started <= now && started > now - 120.0,
+        "{started} vs {now}"
+    );
+    // The kernel's start time (boot time and ticks: whole seconds at best).
+    let process_started = value("process_start_time_seconds");
+    assert!(
+        (process_started - started).abs() < 5.0,
+        "{process_started} vs {started}"
+    );
+    assert!(value("process_resident_memory_bytes") > 1e6);
+    assert!(value("process_open_fds") >= 3.0);
+    assert!(value("process_threads") >= 2.0);
+    assert!(value("process_max_fds") >= value("process_open_fds"));
+    // Every series exported is listed in docs/operations.md.
+    let docs = include_str!("../../../docs/operations.md");
+    for name in body
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.split(' ').next())
+    {
+        assert!(
+            docs.contains(&format!("`{name}")),
+            "docs/operations.md does not list {name}"
+        );
     }
 }
 

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use std::fmt;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_rustls::TlsAcceptor;
 
@@ -537,6 +538,10 @@ pub(crate) struct Tls {
     pub(crate) cert: PathBuf,
     pub(crate) key: PathBuf,
     pub(crate) acceptor: TlsAcceptor,
+    /// What the acceptor's handshakes present: a reload replaces it.
+    pub(crate) keys: Arc<crate::tls::Rotating>,
+    /// A digest of the certificate and key files as loaded.
+    pub(crate) loaded: String,
 }
 
 impl fmt::Debug for Tls {
@@ -599,13 +604,6 @@ impl Config {
                 .map(|s| digest(&s.clone().into_bytes()))
                 .unwrap_or_default()
         };
-        let file = |p: &Path| {
-            format!(
-                "{} {}",
-                p.display(),
-                digest(&std::fs::read(p).unwrap_or_default())
-            )
-        };
         let backend = match &self.backend {
             BackendChoice::Mysql(url) => format!("{url} {}", digest(url.password.as_bytes())),
             other => other.to_string(),
@@ -652,13 +650,13 @@ impl Config {
             ("replica-wait", format!("{:?}", self.replica_wait)),
             ("row-cache", format!("{:?}", self.row_cache)),
             ("read-consistency", format!("{:?}", self.read_consistency)),
+            // Both files, as loaded: a reload replaces them together.
             (
-                "tls-cert",
-                self.tls.as_ref().map(|t| file(&t.cert)).unwrap_or_default(),
-            ),
-            (
-                "tls-key",
-                self.tls.as_ref().map(|t| file(&t.key)).unwrap_or_default(),
+                "tls-cert and tls-key",
+                self.tls
+                    .as_ref()
+                    .map(|t| format!("{} {} {}", t.cert.display(), t.key.display(), t.loaded))
+                    .unwrap_or_default(),
             ),
             ("memcached", format!("{:?}", self.memcached)),
             ("log-format", self.log_format.name().to_string()),
@@ -850,11 +848,16 @@ impl ServeOptions {
             self.tls_cert.or(file.tls_cert),
             self.tls_key.or(file.tls_key),
         ) {
-            (Some(cert), Some(key)) => Some(Tls {
-                acceptor: crate::tls::acceptor(&cert, &key)?,
-                cert,
-                key,
-            }),
+            (Some(cert), Some(key)) => {
+                let (acceptor, keys, loaded) = crate::tls::acceptor(&cert, &key)?;
+                Some(Tls {
+                    acceptor,
+                    keys,
+                    loaded,
+                    cert,
+                    key,
+                })
+            }
             (None, None) => None,
             _ => anyhow::bail!("TLS needs both tls-cert and tls-key"),
         };

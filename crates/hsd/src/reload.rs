@@ -1,7 +1,7 @@
 //! SIGHUP: read the settings again (the `--config` file, with the command
 //! line and environment as at start), apply what can change while hsd
-//! runs (the log level), and log every other setting that changed as
-//! needing a restart. A file that no longer reads is logged as an error
+//! runs (the log level; the TLS certificate and key, for new connections),
+//! and log every other setting that changed as needing a restart. A file that no longer reads is logged as an error
 //! and the settings stay as they were. SIGHUP never stops hsd.
 
 use crate::config::{Config, ServeOptions};
@@ -14,9 +14,6 @@ pub struct Reload {
     pub options: ServeOptions,
     pub log: LogHandle,
 }
-
-/// The settings that take effect without a restart.
-const LIVE: [&str; 1] = ["log-level"];
 
 /// Listens for SIGHUP until the process ends. Registered before anything
 /// else starts, so that from then on SIGHUP reloads instead of killing.
@@ -77,11 +74,17 @@ fn apply(log: &LogHandle, running: &mut Config, new: Config) {
             continue;
         }
         changed += 1;
-        if !LIVE.contains(name) {
-            tracing::warn!("SIGHUP: {name} changed; needs a restart");
-            continue;
+        match *name {
+            "log-level" => {}
+            "tls-cert and tls-key" => {
+                rotate_tls(running, &new, name);
+                continue;
+            }
+            _ => {
+                tracing::warn!("SIGHUP: {name} changed; needs a restart");
+                continue;
+            }
         }
-        // The only live setting so far.
         let level = new
             .log_level
             .clone()
@@ -105,5 +108,25 @@ fn apply(log: &LogHandle, running: &mut Config, new: Config) {
     }
     if changed == 0 {
         tracing::info!("SIGHUP: no setting changed");
+    }
+}
+
+/// New TLS files (loaded and checked as `new` was read): new handshakes
+/// present them from now on, on every port; connections already made keep
+/// theirs. Turning TLS on or off needs a restart.
+fn rotate_tls(running: &mut Config, new: &Config, name: &str) {
+    match (&mut running.tls, &new.tls) {
+        (Some(now), Some(next)) => {
+            now.keys.take_from(&next.keys);
+            now.cert = next.cert.clone();
+            now.key = next.key.clone();
+            now.loaded = next.loaded.clone();
+            tracing::info!(
+                cert = %now.cert.display(),
+                key = %now.key.display(),
+                "SIGHUP: {name} changed; new connections get the new certificate"
+            );
+        }
+        _ => tracing::warn!("SIGHUP: TLS turned on or off; needs a restart"),
     }
 }

@@ -295,6 +295,55 @@ async fn readiness_holds_while_the_mysql_server_is_up() {
     assert!(body(&metrics).contains("\nhsd_backend_up 1\n"), "{metrics}");
 }
 
+/// Polls `/readyz` until it answers `status`; that answer.
+async fn ready_becomes(admin: &str, status: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let a = admin_request(admin, "GET /readyz HTTP/1.1\r\n\r\n").await;
+        if a.starts_with(&format!("HTTP/1.1 {status}")) {
+            return a;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "readiness did not become {status}: {a}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The MySQL server goes away (a proxy in front of it refuses new
+/// connections, as a server that is down): readiness turns 503 within
+/// seconds, with no request from any client, and 200 again once it is
+/// back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_follows_the_mysql_server_through_an_outage() {
+    let Some(url) = common::mysql_url() else {
+        return;
+    };
+    let proxy = common::commit_proxy::Proxy::start(&url);
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().display().to_string();
+    let hsd = common::spawn_hsd(&[
+        "--data-dir",
+        &data,
+        "--backend",
+        &proxy.url,
+        "--mysql-timeout",
+        "1",
+        "--admin-address",
+        "127.0.0.1:0",
+    ]);
+    let admin = hsd.admin.clone().expect("admin address printed");
+    ready_becomes(&admin, "200").await;
+    proxy.refuse_new_connections(true);
+    let down = ready_becomes(&admin, "503").await;
+    assert!(body(&down).contains("cannot be reached"), "{down}");
+    let metrics = admin_request(&admin, "GET /metrics HTTP/1.1\r\n\r\n").await;
+    assert!(body(&metrics).contains("\nhsd_backend_up 0\n"), "{metrics}");
+    proxy.refuse_new_connections(false);
+    ready_becomes(&admin, "200").await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_connections_refuses_the_excess_and_serves_the_rest() {
     // Six seats: five for readers, one kept for the write port.

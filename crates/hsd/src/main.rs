@@ -78,6 +78,12 @@ fn main() -> std::process::ExitCode {
 }
 
 fn serve(opts: hsd::ServeOptions, log: hsd::logging::LogHandle) -> anyhow::Result<()> {
+    // SIGHUP is ignored until the server listens for it (hsd::serve): its
+    // default action would end the process while it starts.
+    // SAFETY: sets the disposition of one signal; no handler runs.
+    unsafe {
+        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+    }
     // SIGHUP reads the settings again from what was given.
     let reload = hsd::Reload {
         options: opts.clone(),

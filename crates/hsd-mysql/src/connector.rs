@@ -46,7 +46,14 @@ pub(super) struct Connector {
     /// The pause in `paused_until` follows a refusal for limits, not an
     /// unreachable server.
     limit_paused: AtomicBool,
+    /// The last connect attempt's outcome and when it ended (`None`: none
+    /// yet): what readiness probes answer while it is recent.
+    last_attempt: Mutex<Option<(Instant, Result<(), String>)>>,
 }
+
+/// How long the last connect attempt's outcome answers a readiness probe;
+/// older, the probe connects (and logs in) itself.
+const REACHABILITY_FRESH: Duration = Duration::from_secs(5);
 
 /// Connections the server refused for its connection limits (the
 /// account's MAX_USER_CONNECTIONS, the server's max_connections).
@@ -97,6 +104,7 @@ impl Connector {
             rollback_on_timeout: AtomicBool::new(false),
             limits: Mutex::default(),
             limit_paused: AtomicBool::new(false),
+            last_attempt: Mutex::new(None),
             settings,
             target,
         }
@@ -305,6 +313,10 @@ impl Connector {
                 return Err(self.refused_for_limits(f));
             }
         }
+        *self.last_attempt.lock().unwrap_or_else(|p| p.into_inner()) = Some((
+            Instant::now(),
+            result.as_ref().map(|_| ()).map_err(|f| why(&f.error)),
+        ));
         let mut paused = self.paused_until.lock().unwrap_or_else(|p| p.into_inner());
         match &result {
             Ok(link) => {
@@ -406,10 +418,39 @@ impl Connector {
             .is_some()
     }
 
+    /// Whether the server can be reached, for readiness probes: the last
+    /// connect attempt's outcome while it is recent, else a new attempt
+    /// (which fails at once while the server is known to be down, as every
+    /// caller's does). A server that refuses more connections for its
+    /// limits is up.
+    pub(super) async fn reachable(&self) -> Result<(), String> {
+        if let Some((at, outcome)) = &*self.last_attempt.lock().unwrap_or_else(|p| p.into_inner()) {
+            if at.elapsed() < REACHABILITY_FRESH {
+                return outcome.clone();
+            }
+        }
+        match self.open_link_once().await {
+            Ok(link) => {
+                link.quit().await;
+                Ok(())
+            }
+            Err(_) if self.limit_paused.load(Ordering::Relaxed) => Ok(()),
+            Err(f) => Err(why(&f.error)),
+        }
+    }
+
     /// A live connection timed out: make the others fail fast for a while.
     pub(super) fn note_timeout(&self) {
         let mut paused = self.paused_until.lock().unwrap_or_else(|p| p.into_inner());
         *paused = Some(Instant::now() + RETRY_PAUSE);
+    }
+}
+
+/// Why the server cannot be used, in words for a readiness probe.
+pub(super) fn why(error: &StorageError) -> String {
+    match error {
+        StorageError::Unavailable(m) => m.clone(),
+        other => other.to_string(),
     }
 }
 

@@ -357,6 +357,22 @@ impl Backend for MysqlBackend {
         self.connector.target.clone()
     }
 
+    /// With replicas, the topology's word (it looks at every server each
+    /// `--topology-interval`): whether a server takes writes. With one
+    /// server, the connector's last attempt while recent, else a login.
+    fn reachable(&self) -> hsd_storage::Reachability<'_> {
+        Box::pin(async move {
+            match &self.servers {
+                Some(s) => s
+                    .topology
+                    .writer()
+                    .map(|_| ())
+                    .map_err(|e| connector::why(&e)),
+                None => self.connector.reachable().await,
+            }
+        })
+    }
+
     /// Lookups on `--mysql-pool` links per loop, grouped; long scans on one
     /// more link per loop, a client batch at a time.
     fn read_placement(&self) -> ReadPlacement {

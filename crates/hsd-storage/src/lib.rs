@@ -679,7 +679,19 @@ pub trait Backend: Send + Sync + 'static {
     fn describe_target(&self) -> String;
     /// How an event loop runs reads on this storage (see `dispatch`).
     fn read_placement(&self) -> ReadPlacement;
+    /// Whether the storage that takes writes can be reached, for the admin
+    /// endpoint's readiness probe: `Err` says why not, in one line. Cheap:
+    /// a backend answers from what it saw last when that is recent. The
+    /// embedded store is always there.
+    fn reachable(&self) -> Reachability<'_> {
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
+
+/// What `Backend::reachable` answers, boxed so that the admin endpoint's
+/// task (spawned, so `Send`) can wait on it for any backend.
+pub type Reachability<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send + 'a>>;
 
 /// Whose reads a router routes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

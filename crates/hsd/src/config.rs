@@ -11,6 +11,7 @@ use serde::Deserialize;
 use std::fmt;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_rustls::TlsAcceptor;
 
@@ -142,7 +143,7 @@ impl fmt::Display for BackendChoice {
 /// can fill what the command line and environment leave unset. No `Debug`:
 /// it holds secrets as given; `Config` holds them redacted.
 
-#[derive(clap::Args, Default, Deserialize)]
+#[derive(clap::Args, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct ServeOptions {
     /// TOML file with any of these options (kebab-case keys, e.g. `port-wr = 9999`).
@@ -359,6 +360,15 @@ pub struct ServeOptions {
     #[arg(long, env = "HSD_MEMCACHED_SWEEP_LIMIT")]
     #[serde(alias = "memcached_sweep_limit")]
     pub(crate) memcached_sweep_limit: Option<usize>,
+    /// Log level: error, warn, info, debug or trace, or a filter as
+    /// RUST_LOG takes it (info,hsd_mysql=debug); -v and RUST_LOG win over
+    /// it. SIGHUP applies a new one from the config file [default: info].
+    #[arg(long, env = "HSD_LOG_LEVEL")]
+    pub(crate) log_level: Option<String>,
+    /// Log lines as `text` or `json` (one object a line: timestamp, level,
+    /// target, fields) [default: text].
+    #[arg(long, env = "HSD_LOG_FORMAT", value_enum)]
+    pub(crate) log_format: Option<crate::logging::LogFormat>,
     /// The config file's `[memcached]` table: containers and options.
     #[arg(skip)]
     #[serde(default)]
@@ -385,6 +395,13 @@ fn random_server_id() -> u32 {
         h.write_u128(t.as_nanos());
     }
     0x8000_0000 | (h.finish() as u32 & 0x7fff_ffff)
+}
+
+/// The default reader id of this process: drawn once, so that reading the
+/// settings again (SIGHUP) finds it unchanged.
+fn process_server_id() -> u32 {
+    static ID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *ID.get_or_init(random_server_id)
 }
 
 /// The URLs of `--replica` values: one value may hold several, separated
@@ -508,6 +525,11 @@ pub struct Config {
     /// The warning to log at start when the embedded store's data dir is on
     /// a full disk (see `check_data_dir`).
     data_disk_full: Option<String>,
+    /// `--config`: the file SIGHUP reads again.
+    pub(crate) config_file: Option<PathBuf>,
+    /// `--log-level` (None: `logging::DEFAULT_LEVEL`).
+    pub(crate) log_level: Option<String>,
+    pub(crate) log_format: crate::logging::LogFormat,
 }
 
 /// TLS settings, loaded and checked before anything listens.
@@ -516,6 +538,10 @@ pub(crate) struct Tls {
     pub(crate) cert: PathBuf,
     pub(crate) key: PathBuf,
     pub(crate) acceptor: TlsAcceptor,
+    /// What the acceptor's handshakes present: a reload replaces it.
+    pub(crate) keys: Arc<crate::tls::Rotating>,
+    /// A digest of the certificate and key files as loaded.
+    pub(crate) loaded: String,
 }
 
 impl fmt::Debug for Tls {
@@ -567,6 +593,82 @@ impl Config {
         }
     }
 
+    /// Every setting by its config key, in a form that differs when the
+    /// setting does (secrets and TLS files by a digest of their bytes, never
+    /// shown): what a reload compares. Not for logs.
+    pub(crate) fn settings(&self) -> Vec<(&'static str, String)> {
+        use sha2::{Digest, Sha256};
+        let digest = |bytes: &[u8]| format!("{:x}", Sha256::digest(bytes));
+        let secret = |s: &Option<Secret>| {
+            s.as_ref()
+                .map(|s| digest(&s.clone().into_bytes()))
+                .unwrap_or_default()
+        };
+        let backend = match &self.backend {
+            BackendChoice::Mysql(url) => format!("{url} {}", digest(url.password.as_bytes())),
+            other => other.to_string(),
+        };
+        let replicas: Vec<String> = self
+            .replicas
+            .iter()
+            .map(|u| format!("{u} {}", digest(u.password.as_bytes())))
+            .collect();
+        vec![
+            ("address", self.address.clone()),
+            ("port", self.port.to_string()),
+            ("port-wr", self.port_wr.to_string()),
+            ("data-dir", self.data_dir.display().to_string()),
+            ("demo", self.demo.to_string()),
+            ("backend", backend),
+            ("threads", self.threads.to_string()),
+            ("threads-wr", self.threads_wr.to_string()),
+            ("write-groups", self.write_groups.to_string()),
+            ("plain-secret", secret(&self.secret)),
+            ("plain-secret-wr", secret(&self.secret_wr)),
+            ("max-connections", self.max_connections.to_string()),
+            (
+                "max-connections-per-address",
+                format!("{:?}", self.max_connections_per_address),
+            ),
+            ("admin-address", format!("{:?}", self.admin_address)),
+            ("idle-timeout", format!("{:?}", self.idle_timeout)),
+            ("max-line-size", self.max_line_size.to_string()),
+            ("line-timeout", format!("{:?}", self.line_timeout)),
+            ("auth-timeout", format!("{:?}", self.auth_timeout)),
+            ("max-input-memory", self.max_input_memory.to_string()),
+            ("max-output-memory", self.max_output_memory.to_string()),
+            ("max-response-bytes", self.max_response_bytes.to_string()),
+            ("statement-timeout", format!("{:?}", self.statement_timeout)),
+            ("drain-timeout", format!("{:?}", self.drain_timeout)),
+            ("synchronous", format!("{:?}", self.synchronous)),
+            ("sqlite-mmap-mib", self.sqlite_mmap_bytes.to_string()),
+            ("mysql-pool", format!("{:?}", self.mysql_pool)),
+            ("mysql-timeout", format!("{:?}", self.mysql_timeout)),
+            ("replica", replicas.join(",")),
+            ("read-from", format!("{:?}", self.read_from)),
+            ("topology-interval", format!("{:?}", self.topology_interval)),
+            ("replica-wait", format!("{:?}", self.replica_wait)),
+            ("row-cache", format!("{:?}", self.row_cache)),
+            ("read-consistency", format!("{:?}", self.read_consistency)),
+            // Both files, as loaded: a reload replaces them together.
+            (
+                "tls-cert and tls-key",
+                self.tls
+                    .as_ref()
+                    .map(|t| format!("{} {} {}", t.cert.display(), t.key.display(), t.loaded))
+                    .unwrap_or_default(),
+            ),
+            ("memcached", format!("{:?}", self.memcached)),
+            ("log-format", self.log_format.name().to_string()),
+            (
+                "log-level",
+                self.log_level
+                    .clone()
+                    .unwrap_or_else(|| crate::logging::DEFAULT_LEVEL.to_string()),
+            ),
+        ]
+    }
+
     /// When the embedded store's disk is full: the warning to log at start
     /// (hsd serves reads; writes fail until space is freed).
     pub fn data_disk_full(&self) -> Option<&str> {
@@ -575,6 +677,28 @@ impl Config {
 }
 
 impl ServeOptions {
+    /// The log format and level as given, read before the other settings
+    /// so that what reading them logs is already in that format. A file
+    /// that cannot be read gives none here (`resolve` says why).
+    pub fn log_settings(&self) -> (crate::logging::LogFormat, Option<String>) {
+        #[derive(Default, Deserialize)]
+        #[serde(rename_all = "kebab-case")]
+        struct LogKeys {
+            log_level: Option<String>,
+            log_format: Option<crate::logging::LogFormat>,
+        }
+        let file = self
+            .config
+            .as_ref()
+            .and_then(|path| std::fs::read_to_string(path).ok())
+            .and_then(|text| toml::from_str::<LogKeys>(&text).ok())
+            .unwrap_or_default();
+        (
+            self.log_format.or(file.log_format).unwrap_or_default(),
+            self.log_level.clone().or(file.log_level),
+        )
+    }
+
     /// Merges flags/environment with the config file, applies defaults and
     /// checks the result; every error is one line saying what to change.
     pub fn resolve(self) -> anyhow::Result<Config> {
@@ -582,8 +706,7 @@ impl ServeOptions {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .with_context(|| format!("reading config file {}", path.display()))?;
-                toml::from_str::<ServeOptions>(&text)
-                    .with_context(|| format!("parsing config file {}", path.display()))?
+                crate::config_file::parse::<ServeOptions>(path, &text)?
             }
             None => ServeOptions::default(),
         };
@@ -660,7 +783,7 @@ impl ServeOptions {
             "--row-cache-verify {verify}: at most 10000 rows a second"
         );
         let row_cache = (row_cache_mib > 0).then_some(CacheSettings {
-            server_id: server_id.unwrap_or_else(random_server_id),
+            server_id: server_id.unwrap_or_else(process_server_id),
             bytes: (row_cache_mib as usize) << 20,
             consistency,
             max_age: (max_age > 0).then_some(max_age),
@@ -725,11 +848,16 @@ impl ServeOptions {
             self.tls_cert.or(file.tls_cert),
             self.tls_key.or(file.tls_key),
         ) {
-            (Some(cert), Some(key)) => Some(Tls {
-                acceptor: crate::tls::acceptor(&cert, &key)?,
-                cert,
-                key,
-            }),
+            (Some(cert), Some(key)) => {
+                let (acceptor, keys, loaded) = crate::tls::acceptor(&cert, &key)?;
+                Some(Tls {
+                    acceptor,
+                    keys,
+                    loaded,
+                    cert,
+                    key,
+                })
+            }
             (None, None) => None,
             _ => anyhow::bail!("TLS needs both tls-cert and tls-key"),
         };
@@ -768,7 +896,14 @@ impl ServeOptions {
             },
             file.memcached,
         )?;
+        let log_level = self.log_level.or(file.log_level);
+        if let Some(level) = &log_level {
+            crate::logging::check_level(level).map_err(|e| anyhow::anyhow!(e))?;
+        }
         let mut config = Config {
+            config_file: self.config.clone(),
+            log_level,
+            log_format: self.log_format.or(file.log_format).unwrap_or_default(),
             memcached,
             tls,
             address: self

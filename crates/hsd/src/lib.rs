@@ -15,9 +15,11 @@
 #![warn(unreachable_pub)]
 
 mod accept_backoff;
+mod admin;
 mod admission;
 mod allocator;
 mod config;
+mod config_file;
 mod connection;
 mod demo;
 mod dispatch;
@@ -28,13 +30,16 @@ pub mod harness;
 mod hs_answer;
 mod job_queue;
 mod limits;
+pub mod logging;
 mod memcached;
 mod metrics;
 mod port;
 pub mod preflight;
+mod process_metrics;
 mod read_batch;
 mod read_threads;
 mod readiness;
+mod reload;
 mod secrets;
 mod server;
 mod session;
@@ -47,5 +52,6 @@ pub use admission::newcomer_places;
 pub use allocator::return_large_blocks;
 pub use config::ServeOptions;
 pub use demo::DEMO_ROWS;
+pub use reload::Reload;
 pub use server::run as serve;
 pub use sql_command::run as run_sql;

@@ -3,8 +3,8 @@
 //! store's files.
 
 use clap::{Parser, Subcommand};
+use hsd::logging::LogFormat;
 use hsd::preflight::Severity;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 #[derive(Parser)]
@@ -51,25 +51,16 @@ enum Command {
 fn main() -> std::process::ExitCode {
     hsd::return_large_blocks();
     let cli = Cli::parse();
-    let level = match cli.verbose {
+    let (format, level) = match &cli.command {
+        Command::Serve(opts) => opts.log_settings(),
         // `check` speaks in findings (what the modules it runs would log
         // is among them); -v shows their logs too.
-        0 if matches!(cli.command, Command::Check(_)) => "off",
-        0 => "info",
-        1 => "debug",
-        _ => "trace",
+        Command::Check(_) => (LogFormat::Text, Some("off".to_string())),
+        Command::Sql { .. } => (LogFormat::Text, None),
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    // Colours only for a person at a terminal, not in files and pipes.
-    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(ansi)
-        .init();
+    let log = hsd::logging::init(format, cli.verbose, level.as_deref());
     let result = match cli.command {
-        Command::Serve(opts) => serve(*opts),
+        Command::Serve(opts) => serve(*opts, log),
         Command::Check(opts) => return check(*opts),
         Command::Sql {
             data_dir,
@@ -86,7 +77,18 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn serve(opts: hsd::ServeOptions) -> anyhow::Result<()> {
+fn serve(opts: hsd::ServeOptions, log: hsd::logging::LogHandle) -> anyhow::Result<()> {
+    // SIGHUP is ignored until the server listens for it (hsd::serve): its
+    // default action would end the process while it starts.
+    // SAFETY: sets the disposition of one signal; no handler runs.
+    unsafe {
+        libc::signal(libc::SIGHUP, libc::SIG_IGN);
+    }
+    // SIGHUP reads the settings again from what was given.
+    let reload = hsd::Reload {
+        options: opts.clone(),
+        log,
+    };
     let config = opts.resolve()?;
     tracing::debug!(?config, "settings");
     for finding in hsd::preflight::before_serving(&config) {
@@ -102,7 +104,7 @@ fn serve(opts: hsd::ServeOptions) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(hsd::serve(config))
+    runtime.block_on(hsd::serve(config, reload))
 }
 
 /// `hsd check`: the findings on stdout, one a line; exit 1 on a problem.

@@ -1,17 +1,12 @@
-//! Prometheus metrics, and the tiny HTTP endpoint that serves them on
-//! `--admin-address`. The endpoint answers every request with the text
-//! exposition; it is for scrapers on a trusted network, like the admin port
-//! of most servers. It serves at most `MAX_ADMIN_CONNECTIONS` connections at
-//! once, each for at most 10 seconds.
+//! Prometheus metrics: the registry every part of hsd registers its series
+//! in, and the series of the request path. `admin` serves them on
+//! `--admin-address`.
 
 use prometheus::{
-    Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+    Gauge, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
 
 pub(crate) struct Metrics {
     pub(crate) registry: Registry,
@@ -20,7 +15,11 @@ pub(crate) struct Metrics {
     /// Time from a request line being read to its response being ready.
     pub(crate) latency: Histogram,
     pub(crate) open_connections: IntGauge,
-    pub(crate) refused_connections: IntGauge,
+    /// Connections closed at accept for `--max-connections`.
+    pub(crate) refused_connections: IntCounter,
+    /// 1 when the backend could be reached at the last scrape or readiness
+    /// probe, 0 when not (set by `admin`).
+    pub(crate) backend_up: IntGauge,
     /// How many writes each group commit carried.
     pub(crate) group_commit_size: Histogram,
     /// Hot counters resolved once: label lookups hash strings.
@@ -46,9 +45,13 @@ impl Metrics {
             ),
         )?;
         let open_connections = IntGauge::new("open_connections", "Client connections open now")?;
-        let refused_connections = IntGauge::new(
+        let refused_connections = IntCounter::new(
             "refused_connections_total",
             "Connections refused because max_connections was reached",
+        )?;
+        let backend_up = IntGauge::new(
+            "backend_up",
+            "1 when the backend (the server taking writes) could be reached at this scrape, 0 when not",
         )?;
         let group_commit_size = Histogram::with_opts(
             HistogramOpts::new("group_commit_writes", "Writes per group commit").buckets(vec![
@@ -60,6 +63,26 @@ impl Metrics {
         registry.register(Box::new(open_connections.clone()))?;
         registry.register(Box::new(refused_connections.clone()))?;
         registry.register(Box::new(group_commit_size.clone()))?;
+        registry.register(Box::new(backend_up.clone()))?;
+        // Which build runs, as 1 with its version and commit as labels.
+        let build_info = IntGaugeVec::new(
+            Opts::new("build_info", "The hsd build: its version and commit"),
+            &["version", "commit"],
+        )?;
+        build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION"), env!("HSD_COMMIT")])
+            .set(1);
+        registry.register(Box::new(build_info))?;
+        let start_time = Gauge::new(
+            "start_time_seconds",
+            "When hsd started, in seconds since the Unix epoch",
+        )?;
+        start_time.set(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+        );
+        registry.register(Box::new(start_time))?;
         Ok(Arc::new(Metrics {
             find_ok: requests.with_label_values(&["find", "ok"]),
             find_error: requests.with_label_values(&["find", "error"]),
@@ -70,70 +93,17 @@ impl Metrics {
             latency,
             open_connections,
             refused_connections,
+            backend_up,
             group_commit_size,
         }))
     }
 
+    /// hsd's series, then the process's (`process_*`, not prefixed).
     pub(crate) fn render(&self) -> String {
-        TextEncoder::new()
+        let mut text = TextEncoder::new()
             .encode_to_string(&self.registry.gather())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        text.push_str(&crate::process_metrics::render());
+        text
     }
-}
-
-/// Admin connections served at once; more are closed as soon as they are
-/// accepted. A scraper or a health check needs one or two: the bound keeps
-/// a client that opens connections and never finishes a request from
-/// holding tasks, sockets and rendered bodies without end on the thread
-/// that also accepts the HandlerSocket ports.
-pub(crate) const MAX_ADMIN_CONNECTIONS: usize = 16;
-
-/// How long one admin connection may take, from accept to its last byte
-/// written: a client that does not send its request or read the answer is
-/// closed then.
-const ADMIN_CONNECTION_TIME: Duration = Duration::from_secs(10);
-
-/// How long the request head may take to arrive before it is answered
-/// anyway.
-const ADMIN_REQUEST_WAIT: Duration = Duration::from_secs(5);
-
-/// Serves `GET /metrics` (any path, really) until the task is dropped, to
-/// at most `MAX_ADMIN_CONNECTIONS` connections at once.
-pub(crate) async fn serve_admin(listener: TcpListener, metrics: Arc<Metrics>) {
-    let mut backoff = crate::accept_backoff::AcceptBackoff::default();
-    let places = Arc::new(Semaphore::new(MAX_ADMIN_CONNECTIONS));
-    loop {
-        let (sock, peer) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                backoff.failed(&e, "admin").await;
-                continue;
-            }
-        };
-        let Ok(place) = places.clone().try_acquire_owned() else {
-            tracing::debug!(%peer, "admin connection closed: {MAX_ADMIN_CONNECTIONS} already open");
-            drop(sock);
-            continue;
-        };
-        let metrics = metrics.clone();
-        tokio::spawn(async move {
-            let _place = place;
-            let _ = tokio::time::timeout(ADMIN_CONNECTION_TIME, answer(sock, &metrics)).await;
-        });
-    }
-}
-
-/// Reads the request head (its content does not matter) and answers with
-/// the metrics.
-async fn answer(mut sock: TcpStream, metrics: &Metrics) {
-    let mut buf = [0u8; 4096];
-    let _ = tokio::time::timeout(ADMIN_REQUEST_WAIT, sock.read(&mut buf)).await;
-    let body = metrics.render();
-    let head = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = sock.write_all(head.as_bytes()).await;
-    let _ = sock.write_all(body.as_bytes()).await;
-    let _ = sock.shutdown().await;
 }

@@ -9,7 +9,7 @@ use crate::config::{BackendChoice, Config};
 use crate::event_loop::{EventLoop, HandlerSocket, Incoming};
 use crate::exec::Catalog;
 use crate::limits::{ConnectionLimits, MemoryBudget};
-use crate::metrics::{self, Metrics};
+use crate::metrics::Metrics;
 use crate::port::{Port, PortKind};
 use crate::read_threads::ReadThreads;
 use crate::secrets::Secret;
@@ -22,8 +22,12 @@ use hsd_storage::{Backend, LongReads};
 use std::sync::Arc;
 use tokio::net::TcpListener;
 
-/// Runs the server until a signal, then stops it.
-pub async fn run(config: Config) -> anyhow::Result<()> {
+/// Runs the server until a signal, then stops it; SIGHUP reloads the
+/// settings (`reload`) meanwhile.
+pub async fn run(config: Config, reload: crate::reload::Reload) -> anyhow::Result<()> {
+    if let Some(hup) = crate::reload::listen() {
+        tokio::spawn(crate::reload::on_hangup(hup, reload, config.clone()));
+    }
     match config.backend.clone() {
         BackendChoice::Embedded => {
             std::fs::create_dir_all(&config.data_dir).with_context(|| {
@@ -210,17 +214,24 @@ async fn serve<B: Backend>(
             shutdown.clone(),
         )));
     }
-    let admin_task = admin.map(|l| tokio::spawn(metrics::serve_admin(l, metrics.clone())));
+    // The admin endpoint answers through the drain (`/readyz` 503).
+    let phase = Arc::new(crate::admin::Phase::default());
+    let admin_task = admin.map(|l| {
+        tokio::spawn(crate::admin::serve(
+            l,
+            metrics.clone(),
+            shared.backend.clone(),
+            phase.clone(),
+        ))
+    });
 
     shutdown::signal().await;
     tracing::info!("shutting down: no new connections; finishing requests in flight");
     crate::readiness::stopping();
+    phase.draining();
     trigger.trigger();
     for t in accepting {
         let _ = t.await;
-    }
-    if let Some(t) = admin_task {
-        t.abort();
     }
     // The loops drain (bounded by the drain timeout) and commit; a second
     // signal ends the process at once.
@@ -239,6 +250,7 @@ async fn serve<B: Backend>(
             let _ = tokio::task::spawn_blocking(move || threads.shut_down()).await;
         }
     };
+    let admin_task = AbortOnDrop(admin_task);
     tokio::select! {
         _ = joined => tracing::info!("shutdown complete"),
         _ = shutdown::signal() => {
@@ -246,7 +258,19 @@ async fn serve<B: Backend>(
             std::process::exit(1);
         }
     }
+    drop(admin_task);
     Ok(())
+}
+
+/// Stops the admin endpoint's task when dropped.
+struct AbortOnDrop(Option<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(t) = &self.0 {
+            t.abort();
+        }
+    }
 }
 
 /// Accepts connections of one port and hands each to the event loop with

@@ -74,3 +74,109 @@ async fn both_ports_speak_tls() {
         "plaintext must not be served: {buf:?}"
     );
 }
+
+/// A TLS client that trusts only `cert`. Without resumption: a resumed
+/// session presents no certificate.
+fn trusting(cert: &rcgen::CertifiedKey) -> tokio_rustls::TlsConnector {
+    let mut roots = RootCertStore::empty();
+    roots.add(cert.cert.der().clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.resumption = rustls::client::Resumption::disabled();
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+}
+
+type TlsLine = BufReader<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>;
+
+/// A handshake with `addr` as `connector`'s client.
+async fn handshake(connector: &tokio_rustls::TlsConnector, addr: &str) -> std::io::Result<TlsLine> {
+    let tcp = tokio::net::TcpStream::connect(addr).await?;
+    let name = ServerName::try_from("localhost").unwrap();
+    Ok(BufReader::new(connector.connect(name, tcp).await?))
+}
+
+/// A request on a TLS connection and its answer line.
+async fn ask(tls: &mut TlsLine) -> String {
+    tls.write_all(b"P\t0\tnodb\tt\tPRIMARY\tk\n").await.unwrap();
+    tls.flush().await.unwrap();
+    let mut line = String::new();
+    tls.read_line(&mut line).await.unwrap();
+    line
+}
+
+/// SIGHUP with new certificate and key files: new connections get the new
+/// certificate, a connection made before keeps working on the old one,
+/// and files that do not make a pair change nothing. Before, SIGHUP ended
+/// hsd; a certificate could only be rotated by a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_rotates_the_certificate_under_a_connected_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let new = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert_path = dir.path().join("cert.pem");
+    let key_path = dir.path().join("key.pem");
+    let install = |c: &rcgen::CertifiedKey| {
+        std::fs::write(&cert_path, c.cert.pem()).unwrap();
+        std::fs::write(&key_path, c.key_pair.serialize_pem()).unwrap();
+    };
+    install(&old);
+    let config = dir.path().join("hsd.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "address = \"127.0.0.1\"\nport = 0\nport-wr = 0\ndata-dir = \"{}\"\ntls-cert = \"{}\"\ntls-key = \"{}\"\n",
+            dir.path().join("data").display(),
+            cert_path.display(),
+            key_path.display()
+        ),
+    )
+    .unwrap();
+    let config_arg = config.display().to_string();
+    let hsd = hs_conformance::launcher::start(
+        common::hsd_bin(),
+        &["serve", "--config", &config_arg],
+        &[],
+    )
+    .unwrap();
+    let hup = || unsafe {
+        // SAFETY: kill(2) on our own child's pid.
+        libc::kill(hsd.pid() as i32, libc::SIGHUP);
+    };
+    let (trusts_old, trusts_new) = (trusting(&old), trusting(&new));
+    let mut before = handshake(&trusts_old, &hsd.read)
+        .await
+        .expect("old certificate");
+    assert_eq!(ask(&mut before).await, "1\t1\topen_table\n");
+    assert!(handshake(&trusts_new, &hsd.read).await.is_err());
+
+    install(&new);
+    hup();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut after = loop {
+        if let Ok(c) = handshake(&trusts_new, &hsd.write).await {
+            break c;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the new certificate was not served"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(ask(&mut after).await, "1\t1\topen_table\n");
+    // Both ports present it; the old one is gone for new connections.
+    assert!(handshake(&trusts_new, &hsd.read).await.is_ok());
+    assert!(handshake(&trusts_old, &hsd.read).await.is_err());
+    // The connection made before goes on.
+    assert_eq!(ask(&mut before).await, "1\t1\topen_table\n");
+
+    // A key that is not the certificate's: nothing changes.
+    std::fs::write(&key_path, old.key_pair.serialize_pem()).unwrap();
+    hup();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(handshake(&trusts_new, &hsd.read).await.is_ok());
+    assert_eq!(ask(&mut before).await, "1\t1\topen_table\n");
+}

@@ -277,12 +277,21 @@ no_skips() {
 
 # The hsd test binaries cargo built (name, path): the MySQL 8 half runs them
 # directly, so that no second cargo competes for the build lock.
-hsd_test_bins=$(cargo test -p hsd --no-run --message-format=json 2>/dev/null \
-    | python3 -c 'import json,sys
+# Asked of the whole workspace, as it was built: `-p hsd` alone unifies
+# features differently and would build hsd and every test again (two
+# minutes, unseen, in a run of 2026-12-07).
+test_bins_of() {
+    cargo test --workspace --no-run --message-format=json 2>/dev/null \
+        | python3 -c 'import json,sys
+crate = sys.argv[1]
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
-        print(m["target"]["name"], m["executable"])')
+    if (m.get("reason") == "compiler-artifact" and m.get("executable")
+            and m["target"]["kind"] == ["test"]
+            and "/crates/" + crate + "/tests/" in m["target"]["src_path"]):
+        print(m["target"]["name"], m["executable"])' "$1"
+}
+hsd_test_bins=$(test_bins_of hsd)
 
 # The MySQL 8 half: every step runs, and the half fails if any did.
 mysql8_half() {
@@ -443,12 +452,7 @@ wait_suite hostile
 # and bench smoke steps: the hostile suite's timing bounds (statement
 # timeouts, read timeouts) are not to share two cores with six more
 # servers.
-cluster_test_bins=$(cargo test -p hsd-cluster-tests --no-run --message-format=json 2>/dev/null \
-    | python3 -c 'import json,sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
-        print(m["target"]["name"], m["executable"])')
+cluster_test_bins=$(test_bins_of cluster-tests)
 replication_half() {
     local started=$SECONDS failed=0 name bin pids=() names=()
     for name in replication galera; do

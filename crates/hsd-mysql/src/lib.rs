@@ -167,8 +167,7 @@ impl MysqlBackend {
                 Some(c) => Some(
                     RowCacheService::start(
                         c,
-                        CacheSource::Single(settings.url.clone()),
-                        settings.timeout,
+                        CacheSource::Single(Box::new(bases[0].clone())),
                         registry,
                     )
                     .await?,
@@ -234,9 +233,8 @@ impl MysqlBackend {
         }
         let cache = match settings.row_cache {
             Some(c) => {
-                let urls = all.iter().map(|(url, _)| url.clone()).collect();
-                let source = CacheSource::Topology(topology.clone(), urls);
-                match RowCacheService::start(c, source, settings.timeout, registry).await {
+                let source = CacheSource::Topology(topology.clone());
+                match RowCacheService::start(c, source, registry).await {
                     Ok(cache) => Some(cache),
                     Err(e) => {
                         topology.shut_down();

@@ -116,15 +116,20 @@ pub async fn check(settings: &MysqlSettings) -> Vec<Finding> {
     all.extend(settings.replicas.iter().cloned());
     let single = all.len() == 1;
     let mut vitess = false;
+    // Each server's one set of link settings, as `serve` resolves them;
+    // `None` where its options are unusable (a finding says why).
+    let mut bases = Vec::with_capacity(all.len());
     for (i, (url, target)) in all.iter().enumerate() {
         let what = if i == 0 { "--backend" } else { "--replica" };
         let base = match link_settings(url, settings.timeout, target) {
             Ok(base) => base,
             Err(f) => {
                 findings.push(f);
+                bases.push(None);
                 continue;
             }
         };
+        bases.push(Some(base.clone()));
         match login(&base, target, what).await {
             Ok(link) if link.server.is_vitess() => {
                 findings.push(Finding::ok(format!(
@@ -158,8 +163,11 @@ pub async fn check(settings: &MysqlSettings) -> Vec<Finding> {
     }
     let mut primary = Some(0);
     let mut galera = false;
+    let Some(bases) = bases.into_iter().collect::<Option<Vec<_>>>() else {
+        return findings;
+    };
     if !single {
-        let (found, p, g) = roles(settings).await;
+        let (found, p, g) = roles(settings, &bases).await;
         findings.extend(found);
         primary = p;
         galera = g;
@@ -167,13 +175,13 @@ pub async fn check(settings: &MysqlSettings) -> Vec<Finding> {
     if settings.row_cache.is_some() && galera {
         findings.push(Finding::error(GALERA_NO_ROW_CACHE.to_string()));
     } else if settings.row_cache.is_some() && !vitess {
-        for (i, (url, target)) in all.iter().enumerate() {
+        for (i, ((_, target), base)) in all.iter().zip(&bases).enumerate() {
             let on = if single {
                 String::new()
             } else {
                 format!("{target}: ")
             };
-            findings.extend(row_cache(settings, url, &on, primary == Some(i)).await);
+            findings.extend(row_cache(base, &on, primary == Some(i)).await);
         }
     }
     findings
@@ -183,17 +191,8 @@ pub async fn check(settings: &MysqlSettings) -> Vec<Finding> {
 /// server (`on` names it, with replicas). On the primary a refusal is an
 /// error (hsd would not start); on a replica a warning: if it becomes the
 /// primary, the cache serves nothing while it is.
-async fn row_cache(
-    settings: &MysqlSettings,
-    url: &MysqlUrl,
-    on: &str,
-    primary: bool,
-) -> Vec<Finding> {
-    let reader = super::binlog::ReaderSettings {
-        url: url.clone(),
-        timeout: settings.timeout,
-        server_id: 0,
-    };
+async fn row_cache(base: &LinkSettings, on: &str, primary: bool) -> Vec<Finding> {
+    let reader = super::binlog::ReaderSettings::on(base, 0);
     match super::binlog::BinlogReader::check(reader).await {
         Ok(refused) if refused.is_empty() => vec![Finding::ok(format!(
             "--row-cache-mib: {on}the binary log can be read as a replica reads it"
@@ -321,17 +320,17 @@ async fn marker_writable(
 /// saying why.
 /// The roles' findings, which server is the primary, and whether any is a
 /// Galera node.
-async fn roles(settings: &MysqlSettings) -> (Vec<Finding>, Option<usize>, bool) {
-    let mut all = vec![settings.url.clone()];
-    all.extend(settings.replicas.iter().map(|(u, _)| u.clone()));
-    let mut servers = Vec::with_capacity(all.len());
-    for url in &all {
-        let name = url.endpoint();
-        match link_settings(url, settings.timeout, &name) {
-            Ok(link) => servers.push(ServerSpec { name, link }),
-            Err(f) => return (vec![f], None, false),
-        }
-    }
+async fn roles(
+    settings: &MysqlSettings,
+    bases: &[LinkSettings],
+) -> (Vec<Finding>, Option<usize>, bool) {
+    let servers = bases
+        .iter()
+        .map(|link| ServerSpec {
+            name: link.url.endpoint(),
+            link: link.clone(),
+        })
+        .collect();
     let topology = Topology::start(
         TopologySettings {
             servers,

@@ -28,17 +28,42 @@ fn stolen(e: &mysql_wire::ErrPacket) -> bool {
     e.code == ER_SAME_SERVER_ID || e.to_string().contains(SAME_SERVER_ID_TEXT)
 }
 
-/// How the reader connects.
+/// How the reader connects: the server's one `LinkSettings` (shared with
+/// the connector and the position asker) and the reader's replica id.
 #[derive(Debug, Clone)]
 pub struct ReaderSettings {
-    pub url: MysqlUrl,
-    /// Connect, read and write timeout (heartbeats come at a third of it,
-    /// at most every second).
-    pub timeout: Duration,
+    /// Its timeout is also the stream's read timeout (heartbeats come at
+    /// a third of it, at most every second).
+    pub(crate) link: LinkSettings,
     /// The replica id the reader registers with: unique among the
     /// server's replicas (a second connection with the same id makes the
     /// server drop the first).
     pub server_id: u32,
+}
+
+impl ReaderSettings {
+    /// Settings of a reader of its own (tests, tools): the URL's options
+    /// are resolved as the connector resolves them.
+    pub fn new(url: MysqlUrl, timeout: Duration, server_id: u32) -> Result<ReaderSettings, String> {
+        Ok(ReaderSettings {
+            link: LinkSettings::new(url, timeout)?,
+            server_id,
+        })
+    }
+
+    /// A reader on a server whose link settings are already resolved.
+    pub(crate) fn on(link: &LinkSettings, server_id: u32) -> ReaderSettings {
+        ReaderSettings {
+            link: link.clone(),
+            server_id,
+        }
+    }
+
+    /// The same reader with another connect and read timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> ReaderSettings {
+        self.link.timeout = timeout;
+        self
+    }
 }
 
 /// Receives the reader's events, in binlog order, on the reader's task.
@@ -73,7 +98,7 @@ impl BinlogReader {
         settings: ReaderSettings,
         mut sink: impl BinlogSink,
     ) -> Result<BinlogReader, String> {
-        let follower = Follower::new(settings)?;
+        let follower = Follower::new(settings);
         let mut link = follower.connect().await?;
         let observed = observe(&mut link).await?;
         let refused = refusals(&observed);
@@ -100,7 +125,7 @@ impl BinlogReader {
 
     /// The refusals `start` would give, without starting.
     pub async fn check(settings: ReaderSettings) -> Result<Vec<String>, String> {
-        let follower = Follower::new(settings)?;
+        let follower = Follower::new(settings);
         let mut link = follower.connect().await?;
         let observed = observe(&mut link).await;
         link.quit().await;
@@ -125,7 +150,6 @@ enum Ended {
 
 struct Follower {
     settings: ReaderSettings,
-    link: LinkSettings,
     flavor: Flavor,
     checksums: bool,
     /// Names are lowered before they are compared (`lower_case_table_names = 1`).
@@ -133,19 +157,17 @@ struct Follower {
 }
 
 impl Follower {
-    fn new(settings: ReaderSettings) -> Result<Follower, String> {
-        let link = LinkSettings::new(settings.url.clone(), settings.timeout)?;
-        Ok(Follower {
+    fn new(settings: ReaderSettings) -> Follower {
+        Follower {
             settings,
-            link,
             flavor: Flavor::MySql,
             checksums: false,
             lower_case_names: false,
-        })
+        }
     }
 
     async fn connect(&self) -> Result<Link, String> {
-        Link::connect(&self.link)
+        Link::connect(&self.settings.link)
             .await
             .map_err(|f| format!("binlog reader: {}", f.error))
     }
@@ -153,7 +175,7 @@ impl Follower {
     /// A new stream from `from`.
     async fn open(&self, from: &BinlogPosition) -> Result<(Link, Decoder), String> {
         let mut link = self.connect().await?;
-        let heartbeat = (self.settings.timeout / 3).min(Duration::from_secs(1));
+        let heartbeat = (self.settings.link.timeout / 3).min(Duration::from_secs(1));
         let mut statements = vec![
             "SET @master_binlog_checksum = @@GLOBAL.binlog_checksum".to_string(),
             "SET @source_binlog_checksum = @@GLOBAL.binlog_checksum".to_string(),

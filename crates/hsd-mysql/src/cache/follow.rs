@@ -9,10 +9,8 @@
 use super::feed::{Feed, FeedState};
 use super::positions::Target;
 use crate::binlog::{BinlogReader, ReaderSettings};
-use crate::link::LinkSettings;
 use crate::topology::{Primary, Topology};
 use hsd_storage::row_cache::RowCache;
-use mysql_wire::MysqlUrl;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,9 +24,8 @@ const FOLLOWING_NONE: u64 = u64::MAX;
 /// What the following task moves.
 pub(super) struct Following {
     pub(super) topology: Arc<Topology>,
-    /// Per server, numbered as the topology numbers them.
-    pub(super) urls: Vec<MysqlUrl>,
-    /// The first reader's settings (timeout, id); the URL is replaced.
+    /// The first reader's settings; each new primary's link replaces its
+    /// link.
     pub(super) reader: ReaderSettings,
     pub(super) cache: Arc<RowCache>,
     pub(super) feed: Arc<FeedState>,
@@ -90,16 +87,15 @@ async fn start_on(
     primary: Primary,
     generation: u64,
 ) -> Result<BinlogReader, String> {
-    let url = f
-        .urls
-        .get(primary.server)
+    let link = f
+        .topology
+        .link(primary.server)
         .ok_or_else(|| format!("no server {}", primary.server))?;
-    let link = LinkSettings::new(url.clone(), f.reader.timeout)?;
-    f.targets.send_replace(Target { generation, link });
-    let settings = ReaderSettings {
-        url: url.clone(),
-        ..f.reader.clone()
-    };
+    f.targets.send_replace(Target {
+        generation,
+        link: link.clone(),
+    });
+    let settings = ReaderSettings::on(link, f.reader.server_id);
     // `start` refuses a server whose binlog settings or grants do not do.
     BinlogReader::start(
         settings,

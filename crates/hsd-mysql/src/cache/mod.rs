@@ -37,7 +37,7 @@ use super::binlog::{BinlogReader, ReaderSettings};
 use super::link::LinkSettings;
 use super::topology::Topology;
 use hsd_storage::row_cache::RowCache;
-use mysql_wire::{Flavor, MysqlUrl};
+use mysql_wire::Flavor;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -131,11 +131,10 @@ impl Drop for Reading {
 
 /// Where the cache's binlog comes from.
 pub(crate) enum CacheSource {
-    /// The one server (no `--replica`).
-    Single(MysqlUrl),
-    /// Every configured server, numbered as the topology numbers them:
-    /// the reader follows the primary.
-    Topology(Arc<Topology>, Vec<MysqlUrl>),
+    /// The one server (no `--replica`), by its link settings.
+    Single(Box<LinkSettings>),
+    /// Every configured server: the reader follows the primary.
+    Topology(Arc<Topology>),
 }
 
 impl RowCacheService {
@@ -146,12 +145,11 @@ impl RowCacheService {
     pub(crate) async fn start(
         settings: CacheSettings,
         source: CacheSource,
-        timeout: Duration,
         registry: &prometheus::Registry,
     ) -> anyhow::Result<Arc<RowCacheService>> {
         let thread = FeedThread::start()?;
         let service = thread
-            .run(RowCacheService::start_feed(settings, source, timeout))
+            .run(RowCacheService::start_feed(settings, source))
             .await?;
         let service = Arc::new(RowCacheService {
             _thread: Some(thread),
@@ -166,23 +164,18 @@ impl RowCacheService {
     async fn start_feed(
         settings: CacheSettings,
         source: CacheSource,
-        timeout: Duration,
     ) -> anyhow::Result<RowCacheService> {
-        let (url, primary) = match &source {
-            CacheSource::Single(url) => (url.clone(), None),
-            CacheSource::Topology(topology, urls) => {
+        let (link, primary) = match &source {
+            CacheSource::Single(link) => ((**link).clone(), None),
+            CacheSource::Topology(topology) => {
                 let primary = topology.primary();
-                let url = urls
-                    .get(primary.server)
+                let link = topology
+                    .link(primary.server)
                     .ok_or_else(|| anyhow::anyhow!("no server {}", primary.server))?;
-                (url.clone(), Some(primary))
+                (link.clone(), Some(primary))
             }
         };
-        let reader = ReaderSettings {
-            url: url.clone(),
-            timeout,
-            server_id: settings.server_id,
-        };
+        let reader = ReaderSettings::on(&link, settings.server_id);
         let refused = BinlogReader::check(reader.clone())
             .await
             .map_err(|e| anyhow::anyhow!("--row-cache-mib: {e}"))?;
@@ -204,7 +197,7 @@ impl RowCacheService {
         let (positions, latest) = Positions::new(tx);
         let target = Target {
             generation: 0,
-            link: LinkSettings::new(url, timeout).map_err(|e| anyhow::anyhow!(e))?,
+            link,
         };
         let (flavor, numbered) = acked::numbering(&target.link)
             .await
@@ -233,12 +226,11 @@ impl RowCacheService {
         .await
         .map_err(|e| anyhow::anyhow!("--row-cache-mib: {e}"))?;
         let (reading, primary) = match (source, primary) {
-            (CacheSource::Topology(topology, urls), Some(p)) => {
+            (CacheSource::Topology(topology), Some(p)) => {
                 let followed = Arc::new(AtomicU64::new(p.changes));
                 let task = tokio::spawn(follow::follow(
                     follow::Following {
                         topology: topology.clone(),
-                        urls,
                         reader,
                         cache: cache.clone(),
                         feed: feed.clone(),

@@ -246,6 +246,13 @@ impl Topology {
         &self.servers[server].spec.name
     }
 
+    /// The server's one set of link settings (the connector's, the
+    /// poll's, the cache's reader and position asker's); `None` for a
+    /// number the topology does not have.
+    pub(crate) fn link(&self, server: usize) -> Option<&LinkSettings> {
+        self.servers.get(server).map(|s| &s.spec.link)
+    }
+
     pub(crate) fn read_from(&self) -> ReadFrom {
         self.settings.read_from
     }

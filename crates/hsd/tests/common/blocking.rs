@@ -5,74 +5,11 @@
 //! through the `mysql` crate.
 
 use hs_client::blocking::Connection;
-use mysql::prelude::Queryable;
 use std::time::Duration;
 
-/// A connection to the server, with the test's session settings.
-pub fn sql_conn(url: &str) -> mysql::Conn {
-    let opts = mysql::OptsBuilder::from_opts(mysql::Opts::from_url(url).expect("mysql url"))
-        .prefer_socket(false);
-    let mut c = mysql::Conn::new(opts).expect("connect to MariaDB");
-    c.query_drop("SET NAMES utf8mb4").expect("set names");
-    c
-}
-
-/// Drops and creates database `db`; returns a connection using it.
-pub fn fresh_db(url: &str, db: &str) -> mysql::Conn {
-    let mut c = sql_conn(url);
-    c.query_drop(format!("DROP DATABASE IF EXISTS `{db}`"))
-        .expect("drop db");
-    c.query_drop(format!("CREATE DATABASE `{db}` CHARACTER SET utf8mb4"))
-        .expect("create db");
-    c.query_drop(format!("USE `{db}`")).expect("use db");
-    c
-}
-
-/// Runs statements (text protocol), panicking with the SQL on error.
-pub fn exec(c: &mut mysql::Conn, sql: &str) {
-    c.query_drop(sql)
-        .unwrap_or_else(|e| panic!("SQL {sql:?} failed: {e}"));
-}
-
-/// Rows as the server's own text (text protocol), NULL as None.
-pub fn rows(c: &mut mysql::Conn, sql: &str) -> Vec<Vec<Option<Vec<u8>>>> {
-    let result: Vec<mysql::Row> = c
-        .query(sql)
-        .unwrap_or_else(|e| panic!("SQL {sql:?} failed: {e}"));
-    result
-        .into_iter()
-        .map(|r| {
-            r.unwrap()
-                .into_iter()
-                .map(|v| match v {
-                    mysql::Value::NULL => None,
-                    mysql::Value::Bytes(b) => Some(b),
-                    other => Some(other.as_sql(true).into_bytes()),
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// The first column of the first row, as a string.
-pub fn scalar(c: &mut mysql::Conn, sql: &str) -> String {
-    let r = rows(c, sql);
-    let v = r
-        .first()
-        .and_then(|row| row.first().cloned())
-        .flatten()
-        .unwrap_or_default();
-    String::from_utf8_lossy(&v).into_owned()
-}
-
-/// A global status counter (e.g. `Com_stmt_execute`).
-pub fn global_status(c: &mut mysql::Conn, name: &str) -> u64 {
-    let r = rows(c, &format!("SHOW GLOBAL STATUS LIKE '{name}'"));
-    r.first()
-        .and_then(|row| row.get(1).cloned().flatten())
-        .and_then(|v| String::from_utf8_lossy(&v).parse().ok())
-        .unwrap_or_else(|| panic!("no status {name}"))
-}
+// The suites take SQL from here, beside the harness.
+#[allow(unused_imports)]
+pub use super::servers::{exec, fresh_db, global_status, rows, scalar, sql_conn};
 
 /// The real hsd binary serving `url`.
 pub struct Hsd {

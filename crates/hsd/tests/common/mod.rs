@@ -9,7 +9,11 @@
 
 pub mod blocking;
 pub mod commit_proxy;
+pub mod servers;
 pub mod skips;
+
+#[allow(unused_imports)]
+pub use servers::{mysql8_url, mysql_url};
 
 use hs_client::{Client, Response};
 use hs_conformance::launcher;
@@ -32,44 +36,6 @@ pub fn hsd_bin() -> &'static Path {
 pub enum Backend {
     Sqlite,
     Mysql,
-}
-
-/// The MariaDB URL the test script exports. In CI its absence is a failure:
-/// the MariaDB half of the suite is never skipped there.
-pub fn mysql_url() -> Option<String> {
-    match std::env::var("HSD_TEST_MYSQL_URL") {
-        Ok(u) if !u.is_empty() => Some(u),
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "HSD_TEST_MYSQL_URL is not set: CI must run the MariaDB tests (scripts/test.sh sets it)"
-            );
-            skips::skip(
-                skips::Half::Mariadb,
-                "HSD_TEST_MYSQL_URL not set: skipping the MariaDB half (run scripts/test.sh)",
-            );
-            None
-        }
-    }
-}
-
-/// The private MySQL 8 that `scripts/mysql8.sh` runs (the third backend).
-/// In CI its absence is a failure, as for `mysql_url`.
-pub fn mysql8_url() -> Option<String> {
-    match std::env::var("HSD_TEST_MYSQL8_URL") {
-        Ok(u) if !u.is_empty() => Some(u),
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "HSD_TEST_MYSQL8_URL is not set: CI must run the MySQL 8 tests (scripts/test.sh sets it)"
-            );
-            skips::skip(
-                skips::Half::Mysql8,
-                "HSD_TEST_MYSQL8_URL not set: skipping the MySQL 8 half (run scripts/test.sh)",
-            );
-            None
-        }
-    }
 }
 
 /// vtgate of the private Vitess that `scripts/vitess.sh` runs (keyspace

@@ -6,8 +6,7 @@
 //! looks only at its own database.
 
 mod common;
-use common::blocking::*;
-use common::{mysql8_url, mysql_url};
+use common::servers::*;
 use hsd_mysql::binlog::{
     BinlogPosition, BinlogReader, BinlogSink, Cell, Change, ReaderSettings, RowChange, StreamEvent,
 };
@@ -21,11 +20,8 @@ use std::time::{Duration, Instant};
 static GLOBALS: RwLock<()> = RwLock::new(());
 
 fn settings(url: &str, server_id: u32) -> ReaderSettings {
-    ReaderSettings {
-        url: mysql_wire::MysqlUrl::parse(url).expect("url"),
-        timeout: Duration::from_secs(5),
-        server_id,
-    }
+    let url = mysql_wire::MysqlUrl::parse(url).expect("url");
+    ReaderSettings::new(url, Duration::from_secs(5), server_id).expect("reader settings")
 }
 
 struct Follow {
@@ -626,10 +622,7 @@ fn idle_stream_stays_up(url: &str, server_id: u32) {
         .build()
         .expect("runtime");
     let (tx, events) = channel();
-    let short = ReaderSettings {
-        timeout: Duration::from_secs(2),
-        ..settings(url, server_id)
-    };
+    let short = settings(url, server_id).with_timeout(Duration::from_secs(2));
     let _reader = rt
         .block_on(BinlogReader::start(short, tx))
         .unwrap_or_else(|e| panic!("the reader did not start: {e}"));

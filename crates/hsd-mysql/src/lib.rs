@@ -355,6 +355,10 @@ impl Backend for MysqlBackend {
         self.connector.target.clone()
     }
 
+    fn text_rules(&self) -> hsd_storage::TextRules {
+        hsd_storage::TextRules::Charsets
+    }
+
     /// With replicas, the topology's word (it looks at every server each
     /// `--topology-interval`): whether a server takes writes. With one
     /// server, the connector's last attempt while recent, else a login.

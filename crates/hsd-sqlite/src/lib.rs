@@ -129,6 +129,10 @@ impl Backend for SqliteBackend {
         format!("sqlite:{}", self.data_dir.display())
     }
 
+    fn text_rules(&self) -> hsd_storage::TextRules {
+        hsd_storage::TextRules::KeepsBytes
+    }
+
     /// Lookups from every connection of a loop run together on one
     /// connection per loop; long scans on threads of their own.
     fn read_placement(&self) -> ReadPlacement {

@@ -677,6 +677,9 @@ pub trait Backend: Send + Sync + 'static {
     }
     /// A short name for logs (never includes a password).
     fn describe_target(&self) -> String;
+    /// What the storage does with a text value's bytes (the memcached
+    /// door refuses what would not read back as given).
+    fn text_rules(&self) -> TextRules;
     /// How an event loop runs reads on this storage (see `dispatch`).
     fn read_placement(&self) -> ReadPlacement;
     /// Whether the storage that takes writes can be reached, for the admin
@@ -686,6 +689,15 @@ pub trait Backend: Send + Sync + 'static {
     fn reachable(&self) -> Reachability<'_> {
         Box::pin(std::future::ready(Ok(())))
     }
+}
+
+/// What a backend does with text: MySQL and MariaDB convert it to the
+/// column's character set (cutting or replacing what it cannot hold);
+/// SQLite keeps a TEXT value's bytes as given, whatever they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextRules {
+    Charsets,
+    KeepsBytes,
 }
 
 /// What `Backend::reachable` answers, boxed so that the admin endpoint's

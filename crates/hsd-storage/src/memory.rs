@@ -272,6 +272,10 @@ impl Backend for MemoryStore {
         "memory".into()
     }
 
+    fn text_rules(&self) -> crate::TextRules {
+        crate::TextRules::KeepsBytes
+    }
+
     fn read_placement(&self) -> ReadPlacement {
         ReadPlacement {
             links: 2,

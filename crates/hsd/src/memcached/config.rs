@@ -383,7 +383,7 @@ pub(crate) async fn load_containers<B: Backend>(
             settings.separator.clone(),
             settings.table_map_delimiter.clone(),
         )?;
-        containers.text = TextRules::of_target(&backend.describe_target());
+        containers.text = backend.text_rules();
         return Ok(containers);
     }
     let mut specs = read_plugin_containers(&mut conn, catalog).await?;
@@ -411,7 +411,7 @@ pub(crate) async fn load_containers<B: Backend>(
             .clone()
             .or(option("table_map_delimiter")),
     )?;
-    containers.text = TextRules::of_target(&backend.describe_target());
+    containers.text = backend.text_rules();
     Ok(containers)
 }
 

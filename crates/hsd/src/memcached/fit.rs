@@ -15,26 +15,7 @@ fn wide_charset(charset: &str) -> bool {
     matches!(charset, "ucs2" | "utf16" | "utf16le" | "utf32")
 }
 
-/// What the backend does with text: MySQL and MariaDB convert it to the
-/// column's character set (cutting or replacing what it cannot hold);
-/// SQLite keeps a TEXT value's bytes as given, whatever they are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TextRules {
-    Charsets,
-    KeepsBytes,
-}
-
-impl TextRules {
-    /// The rules of the backend `describe_target` names (`sqlite:...`, the
-    /// test seam's `memory`: bytes kept; anything else a MySQL server's).
-    pub(crate) fn of_target(target: &str) -> TextRules {
-        if target.starts_with("sqlite:") || target == "memory" {
-            TextRules::KeepsBytes
-        } else {
-            TextRules::Charsets
-        }
-    }
-}
+pub(crate) use hsd_storage::TextRules;
 
 /// Whether `text` is valid in `charset` and how many characters it has
 /// (None: not representable, or a character set whose rules hsd does not
@@ -269,8 +250,6 @@ mod tests {
             value_fits(TextRules::KeepsBytes, &sqlite, b"\xfe\xca"),
             Ok(())
         );
-        assert_eq!(TextRules::of_target("sqlite:/data"), TextRules::KeepsBytes);
-        assert_eq!(TextRules::of_target("127.0.0.1:3306"), C);
         let fixed = column(
             ColumnKind::Bytes {
                 max_len: 4,

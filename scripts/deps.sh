@@ -52,6 +52,7 @@ esac
 #   ca-certificates  cargo's HTTPS registry access
 #   build-essential  C compiler for rusqlite's bundled SQLite
 #   dpkg-dev         scripts/package.sh (dpkg-deb, dpkg-shlibdeps)
+#   lintian          Debian's package checker on the .deb (scripts/test-package.sh)
 #   systemd          systemd-analyze verify/security on the unit
 #                    (scripts/test-package.sh; no systemd is started)
 #   man-db           man, to render hsd(1) and for systemd-analyze's
@@ -82,6 +83,7 @@ wanted=(
     "ca-certificates -"
     "build-essential cc"
     "dpkg-dev dpkg-shlibdeps"
+    "lintian lintian"
     "systemd systemd-analyze"
     "man-db man"
     "curl curl"

@@ -52,17 +52,36 @@ src=$ROOT/packaging/debian
 
 rm -rf "$stage"
 install -d "$stage/DEBIAN" "$stage/usr/bin" "$stage/lib/systemd/system" "$stage/etc/hsd" \
-    "$stage/usr/share/man/man1" "$stage/usr/share/doc/hsd"
+    "$stage/usr/share/man/man1" "$stage/usr/share/doc/hsd" "$stage/usr/share/lintian/overrides"
 
-# The binary without its debug sections (the symbols stay, for backtraces).
+# The binary without its debug sections (the symbols stay, for backtraces:
+# lintian's unstripped-binary-or-object is overridden, with that reason).
 objcopy --strip-debug "$bin" "$stage/usr/bin/hsd"
 chmod 0755 "$stage/usr/bin/hsd"
+install -m 0644 "$src/lintian-overrides" "$stage/usr/share/lintian/overrides/hsd"
 install -m 0644 "$src/hsd.service" "$stage/lib/systemd/system/hsd.service"
-install -m 0644 "$src/hsd.toml" "$stage/etc/hsd/hsd.toml"
+# It may hold secrets (a backend URL's password, the SASL password):
+# readable by root and, through postinst's dpkg-statoverride, group hsd.
+install -m 0640 "$src/hsd.toml" "$stage/etc/hsd/hsd.toml"
 install -m 0644 "$src/copyright" "$stage/usr/share/doc/hsd/copyright"
-for doc in README.md docs/operations.md CHANGELOG.md; do
+# Every doc: the config file and the README name them (docs/X.md is
+# /usr/share/doc/hsd/X.md.gz).
+for doc in README.md CHANGELOG.md docs/*.md; do
     gzip -9n <"$ROOT/$doc" >"$stage/usr/share/doc/hsd/$(basename "$doc").gz"
 done
+# Who signs the package: DEBFULLNAME and DEBEMAIL, as Debian's own tools
+# read them; the project's placeholder otherwise.
+maintainer="${DEBFULLNAME:-hsd developers} <${DEBEMAIL:-hsd-developers@example.org}>"
+# The Debian changelog of a native package, where Debian tools look for it;
+# the changes themselves are in CHANGELOG.md.
+changelog_date=$(git -C "$ROOT" log -1 --format=%cD 2>/dev/null || date -R)
+{
+    echo "hsd ($version) unstable; urgency=medium"
+    echo
+    echo "  * Release $version; the changes are in /usr/share/doc/hsd/CHANGELOG.md.gz."
+    echo
+    echo " -- $maintainer  $changelog_date"
+} | gzip -9n >"$stage/usr/share/doc/hsd/changelog.gz"
 
 # hsd(1) from the binary's own help: each command's --help verbatim.
 roff_verbatim() {
@@ -133,7 +152,7 @@ done
 echo /etc/hsd/hsd.toml >"$stage/DEBIAN/conffiles"
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@SIZE@/$size/" \
-    -e "s/@DEPENDS@/$depends/" "$src/control" >"$stage/DEBIAN/control"
+    -e "s/@DEPENDS@/$depends/" -e "s|@MAINTAINER@|$maintainer|" "$src/control" >"$stage/DEBIAN/control"
 (cd "$stage" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' \
     | sort -z | xargs -0 md5sum) >"$stage/DEBIAN/md5sums"
 

@@ -100,6 +100,12 @@ for f in /usr/bin/hsd /lib/systemd/system/hsd.service /etc/hsd/hsd.toml \
 done
 dpkg-query -W -f='${Conffiles}' hsd | grep -q '/etc/hsd/hsd.toml' || fail "/etc/hsd/hsd.toml is not a conffile"
 getent passwd hsd | grep -q ':/var/lib/hsd:/usr/sbin/nologin$' || fail "user hsd: $(getent passwd hsd)"
+[[ $(stat -c '%U:%G %a' /etc/hsd/hsd.toml) == "root:hsd 640" ]] || fail "/etc/hsd/hsd.toml is $(stat -c '%U:%G %a' /etc/hsd/hsd.toml), not root:hsd 640 (it may hold secrets)"
+# Every doc the config file names is shipped, with Debian's changelog.
+for doc in $(grep -o 'docs/[a-z_-]*\.md' /etc/hsd/hsd.toml | sort -u) changelog; do
+    doc=${doc#docs/}
+    [[ -f /usr/share/doc/hsd/$doc.gz ]] || fail "the config file names $doc, which the package does not ship"
+done
 [[ $(stat -c '%U:%G %a' /var/lib/hsd) == "hsd:hsd 750" ]] || fail "/var/lib/hsd is $(stat -c '%U:%G %a' /var/lib/hsd)"
 [[ -L /etc/systemd/system/multi-user.target.wants/hsd.service ]] || fail "the service was not enabled"
 version=$(/usr/bin/hsd --version)
@@ -107,6 +113,11 @@ version=$(/usr/bin/hsd --version)
 say "$version"
 man_text=$(MANWIDTH=80 man -l /usr/share/man/man1/hsd.1.gz 2>&1)
 expect_line "$man_text" '^ +hsd check' "man hsd"
+
+say "lintian (Debian's package checker): no error"
+lintian_out=$(lintian --tag-display-limit 0 "$deb" 2>&1 | grep -v 'running with root privileges' || true)
+[[ -n "$lintian_out" ]] && echo "$lintian_out"
+! grep -q '^E:' <<<"$lintian_out" || fail "lintian reports errors on the package"
 
 say "systemd-analyze verify hsd.service"
 verify=$(systemd-analyze verify /lib/systemd/system/hsd.service 2>&1) || { echo "$verify" >&2; fail "systemd-analyze verify"; }

@@ -281,7 +281,10 @@ wait "$listener_pid" 2>/dev/null || true
 listener_pid=""
 
 say "every key of the packaged config is a hsd serve option, and each parses"
-keys=$(sed -nE 's/^#?([a-z][a-z-]*) = .*/\1/p' /etc/hsd/hsd.toml | sort -u)
+# The options are the file up to its memcached containers' example.
+sed '/^# --- memcached containers/,$d' /etc/hsd/hsd.toml >"$work/options.toml"
+grep -q '^#\[\[memcached.containers\]\]' /etc/hsd/hsd.toml || fail "the packaged config has no containers example"
+keys=$(sed -nE 's/^#?([a-z][a-z-]*) = .*/\1/p' "$work/options.toml" | sort -u)
 options=$(/usr/bin/hsd serve --help | sed -nE 's/^ +(-[a-z], )?--([a-z][a-z-]*)( |$).*/\2/p' \
     | grep -vxE 'config|verbose|help' | sort -u)
 [[ "$keys" == "$options" ]] || fail "packaged config keys differ from hsd serve's options: $(diff <(echo "$keys") <(echo "$options") | grep '^[<>]' | tr '\n' ' ')"
@@ -291,8 +294,18 @@ while IFS= read -r line; do
     if grep -qE "one-key\.toml line [0-9]+|one-key\.toml is not valid TOML" <<<"$out"; then
         fail "the packaged config's line '$line' does not parse: $out"
     fi
-done < <(grep -E '^#?[a-z][a-z-]* = ' /etc/hsd/hsd.toml)
+done < <(grep -E '^#?[a-z][a-z-]* = ' "$work/options.toml")
 say "  $(wc -w <<<"$keys") keys"
+# The containers' example, uncommented, is a config hsd takes.
+{
+    echo 'memcached-address = "127.0.0.1:0"'
+    sed -n '/^# --- memcached containers/,$p' /etc/hsd/hsd.toml | sed -nE 's/^#([a-z_]+ = |\[)/\1/p'
+} >"$work/containers.toml"
+out=$(cd "$work" && /usr/bin/hsd check --config "$work/containers.toml" --port 0 --port-wr 0 --data-dir "$work/data" 2>&1) || true
+if grep -qE "containers\.toml( line [0-9]+| is not valid TOML)|unknown key" <<<"$out"; then
+    fail "the packaged config's containers example does not parse: $out"
+fi
+say "  the containers example parses ($(grep -c . "$work/containers.toml") lines)"
 
 say "purge with tables in /var/lib/hsd: the data and the user hsd stay, the rest goes"
 dpkg -P hsd >"$work/dpkg-purge.log" 2>&1 || { cat "$work/dpkg-purge.log" >&2; fail "dpkg -P"; }

@@ -286,26 +286,36 @@ fn check_fits(t: &Target<'_>, row: &[Value]) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `set`: an update by key, else an insert (and an update again when
-/// another insert won the race).
+/// `set`: an update by key, else an insert; when the insert meets a
+/// duplicate (another `set` of the same new key inserted first), the
+/// update again, which must then find the row: the set is answered done
+/// only when one of its statements changed a row. An update that finds
+/// nothing after a duplicate means the row that refused the insert is gone
+/// again (its group rolled back, or it was deleted meanwhile) or the
+/// duplicate is in another unique index of the table; the whole round runs
+/// again, at most `MAX_ATTEMPTS` times, and a duplicate every time with no
+/// row under the key is answered as not kept.
 pub(crate) async fn set<B: Backend>(
     dispatcher: &Dispatcher<B, McAnswer>,
     t: &Target<'_>,
     row: Vec<Value>,
 ) -> Result<(), Failure> {
     check_fits(t, &row)?;
-    let updated = write_one(dispatcher, &t.index, update(t.key, Vec::new(), row.clone())).await?;
-    if updated != Done::Modified(0) {
-        return Ok(());
-    }
-    match write_one(dispatcher, &t.index, insert(row.clone())).await {
-        Ok(_) => Ok(()),
-        Err(f) if is_duplicate(&f) => {
-            write_one(dispatcher, &t.index, update(t.key, Vec::new(), row)).await?;
-            Ok(())
+    for _ in 0..MAX_ATTEMPTS {
+        let updated =
+            write_one(dispatcher, &t.index, update(t.key, Vec::new(), row.clone())).await?;
+        if updated != Done::Modified(0) {
+            return Ok(());
         }
-        Err(f) => Err(f),
+        match write_one(dispatcher, &t.index, insert(row.clone())).await {
+            Ok(_) => return Ok(()),
+            Err(f) if is_duplicate(&f) => continue,
+            Err(f) => return Err(f),
+        }
     }
+    Err(Failure::Unkept(
+        "the row's values are another row's in a unique index of the table",
+    ))
 }
 
 /// Reads the row, lets `decide` choose, and writes guarded; again when

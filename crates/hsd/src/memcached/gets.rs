@@ -180,6 +180,7 @@ mod tests {
             None,
             None,
             Vec::new(),
+            1 << 20,
         );
         let answer = local(async {
             let dispatcher = Rc::new(Dispatcher::new(PortKind::Memcached, shared(store.clone())));

@@ -14,6 +14,9 @@
 //!   and writes (`ops`) and answered in memcached's words;
 //! - `ops`: what get, store, delete, arithmetic and touch do to a row;
 //! - `flush`: `flush_all` by the containers' `flush_policy`;
+//! - `policy`: where get, set and delete go by the containers' cache
+//!   policies (`innodb_only`, `caching`, `cache_only`, `disabled`);
+//! - `memory`: the items of `cache_only` containers, bounded, LRU;
 //! - `fit`: which keys and values a container's columns keep as given;
 //! - `item`: a row read back as a memcached item (value, flags, cas, expiry);
 //! - `answer`: the `exec::Answer` the executor fills for this front;
@@ -28,7 +31,9 @@ mod fit;
 mod flush;
 mod gets;
 mod item;
+mod memory;
 mod ops;
+mod policy;
 mod sasl;
 mod session;
 mod stats;
@@ -71,6 +76,8 @@ pub(crate) struct Memcached {
     pub(crate) locks: Arc<ops::KeyLocks>,
     /// The flush_all waiting for its delay, shared by every loop.
     pub(crate) flushes: Arc<flush::FlushSchedule>,
+    /// The items of `cache_only` containers, shared by every loop.
+    pub(crate) memory: Arc<memory::MemoryItems>,
     /// What `stats` reports (start time, `stats settings`).
     pub(crate) stats: Arc<stats::StatsContext>,
     /// What clients must authenticate with (None: no SASL).
@@ -88,6 +95,7 @@ impl Memcached {
         sasl: Option<SaslLogin>,
         sweep: Option<config::SweepSettings>,
         stats_settings: Vec<(&'static str, String)>,
+        memory_limit: usize,
     ) -> Memcached {
         let stats = stats::StatsContext {
             started: item::now(),
@@ -101,6 +109,7 @@ impl Memcached {
             clock: Arc::new(item::CasClock::new()),
             locks: Arc::new(ops::KeyLocks::new()),
             flushes: Arc::default(),
+            memory: Arc::new(memory::MemoryItems::new(memory_limit)),
             stats: Arc::new(stats),
             sasl: sasl.map(Arc::new),
             sweep,
@@ -117,6 +126,7 @@ impl Memcached {
             clock: self.clock.clone(),
             locks: self.locks.clone(),
             flushes: self.flushes.clone(),
+            memory: self.memory.clone(),
             stats: self.stats.clone(),
             sasl: self.sasl.clone(),
             sweep: self.sweep.filter(|_| sweeps),
@@ -158,7 +168,32 @@ pub(crate) async fn listen<B: Backend>(
     shutdown: Shutdown,
 ) -> anyhow::Result<(tokio::net::TcpListener, Vec<crate::event_loop::EventLoop>)> {
     use anyhow::Context;
-    let containers = load_containers(&*shared.backend, &shared.catalog, &settings.file).await?;
+    let containers = load_containers(
+        &*shared.backend,
+        &shared.catalog,
+        &settings.file,
+        config.row_cache.is_some(),
+    )
+    .await?;
+    for container in &containers.list {
+        let p = container.policies;
+        tracing::info!(
+            container = %String::from_utf8_lossy(&container.name),
+            get_policy = p.get.name(),
+            set_policy = p.set.name(),
+            delete_policy = p.delete.name(),
+            flush_policy = ?container.flush,
+            "memcached container policies"
+        );
+    }
+    let memory_mib = settings
+        .file
+        .cache_only_mib
+        .unwrap_or(memory::DEFAULT_CACHE_ONLY_MIB);
+    anyhow::ensure!(
+        (1..=1 << 20).contains(&memory_mib),
+        "[memcached] cache_only_mib must be 1 to 1048576, not {memory_mib}"
+    );
     tracing::info!(
         containers = containers.list.len(),
         sasl = settings.sasl.is_some(),
@@ -190,6 +225,7 @@ pub(crate) async fn listen<B: Backend>(
         settings.sasl.clone(),
         settings.sweep,
         stats_settings,
+        (memory_mib as usize) << 20,
     );
     let port = Port::new(
         crate::port::PortKind::Memcached,

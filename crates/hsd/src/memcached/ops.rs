@@ -18,6 +18,7 @@
 use super::answer::McAnswer;
 use super::fit::{self, Misfit};
 use super::item::{row_of, CasClock, Item, Layout};
+use super::memory::MemoryItems;
 use crate::dispatch::Dispatcher;
 use crate::exec::{Done, ReadTask, WriteOp, WriteTask};
 use hs_proto::{
@@ -68,6 +69,9 @@ pub(crate) struct Target<'a> {
     pub(crate) layout: Layout,
     pub(crate) separator: &'a [u8],
     pub(crate) key: &'a [u8],
+    /// Where the item is kept instead of the table (`cache_only`): the
+    /// store and the container's number.
+    pub(crate) memory: Option<(Arc<MemoryItems>, usize)>,
 }
 
 /// Why a command could not be done.
@@ -84,6 +88,8 @@ pub(crate) enum Failure {
     Unkept(&'static str),
     /// The container cannot be served (its index is not unique on the key).
     Unusable(&'static str),
+    /// The container's policy for the command is `disabled` (`policy`).
+    Disabled(&'static str),
 }
 
 /// What a command decided, given the item (None: missing or expired).
@@ -113,7 +119,8 @@ pub(crate) struct Fetched {
     pub(crate) item: Option<Item>,
 }
 
-/// Reads the keys, in one batch; each answer in order.
+/// Reads the keys, in one batch (those kept in memory from there); each
+/// answer in order.
 pub(crate) async fn fetch_many<B: Backend>(
     dispatcher: &Dispatcher<B, McAnswer>,
     targets: &[Target<'_>],
@@ -121,13 +128,24 @@ pub(crate) async fn fetch_many<B: Backend>(
 ) -> Vec<Result<Fetched, Failure>> {
     let tasks = targets
         .iter()
+        .filter(|t| t.memory.is_none())
         .map(|t| ReadTask::new(t.index.clone(), by_key(t.key, Vec::new(), None)))
-        .collect();
-    let answers = dispatcher.reads(tasks).await;
-    answers
+        .collect::<Vec<_>>();
+    let answers = if tasks.is_empty() {
+        Vec::new()
+    } else {
+        dispatcher.reads(tasks).await
+    };
+    let mut answers = answers.iter();
+    targets
         .iter()
-        .zip(targets)
-        .map(|(answer, t)| {
+        .map(|t| {
+            if let Some((memory, container)) = &t.memory {
+                return Ok(memory.fetch(*container, t.key, &t.layout, t.separator, now));
+            }
+            let Some(answer) = answers.next() else {
+                return Err(Failure::Storage(ErrorKind::Storage(0)));
+            };
             if let Some(kind) = answer.failure() {
                 return Err(Failure::Storage(kind));
             }
@@ -229,6 +247,10 @@ pub(crate) async fn delete_unchanged<B: Backend>(
     t: &Target<'_>,
     raw: &[Value],
 ) -> Result<(), Failure> {
+    if t.memory.is_some() {
+        // An expired item in memory went when it was read.
+        return Ok(());
+    }
     write_one(dispatcher, &t.index, delete(t.key, guard(&t.index, raw)))
         .await
         .map(|_| ())
@@ -300,6 +322,9 @@ pub(crate) async fn set<B: Backend>(
     t: &Target<'_>,
     row: Vec<Value>,
 ) -> Result<(), Failure> {
+    if let Some((memory, container)) = &t.memory {
+        return memory.set(*container, t.key, row);
+    }
     check_fits(t, &row)?;
     for _ in 0..MAX_ATTEMPTS {
         let updated =
@@ -327,6 +352,9 @@ pub(crate) async fn read_modify_write<B: Backend, T>(
     now: u64,
     mut decide: impl FnMut(Option<&Item>) -> Decision<T>,
 ) -> Result<T, Failure> {
+    if let Some((memory, container)) = &t.memory {
+        return memory.read_modify_write(*container, t.key, &t.layout, t.separator, now, decide);
+    }
     let _turn = locks.turn(&t.index, t.key).await;
     for _ in 0..MAX_ATTEMPTS {
         let fetched = fetch_many(dispatcher, std::slice::from_ref(t), now)

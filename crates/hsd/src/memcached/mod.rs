@@ -10,6 +10,7 @@
 //! - `gets`: pipelined plain gets read as one batch;
 //! - `sasl`: `--memcached-sasl-user`'s login and a connection's PLAIN
 //!   authentication on the binary protocol;
+//! - `sasl_guard`: failed logins counted, logged and bounded by address;
 //! - `session`: one command at a time, turned into the executor's finds
 //!   and writes (`ops`) and answered in memcached's words;
 //! - `ops`: what get, store, delete, arithmetic and touch do to a row;
@@ -35,6 +36,7 @@ mod memory;
 mod ops;
 mod policy;
 mod sasl;
+mod sasl_guard;
 mod session;
 mod stats;
 mod sweep;
@@ -82,6 +84,9 @@ pub(crate) struct Memcached {
     pub(crate) stats: Arc<stats::StatsContext>,
     /// What clients must authenticate with (None: no SASL).
     pub(crate) sasl: Option<Arc<SaslLogin>>,
+    /// Failed logins by address, shared by every loop (None: not bounded
+    /// across connections, as in unit tests).
+    pub(crate) sasl_guard: Option<Arc<sasl_guard::SaslGuard>>,
     /// The sweep of expired rows, run by this loop's copy (only one loop's
     /// copy has it).
     sweep: Option<config::SweepSettings>,
@@ -112,6 +117,7 @@ impl Memcached {
             memory: Arc::new(memory::MemoryItems::new(memory_limit)),
             stats: Arc::new(stats),
             sasl: sasl.map(Arc::new),
+            sasl_guard: None,
             sweep,
         }
     }
@@ -129,6 +135,7 @@ impl Memcached {
             memory: self.memory.clone(),
             stats: self.stats.clone(),
             sasl: self.sasl.clone(),
+            sasl_guard: self.sasl_guard.clone(),
             sweep: self.sweep.filter(|_| sweeps),
         }
     }
@@ -140,12 +147,13 @@ impl<B: Backend> Front<B> for Memcached {
     async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         &self,
         stream: S,
+        peer: std::net::SocketAddr,
         port: &Rc<Port>,
         dispatcher: Rc<Dispatcher<B, McAnswer>>,
         place: Place,
         shutdown: Shutdown,
     ) -> Close {
-        let session = session::McSession::new(self, dispatcher);
+        let session = session::McSession::new(self, dispatcher, peer.ip());
         let door = door::McDoor::new(session, self.max_item_size);
         connection::serve(stream, door, port.limits.clone(), place, shutdown).await
     }
@@ -218,7 +226,7 @@ pub(crate) async fn listen<B: Backend>(
         flush: flush::enabled(&containers),
     }
     .lines();
-    let front = Memcached::new(
+    let mut front = Memcached::new(
         Arc::new(containers),
         settings.max_item_size,
         shared.max_response_bytes,
@@ -227,6 +235,13 @@ pub(crate) async fn listen<B: Backend>(
         stats_settings,
         (memory_mib as usize) << 20,
     );
+    if front.sasl.is_some() {
+        let guard = sasl_guard::SaslGuard::new().context("the SASL counters")?;
+        guard
+            .register(&shared.metrics.registry)
+            .context("registering the SASL counters")?;
+        front.sasl_guard = Some(Arc::new(guard));
+    }
     let port = Port::new(
         crate::port::PortKind::Memcached,
         None,

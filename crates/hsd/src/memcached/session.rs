@@ -123,7 +123,11 @@ pub(super) fn failure_reply(f: Failure) -> ErrorReply {
 }
 
 impl<B: Backend> McSession<B> {
-    pub(crate) fn new(front: &Memcached, dispatcher: Rc<Dispatcher<B, McAnswer>>) -> Self {
+    pub(crate) fn new(
+        front: &Memcached,
+        dispatcher: Rc<Dispatcher<B, McAnswer>>,
+        peer: std::net::IpAddr,
+    ) -> Self {
         let containers = front.containers.clone();
         McSession {
             dispatcher,
@@ -137,7 +141,7 @@ impl<B: Backend> McSession<B> {
             memory: front.memory.clone(),
             max_answer: front.max_answer,
             stats: front.stats.clone(),
-            sasl: SaslState::new(front.sasl.clone()),
+            sasl: SaslState::new(front.sasl.clone(), front.sasl_guard.clone(), peer),
             written: 0,
         }
     }

@@ -84,6 +84,11 @@ fn cache_only(store: Store, db: &str) {
         .server
         .sql(&format!("CREATE TABLE items {DEMO_SHAPE}"));
     let mut c = front.conn();
+    assert!(
+        c.ask("stats settings\r\n")
+            .contains("STAT evictions on\r\n"),
+        "cache_only items are evicted"
+    );
     assert_eq!(c.ask("set a 5 0 5\r\nhello\r\n"), "STORED\r\n");
     assert_eq!(c.ask("get a\r\n"), "VALUE a 5 5\r\nhello\r\nEND\r\n");
     assert_eq!(c.ask("add a 0 0 1\r\nx\r\n"), "NOT_STORED\r\n");

@@ -224,6 +224,10 @@ pub(crate) async fn listen<B: Backend>(
         sasl: settings.sasl.is_some(),
         tls: config.tls.is_some(),
         flush: flush::enabled(&containers),
+        evicts: containers
+            .list
+            .iter()
+            .any(|c| c.policies.set == policy::CachePolicy::CacheOnly),
     }
     .lines();
     let mut front = Memcached::new(

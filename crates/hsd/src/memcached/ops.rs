@@ -30,6 +30,10 @@ use std::sync::Arc;
 
 /// Reads and guarded writes of one command before it gives up.
 const MAX_ATTEMPTS: usize = 16;
+/// Rounds of update-then-insert one `set` runs at most: a round runs
+/// again only when its insert met a duplicate and its update then found
+/// no row, which a race of sets alone does not make twice in a row.
+const SET_ROUNDS: usize = 4;
 /// Locks the keys of read-modify-writes are spread over.
 const KEY_LOCKS: usize = 4096;
 
@@ -315,7 +319,7 @@ fn check_fits(t: &Target<'_>, row: &[Value]) -> Result<(), Failure> {
 /// nothing after a duplicate means the row that refused the insert is gone
 /// again (its group rolled back, or it was deleted meanwhile) or the
 /// duplicate is in another unique index of the table; the whole round runs
-/// again, at most `MAX_ATTEMPTS` times, and a duplicate every time with no
+/// again, at most `SET_ROUNDS` times, and a duplicate every time with no
 /// row under the key is answered as not kept.
 pub(crate) async fn set<B: Backend>(
     dispatcher: &Dispatcher<B, McAnswer>,
@@ -326,7 +330,7 @@ pub(crate) async fn set<B: Backend>(
         return memory.set(*container, t.key, row);
     }
     check_fits(t, &row)?;
-    for _ in 0..MAX_ATTEMPTS {
+    for _ in 0..SET_ROUNDS {
         let updated =
             write_one(dispatcher, &t.index, update(t.key, Vec::new(), row.clone())).await?;
         if updated != Done::Modified(0) {

@@ -49,10 +49,11 @@ pub(crate) trait Front<B: Backend>: Send + 'static {
     /// The answers its requests get from the executor.
     type Answer: Answer;
 
-    /// Serves one connection to its end.
+    /// Serves one connection, from `peer`, to its end.
     async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         &self,
         stream: S,
+        peer: SocketAddr,
         port: &Rc<Port>,
         dispatcher: Rc<Dispatcher<B, Self::Answer>>,
         place: Place,
@@ -74,6 +75,7 @@ impl<B: Backend> Front<B> for HandlerSocket {
     async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         &self,
         stream: S,
+        _peer: SocketAddr,
         port: &Rc<Port>,
         dispatcher: Rc<Dispatcher<B, ResponseWriter>>,
         place: Place,
@@ -244,7 +246,7 @@ async fn serve_client<B: Backend, F: Front<B>>(
             match port.tls.clone() {
                 None => {
                     front
-                        .serve(stream, &port, dispatcher, place, shutdown)
+                        .serve(stream, peer, &port, dispatcher, place, shutdown)
                         .await
                 }
                 Some(acceptor) => {
@@ -254,7 +256,11 @@ async fn serve_client<B: Backend, F: Front<B>>(
                         _ = place.pushed_out() => None,
                     };
                     match handshake {
-                        Some(Ok(tls)) => front.serve(tls, &port, dispatcher, place, shutdown).await,
+                        Some(Ok(tls)) => {
+                            front
+                                .serve(tls, peer, &port, dispatcher, place, shutdown)
+                                .await
+                        }
                         _ => {
                             tracing::debug!(%peer, "TLS handshake failed or pushed out");
                             Close::Io

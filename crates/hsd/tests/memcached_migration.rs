@@ -2,7 +2,8 @@
 //! as the plugin's `innodb_memcached_config.sql` created it (its tables,
 //! its example container `aaa` over `test.demo_test`, its `separator`
 //! option, its example row), served unchanged by hsd started with only
-//! `--memcached-address`. On MariaDB and MySQL 8.
+//! `--memcached-address`, and its `cache_policies` row read as the
+//! plugin read it. On MariaDB and MySQL 8.
 
 mod common;
 mod memcached;
@@ -93,6 +94,53 @@ fn served_unchanged(url: &str) {
         "CLIENT_ERROR flush_all not allowed\r\n"
     );
     assert_eq!(c.ask("get CC\r\n"), "VALUE CC 0 4\r\nkept\r\nEND\r\n");
+    drop(server);
+    // get/set/delete_policy `cache_only`: memory only, the table untouched.
+    sql.query_drop(
+        "UPDATE innodb_memcache.cache_policies SET get_policy = 'cache_only', \
+         set_policy = 'cache_only', delete_policy = 'cache_only'",
+    )
+    .expect("update");
+    let server = TestServer::start_at(
+        Backend::Mysql,
+        Some(url.to_string()),
+        "hst_mc_migration",
+        &["--memcached-address", "127.0.0.1:0"],
+    );
+    let mut c = Conn::open(server.memcached_addr.as_deref().expect("memcached port"));
+    assert_eq!(
+        c.ask("get CC\r\n"),
+        "END\r\n",
+        "the table's row is not memory's"
+    );
+    assert_eq!(c.ask("set DD 0 0 3\r\nmem\r\n"), "STORED\r\n");
+    assert_eq!(c.ask("get DD\r\n"), "VALUE DD 0 3\r\nmem\r\nEND\r\n");
+    let left: Vec<String> = sql
+        .query("SELECT c1 FROM test.demo_test ORDER BY c1")
+        .expect("select");
+    assert_eq!(left, ["CC"]);
+    drop(server);
+    // `disabled` gets miss, `disabled` sets are refused.
+    sql.query_drop(
+        "UPDATE innodb_memcache.cache_policies SET get_policy = 'disabled', \
+         set_policy = 'disabled', delete_policy = 'innodb_only'",
+    )
+    .expect("update");
+    let server = TestServer::start_at(
+        Backend::Mysql,
+        Some(url.to_string()),
+        "hst_mc_migration",
+        &["--memcached-address", "127.0.0.1:0"],
+    );
+    let mut c = Conn::open(server.memcached_addr.as_deref().expect("memcached port"));
+    assert_eq!(c.ask("get CC\r\n"), "END\r\n");
+    assert_eq!(
+        c.ask("set CC 0 0 1\r\nx\r\n"),
+        "SERVER_ERROR the container's set_policy is disabled\r\n"
+    );
+    assert_eq!(c.ask("delete CC\r\n"), "DELETED\r\n");
+    let left: Vec<String> = sql.query("SELECT c1 FROM test.demo_test").expect("select");
+    assert!(left.is_empty(), "delete (innodb_only) left {left:?}");
     drop(server);
     sql.query_drop("DROP DATABASE innodb_memcache")
         .expect("drop");

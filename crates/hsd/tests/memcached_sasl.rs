@@ -409,3 +409,117 @@ fn sasl_options_are_checked_at_start() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
 }
+
+/// hsd with SASL on `[::]` (so that 127.0.0.1 and ::1 are two clients),
+/// an admin port, and its log in a file.
+fn start_logged(dir: &std::path::Path) -> (hs_conformance::launcher::Hsd, std::path::PathBuf) {
+    let password = dir.join("password");
+    std::fs::write(&password, format!("{PASSWORD}\n")).expect("password file");
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).expect("data dir");
+    let log = dir.join("hsd.log");
+    let hsd = common::hsd_bin().display().to_string();
+    let (password, data) = (password.display().to_string(), data.display().to_string());
+    let config = memcached::write_config(dir, "hst_mc_sasl_guard");
+    let config = config.display().to_string();
+    let args = [
+        "-c",
+        "exec \"$0\" \"$@\" 2>\"$HSD_LOG\"",
+        &hsd,
+        "serve",
+        "--port",
+        "0",
+        "--port-wr",
+        "0",
+        "--data-dir",
+        &data,
+        "--admin-address",
+        "127.0.0.1:0",
+        "--memcached-address",
+        "[::]:0",
+        "--config",
+        &config,
+        "--memcached-sasl-user",
+        USER,
+        "--memcached-sasl-password-file",
+        &password,
+    ];
+    let log_text = log.display().to_string();
+    let running = hs_conformance::launcher::start(
+        std::path::Path::new("/bin/sh"),
+        &args,
+        &[("HSD_LOG", &log_text)],
+    )
+    .expect("hsd with SASL");
+    (running, log)
+}
+
+/// Failed logins across connections: counted in a metric, logged with the
+/// client's address at most once a second, and after ten from one address
+/// within a minute that address is refused (the right password too, the
+/// connection closed) while another address still logs in.
+#[test]
+fn repeated_failures_from_one_address_are_logged_counted_and_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (hsd, log) = start_logged(dir.path());
+    let port = hsd
+        .ready
+        .memcached
+        .as_deref()
+        .and_then(|a| a.rsplit(':').next())
+        .expect("memcached port")
+        .to_string();
+    let (v4, v6) = (format!("127.0.0.1:{port}"), format!("[::1]:{port}"));
+    let admin = hsd.admin.clone().expect("admin address");
+    let wrong = plain(&format!("\0{USER}\0wrong"));
+    let auth_failure = |answer: &[u8]| {
+        let answers = responses(answer);
+        answers.len() == 1 && answers[0][7] == 0x20 && answers[0].ends_with(b"Auth failure.")
+    };
+    // Nine failures, each on a new connection (which stays open).
+    for i in 0..9 {
+        let mut c = memcached::BinaryConn::open(&v4);
+        let answer = c.ask(&wrong);
+        assert_eq!(answer.len(), 1, "failure {i}");
+        assert_eq!(answer[0][7], 0x20, "failure {i}: Auth error");
+    }
+    // The tenth is answered and its connection closed; then even the right
+    // password is refused from that address, the connection closed.
+    let answer = until_closed(&v4, &wrong).expect("closed after the tenth failure");
+    assert!(auth_failure(&answer), "{answer:?}");
+    let answer = until_closed(&v4, &good()).expect("a refused address is closed");
+    assert!(
+        auth_failure(&answer),
+        "the right password from a refused address: {answer:?}"
+    );
+    // Another address is not refused.
+    let mut other = memcached::BinaryConn::open(&v6);
+    let answer = other.ask(&good());
+    assert_eq!(answer.len(), 1);
+    assert_eq!((answer[0][7], &answer[0][24..]), (0, &b"Authenticated"[..]));
+    let failures = common::blocking::metric(&admin, "hsd_memcached_sasl_failures_total");
+    let refused = common::blocking::metric(&admin, "hsd_memcached_sasl_refused_total");
+    assert_eq!((failures, refused), (10.0, 1.0));
+    drop(hsd);
+    let text = std::fs::read_to_string(&log).expect("hsd's log");
+    let failed: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("memcached SASL login failed"))
+        .collect();
+    // Ten failures in well under ten seconds: not one line each.
+    assert!(
+        !failed.is_empty() && failed.len() < 10,
+        "{} lines for 10 failures",
+        failed.len()
+    );
+    assert!(
+        failed.iter().all(|l| l.contains("client=127.0.0.1")),
+        "{failed:?}"
+    );
+    let refused: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("is refused for a while"))
+        .collect();
+    assert_eq!(refused.len(), 1, "{text}");
+    assert!(refused[0].contains("client=127.0.0.1"), "{}", refused[0]);
+}

@@ -41,6 +41,13 @@ use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+/// Whether the row cache answers lookups by a whole key of `index` of a
+/// table like `meta` (a unique index of integer or variable-length binary
+/// columns, see `keys`): where not, every lookup goes to the server.
+pub fn serves_index(meta: &TableMeta, index: &super::IndexMeta) -> bool {
+    cacheable_index(meta, index)
+}
+
 /// Shards of the map at most: enough that the loops rarely meet on one.
 const MAX_SHARDS: usize = 64;
 /// Bytes a shard holds at least: a small cache has fewer shards, so that

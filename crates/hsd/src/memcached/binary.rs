@@ -49,7 +49,7 @@ fn failure_status(f: Failure) -> Status {
     match f {
         Failure::BadKey => Status::InvalidArguments,
         Failure::Storage(hs_proto::ErrorKind::Storage(ERR_DATA_TOO_LONG)) => Status::TooLarge,
-        Failure::Unkept(_) => Status::NotStored,
+        Failure::Unkept(_) | Failure::Disabled(_) => Status::NotStored,
         _ => Status::OutOfMemory,
     }
 }

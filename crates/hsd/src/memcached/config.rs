@@ -7,6 +7,7 @@
 use super::answer::McAnswer;
 use super::fit::TextRules;
 use super::flush::FlushPolicy;
+use super::policy::{caching_refusal, CachePolicy, Policies};
 use super::sasl::SaslLogin;
 use crate::exec::{open_index, run_reads, Catalog, ReadTask};
 use anyhow::Context;
@@ -46,6 +47,15 @@ pub(crate) struct ContainerSpec {
     /// plugin's containers.
     #[serde(default)]
     pub(crate) flush_policy: Option<String>,
+    /// Where gets, writes and deletes go (`policy`): `innodb_only` (the
+    /// default), `caching`, `cache_only` or `disabled`. From
+    /// `innodb_memcache.cache_policies` for the plugin's containers.
+    #[serde(default)]
+    pub(crate) get_policy: Option<String>,
+    #[serde(default)]
+    pub(crate) set_policy: Option<String>,
+    #[serde(default)]
+    pub(crate) delete_policy: Option<String>,
 }
 
 /// The config file's `[memcached]` table.
@@ -60,6 +70,10 @@ pub(crate) struct FileSettings {
     /// Between a container's name and a key (`table_map_delimiter`, default `.`).
     #[serde(default)]
     pub(crate) table_map_delimiter: Option<String>,
+    /// MiB the items of `cache_only` containers may take, together
+    /// (default 64); the least recently used go first.
+    #[serde(default)]
+    pub(crate) cache_only_mib: Option<u64>,
 }
 
 /// `--memcached-sweep-interval` unless set, in seconds.
@@ -145,15 +159,16 @@ impl MemcachedConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Container {
     pub(crate) name: Vec<u8>,
-    db: String,
-    table: String,
-    index: String,
-    key: String,
+    pub(crate) db: String,
+    pub(crate) table: String,
+    pub(crate) index: String,
+    pub(crate) key: String,
     pub(crate) values: Vec<String>,
     pub(crate) flags: Option<String>,
     pub(crate) cas: Option<String>,
     pub(crate) expire: Option<String>,
     pub(crate) flush: FlushPolicy,
+    pub(crate) policies: Policies,
 }
 
 /// A column name the plugin's tables leave empty (or NULL) means none.
@@ -193,8 +208,17 @@ impl Container {
                 )
             })?,
         };
+        let policies = Policies {
+            get: CachePolicy::read(spec.get_policy.as_deref(), &format!("{what}: get_policy"))?,
+            set: CachePolicy::read(spec.set_policy.as_deref(), &format!("{what}: set_policy"))?,
+            delete: CachePolicy::read(
+                spec.delete_policy.as_deref(),
+                &format!("{what}: delete_policy"),
+            )?,
+        };
         Ok(Container {
             flush,
+            policies,
             name: spec.name.into_bytes(),
             db: spec.db_schema,
             table: spec.db_table,
@@ -327,6 +351,8 @@ pub(crate) struct Containers {
     pub(crate) delimiter: Vec<u8>,
     /// How the backend stores text (what keys and values `fit` takes).
     pub(crate) text: TextRules,
+    /// Whether hsd runs a row cache (what a `caching` policy needs).
+    pub(crate) row_cache: bool,
 }
 
 impl Containers {
@@ -352,6 +378,7 @@ impl Containers {
             separator: pick(separator, DEFAULT_VALUE_SEPARATOR),
             delimiter: pick(delimiter, DEFAULT_CONTAINER_DELIMITER),
             text: TextRules::Charsets,
+            row_cache: false,
         })
     }
 
@@ -366,6 +393,7 @@ pub(crate) async fn load_containers<B: Backend>(
     backend: &B,
     catalog: &Catalog,
     settings: &FileSettings,
+    row_cache: bool,
 ) -> anyhow::Result<Containers> {
     let mut conn = backend
         .connect()
@@ -377,26 +405,30 @@ pub(crate) async fn load_containers<B: Backend>(
             .iter()
             .map(|s| Container::from_spec(s.clone()))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        adopt_names(&mut conn, &mut list).await?;
+        adopt_names(&mut conn, &mut list, row_cache).await?;
         let mut containers = Containers::new(
             list,
             settings.separator.clone(),
             settings.table_map_delimiter.clone(),
         )?;
         containers.text = backend.text_rules();
+        containers.row_cache = row_cache;
         return Ok(containers);
     }
     let mut specs = read_plugin_containers(&mut conn, catalog).await?;
     let options = read_plugin_options(&mut conn, catalog).await;
-    let flush = read_plugin_flush_policy(&mut conn, catalog).await;
+    let [get, set, delete, flush] = read_plugin_policies(&mut conn, catalog).await;
     for spec in &mut specs {
+        spec.get_policy = get.clone();
+        spec.set_policy = set.clone();
+        spec.delete_policy = delete.clone();
         spec.flush_policy = flush.clone();
     }
     let mut list = specs
         .into_iter()
         .map(Container::from_spec)
         .collect::<anyhow::Result<Vec<_>>>()?;
-    adopt_names(&mut conn, &mut list).await?;
+    adopt_names(&mut conn, &mut list, row_cache).await?;
     let option = |name: &str| {
         options
             .iter()
@@ -412,21 +444,37 @@ pub(crate) async fn load_containers<B: Backend>(
             .or(option("table_map_delimiter")),
     )?;
     containers.text = backend.text_rules();
+    containers.row_cache = row_cache;
     Ok(containers)
 }
 
 /// Each container whose table exists now takes its spelling of the names;
-/// a table that does not exist yet is looked at when first used.
-async fn adopt_names<C: StorageConn>(conn: &mut C, list: &mut [Container]) -> anyhow::Result<()> {
+/// a table that does not exist yet is looked at when first used. A
+/// container whose `caching` policy no row cache can serve is refused
+/// (`policy::caching_refusal`).
+async fn adopt_names<C: StorageConn>(
+    conn: &mut C,
+    list: &mut [Container],
+    row_cache: bool,
+) -> anyhow::Result<()> {
     for container in list {
-        match conn.describe(&container.db, &container.table).await {
-            Ok(meta) => container.adopt_names(&meta)?,
-            Err(e) => tracing::warn!(
-                db = %container.db,
-                table = %container.table,
-                error = %e,
-                "a memcached container's table cannot be read yet"
-            ),
+        let meta = match conn.describe(&container.db, &container.table).await {
+            Ok(meta) => {
+                container.adopt_names(&meta)?;
+                Some(meta)
+            }
+            Err(e) => {
+                tracing::warn!(
+                    db = %container.db,
+                    table = %container.table,
+                    error = %e,
+                    "a memcached container's table cannot be read yet"
+                );
+                None
+            }
+        };
+        if let Some(why) = caching_refusal(container, row_cache, meta.as_ref()) {
+            anyhow::bail!(why);
         }
     }
     Ok(())
@@ -521,41 +569,56 @@ async fn read_plugin_containers<C: StorageConn>(
                 cas_column: take(6),
                 expire_time_column: take(7),
                 unique_idx_name_on_key: take(8),
-                flush_policy: None,
+                ..ContainerSpec::default()
             }
         })
         .collect())
 }
 
-/// `flush_policy` of the first row of `innodb_memcache.cache_policies` (by
-/// `policy_name`), which the plugin applied to every container; None
-/// (flush refused) when the table is missing or empty. A NULL reads as
-/// `innodb_only`, as the plugin read it.
-async fn read_plugin_flush_policy<C: StorageConn>(
+/// The policies of the first row of `innodb_memcache.cache_policies` (by
+/// `policy_name`), which the plugin applied to every container: get, set,
+/// delete and flush, in that order. A NULL reads as `innodb_only`, as the
+/// plugin read it; without the table (or a row) gets, sets and deletes go
+/// to the table and `flush_all` is refused.
+async fn read_plugin_policies<C: StorageConn>(
     conn: &mut C,
     catalog: &Catalog,
-) -> Option<String> {
-    match read_table(
+) -> [Option<String>; 4] {
+    let rows = read_table(
         conn,
         catalog,
         "cache_policies",
-        &["policy_name", "flush_policy"],
+        &[
+            "policy_name",
+            "get_policy",
+            "set_policy",
+            "delete_policy",
+            "flush_policy",
+        ],
     )
-    .await
-    {
+    .await;
+    match rows {
         Ok(rows) => {
-            let first = rows.into_iter().next()?;
-            Some(
-                first
-                    .get(1)
-                    .cloned()
-                    .flatten()
-                    .unwrap_or_else(|| "innodb_only".into()),
-            )
+            let Some(first) = rows.into_iter().next() else {
+                tracing::info!(
+                    "innodb_memcache.cache_policies is empty; memcached flush_all is refused"
+                );
+                return [None, None, None, None];
+            };
+            let policy = |i: usize| {
+                Some(
+                    first
+                        .get(i)
+                        .cloned()
+                        .flatten()
+                        .unwrap_or_else(|| "innodb_only".into()),
+                )
+            };
+            [policy(1), policy(2), policy(3), policy(4)]
         }
         Err(e) => {
-            tracing::info!("{e}; memcached flush_all is refused (no flush_policy)");
-            None
+            tracing::info!("{e}; memcached commands go to the tables and flush_all is refused");
+            [None, None, None, None]
         }
     }
 }
@@ -595,7 +658,7 @@ mod tests {
             cas_column: Some("c4".into()),
             expire_time_column: Some(" ".into()),
             unique_idx_name_on_key: None,
-            flush_policy: None,
+            ..ContainerSpec::default()
         }
     }
 

@@ -1,7 +1,7 @@
 //! `flush_all` (and the binary Flush) by the containers' `flush_policy`,
 //! as the InnoDB memcached plugin did it: a container whose policy is
 //! `innodb_only` (or `caching`) has its table emptied, one with
-//! `cache_only` has nothing to flush (hsd keeps no item in memory), and
+//! `cache_only` has its items in memory dropped (`memory`), and
 //! when every container's is `disabled` the command is refused as a
 //! memcached started with `-F` refuses it.
 //!
@@ -21,6 +21,7 @@
 use super::answer::McAnswer;
 use super::config::{Container, Containers};
 use super::item::{expiry_of, now};
+use super::memory::MemoryItems;
 use super::ops::Failure;
 use crate::dispatch::Dispatcher;
 use crate::exec::{Done, WriteOp, WriteTask};
@@ -44,7 +45,7 @@ const MAX_ROUNDS: u32 = 100_000;
 pub(crate) enum FlushPolicy {
     /// `innodb_only`, `caching`: the table is emptied.
     Empty,
-    /// `cache_only`: the plugin flushed its memory only; hsd has none.
+    /// `cache_only`: the items in memory are dropped, the table left.
     MemoryOnly,
     /// `disabled` (and the config file's default): refused.
     #[default]
@@ -153,12 +154,28 @@ pub(crate) async fn empty_tables<B: Backend>(
     Ok(deleted)
 }
 
+/// Drops the items in memory of each container whose policy is
+/// `cache_only`.
+fn empty_memory(memory: &MemoryItems, containers: &Containers) {
+    for (i, container) in containers.list.iter().enumerate() {
+        if container.flush == FlushPolicy::MemoryOnly {
+            let dropped = memory.clear(i);
+            tracing::info!(
+                dropped,
+                container = %String::from_utf8_lossy(&container.name),
+                "memcached flush_all dropped a cache_only container's items"
+            );
+        }
+    }
+}
+
 /// `flush_all <delay>`: now (a delay of 0 or less), or on this loop once
 /// the delay has passed; either replaces a flush still waiting. Refused
 /// (`false`) when every container's policy is `disabled`.
 pub(crate) async fn flush<B: Backend>(
     dispatcher: &Rc<Dispatcher<B, McAnswer>>,
     containers: &Arc<Containers>,
+    memory: &Arc<MemoryItems>,
     schedule: &Arc<FlushSchedule>,
     delay: i64,
 ) -> Result<bool, Failure> {
@@ -167,6 +184,7 @@ pub(crate) async fn flush<B: Backend>(
     }
     let generation = schedule.next();
     if delay <= 0 {
+        empty_memory(memory, containers);
         let deleted = empty_tables(dispatcher, containers).await?;
         tracing::info!(
             deleted,
@@ -175,8 +193,12 @@ pub(crate) async fn flush<B: Backend>(
         return Ok(true);
     }
     let at = expiry_of(i32::try_from(delay).unwrap_or(i32::MAX), now());
-    let (dispatcher, containers, schedule) =
-        (dispatcher.clone(), containers.clone(), schedule.clone());
+    let (dispatcher, containers, memory, schedule) = (
+        dispatcher.clone(),
+        containers.clone(),
+        memory.clone(),
+        schedule.clone(),
+    );
     tokio::task::spawn_local(async move {
         // At most an hour at a time: a flush replaced meanwhile ends at
         // the next look, and no timer is asked for years ahead.
@@ -190,6 +212,7 @@ pub(crate) async fn flush<B: Backend>(
             }
             tokio::time::sleep(Duration::from_secs(left.min(MAX_WAIT_SECS))).await;
         }
+        empty_memory(&memory, &containers);
         match empty_tables(&dispatcher, &containers).await {
             Ok(deleted) => {
                 tracing::info!(deleted, "memcached flush_all (delayed) emptied the tables")

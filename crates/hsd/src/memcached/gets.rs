@@ -180,10 +180,11 @@ mod tests {
             None,
             None,
             Vec::new(),
+            1 << 20,
         );
         let answer = local(async {
             let dispatcher = Rc::new(Dispatcher::new(PortKind::Memcached, shared(store.clone())));
-            let session = McSession::new(&front, dispatcher);
+            let session = McSession::new(&front, dispatcher, std::net::Ipv4Addr::LOCALHOST.into());
             let limits = ConnectionLimits {
                 max_line: 1 << 20,
                 idle_timeout: None,

@@ -238,7 +238,7 @@ mod tests {
             cas_column: Some("c".into()),
             expire_time_column: Some("e".into()),
             unique_idx_name_on_key: None,
-            flush_policy: None,
+            ..ContainerSpec::default()
         })
         .expect("container")
     }

@@ -10,10 +10,14 @@
 //! - `gets`: pipelined plain gets read as one batch;
 //! - `sasl`: `--memcached-sasl-user`'s login and a connection's PLAIN
 //!   authentication on the binary protocol;
+//! - `sasl_guard`: failed logins counted, logged and bounded by address;
 //! - `session`: one command at a time, turned into the executor's finds
 //!   and writes (`ops`) and answered in memcached's words;
 //! - `ops`: what get, store, delete, arithmetic and touch do to a row;
 //! - `flush`: `flush_all` by the containers' `flush_policy`;
+//! - `policy`: where get, set and delete go by the containers' cache
+//!   policies (`innodb_only`, `caching`, `cache_only`, `disabled`);
+//! - `memory`: the items of `cache_only` containers, bounded, LRU;
 //! - `fit`: which keys and values a container's columns keep as given;
 //! - `item`: a row read back as a memcached item (value, flags, cas, expiry);
 //! - `answer`: the `exec::Answer` the executor fills for this front;
@@ -28,8 +32,11 @@ mod fit;
 mod flush;
 mod gets;
 mod item;
+mod memory;
 mod ops;
+mod policy;
 mod sasl;
+mod sasl_guard;
 mod session;
 mod stats;
 mod sweep;
@@ -71,10 +78,15 @@ pub(crate) struct Memcached {
     pub(crate) locks: Arc<ops::KeyLocks>,
     /// The flush_all waiting for its delay, shared by every loop.
     pub(crate) flushes: Arc<flush::FlushSchedule>,
+    /// The items of `cache_only` containers, shared by every loop.
+    pub(crate) memory: Arc<memory::MemoryItems>,
     /// What `stats` reports (start time, `stats settings`).
     pub(crate) stats: Arc<stats::StatsContext>,
     /// What clients must authenticate with (None: no SASL).
     pub(crate) sasl: Option<Arc<SaslLogin>>,
+    /// Failed logins by address, shared by every loop (None: not bounded
+    /// across connections, as in unit tests).
+    pub(crate) sasl_guard: Option<Arc<sasl_guard::SaslGuard>>,
     /// The sweep of expired rows, run by this loop's copy (only one loop's
     /// copy has it).
     sweep: Option<config::SweepSettings>,
@@ -88,6 +100,7 @@ impl Memcached {
         sasl: Option<SaslLogin>,
         sweep: Option<config::SweepSettings>,
         stats_settings: Vec<(&'static str, String)>,
+        memory_limit: usize,
     ) -> Memcached {
         let stats = stats::StatsContext {
             started: item::now(),
@@ -101,8 +114,10 @@ impl Memcached {
             clock: Arc::new(item::CasClock::new()),
             locks: Arc::new(ops::KeyLocks::new()),
             flushes: Arc::default(),
+            memory: Arc::new(memory::MemoryItems::new(memory_limit)),
             stats: Arc::new(stats),
             sasl: sasl.map(Arc::new),
+            sasl_guard: None,
             sweep,
         }
     }
@@ -117,8 +132,10 @@ impl Memcached {
             clock: self.clock.clone(),
             locks: self.locks.clone(),
             flushes: self.flushes.clone(),
+            memory: self.memory.clone(),
             stats: self.stats.clone(),
             sasl: self.sasl.clone(),
+            sasl_guard: self.sasl_guard.clone(),
             sweep: self.sweep.filter(|_| sweeps),
         }
     }
@@ -130,12 +147,13 @@ impl<B: Backend> Front<B> for Memcached {
     async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         &self,
         stream: S,
+        peer: std::net::SocketAddr,
         port: &Rc<Port>,
         dispatcher: Rc<Dispatcher<B, McAnswer>>,
         place: Place,
         shutdown: Shutdown,
     ) -> Close {
-        let session = session::McSession::new(self, dispatcher);
+        let session = session::McSession::new(self, dispatcher, peer.ip());
         let door = door::McDoor::new(session, self.max_item_size);
         connection::serve(stream, door, port.limits.clone(), place, shutdown).await
     }
@@ -158,11 +176,39 @@ pub(crate) async fn listen<B: Backend>(
     shutdown: Shutdown,
 ) -> anyhow::Result<(tokio::net::TcpListener, Vec<crate::event_loop::EventLoop>)> {
     use anyhow::Context;
-    let containers = load_containers(&*shared.backend, &shared.catalog, &settings.file).await?;
+    let containers = load_containers(
+        &*shared.backend,
+        &shared.catalog,
+        &settings.file,
+        config.row_cache.is_some(),
+    )
+    .await?;
+    for container in &containers.list {
+        let p = container.policies;
+        tracing::info!(
+            container = %String::from_utf8_lossy(&container.name),
+            get_policy = p.get.name(),
+            set_policy = p.set.name(),
+            delete_policy = p.delete.name(),
+            flush_policy = ?container.flush,
+            "memcached container policies"
+        );
+    }
+    let memory_mib = settings
+        .file
+        .cache_only_mib
+        .unwrap_or(memory::DEFAULT_CACHE_ONLY_MIB);
+    anyhow::ensure!(
+        (1..=1 << 20).contains(&memory_mib),
+        "[memcached] cache_only_mib must be 1 to 1048576, not {memory_mib}"
+    );
     tracing::info!(
         containers = containers.list.len(),
         sasl = settings.sasl.is_some(),
-        sweep = ?settings.sweep,
+        sweep = %settings.sweep.as_ref().map_or_else(
+            || "off".to_string(),
+            |s| format!("every {}s, at most {} rows", s.interval.as_secs(), s.limit)
+        ),
         default = %String::from_utf8_lossy(&containers.list[containers.default].name),
         "memcached containers"
     );
@@ -181,16 +227,28 @@ pub(crate) async fn listen<B: Backend>(
         sasl: settings.sasl.is_some(),
         tls: config.tls.is_some(),
         flush: flush::enabled(&containers),
+        evicts: containers
+            .list
+            .iter()
+            .any(|c| c.policies.set == policy::CachePolicy::CacheOnly),
     }
     .lines();
-    let front = Memcached::new(
+    let mut front = Memcached::new(
         Arc::new(containers),
         settings.max_item_size,
         shared.max_response_bytes,
         settings.sasl.clone(),
         settings.sweep,
         stats_settings,
+        (memory_mib as usize) << 20,
     );
+    if front.sasl.is_some() {
+        let guard = sasl_guard::SaslGuard::new().context("the SASL counters")?;
+        guard
+            .register(&shared.metrics.registry)
+            .context("registering the SASL counters")?;
+        front.sasl_guard = Some(Arc::new(guard));
+    }
     let port = Port::new(
         crate::port::PortKind::Memcached,
         None,

@@ -18,6 +18,7 @@
 use super::answer::McAnswer;
 use super::fit::{self, Misfit};
 use super::item::{row_of, CasClock, Item, Layout};
+use super::memory::MemoryItems;
 use crate::dispatch::Dispatcher;
 use crate::exec::{Done, ReadTask, WriteOp, WriteTask};
 use hs_proto::{
@@ -29,6 +30,10 @@ use std::sync::Arc;
 
 /// Reads and guarded writes of one command before it gives up.
 const MAX_ATTEMPTS: usize = 16;
+/// Rounds of update-then-insert one `set` runs at most: a round runs
+/// again only when its insert met a duplicate and its update then found
+/// no row, which a race of sets alone does not make twice in a row.
+const SET_ROUNDS: usize = 4;
 /// Locks the keys of read-modify-writes are spread over.
 const KEY_LOCKS: usize = 4096;
 
@@ -68,6 +73,9 @@ pub(crate) struct Target<'a> {
     pub(crate) layout: Layout,
     pub(crate) separator: &'a [u8],
     pub(crate) key: &'a [u8],
+    /// Where the item is kept instead of the table (`cache_only`): the
+    /// store and the container's number.
+    pub(crate) memory: Option<(Arc<MemoryItems>, usize)>,
 }
 
 /// Why a command could not be done.
@@ -84,6 +92,8 @@ pub(crate) enum Failure {
     Unkept(&'static str),
     /// The container cannot be served (its index is not unique on the key).
     Unusable(&'static str),
+    /// The container's policy for the command is `disabled` (`policy`).
+    Disabled(&'static str),
 }
 
 /// What a command decided, given the item (None: missing or expired).
@@ -113,7 +123,8 @@ pub(crate) struct Fetched {
     pub(crate) item: Option<Item>,
 }
 
-/// Reads the keys, in one batch; each answer in order.
+/// Reads the keys, in one batch (those kept in memory from there); each
+/// answer in order.
 pub(crate) async fn fetch_many<B: Backend>(
     dispatcher: &Dispatcher<B, McAnswer>,
     targets: &[Target<'_>],
@@ -121,13 +132,24 @@ pub(crate) async fn fetch_many<B: Backend>(
 ) -> Vec<Result<Fetched, Failure>> {
     let tasks = targets
         .iter()
+        .filter(|t| t.memory.is_none())
         .map(|t| ReadTask::new(t.index.clone(), by_key(t.key, Vec::new(), None)))
-        .collect();
-    let answers = dispatcher.reads(tasks).await;
-    answers
+        .collect::<Vec<_>>();
+    let answers = if tasks.is_empty() {
+        Vec::new()
+    } else {
+        dispatcher.reads(tasks).await
+    };
+    let mut answers = answers.iter();
+    targets
         .iter()
-        .zip(targets)
-        .map(|(answer, t)| {
+        .map(|t| {
+            if let Some((memory, container)) = &t.memory {
+                return Ok(memory.fetch(*container, t.key, &t.layout, t.separator, now));
+            }
+            let Some(answer) = answers.next() else {
+                return Err(Failure::Storage(ErrorKind::Storage(0)));
+            };
             if let Some(kind) = answer.failure() {
                 return Err(Failure::Storage(kind));
             }
@@ -229,6 +251,10 @@ pub(crate) async fn delete_unchanged<B: Backend>(
     t: &Target<'_>,
     raw: &[Value],
 ) -> Result<(), Failure> {
+    if t.memory.is_some() {
+        // An expired item in memory went when it was read.
+        return Ok(());
+    }
     write_one(dispatcher, &t.index, delete(t.key, guard(&t.index, raw)))
         .await
         .map(|_| ())
@@ -286,26 +312,39 @@ fn check_fits(t: &Target<'_>, row: &[Value]) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `set`: an update by key, else an insert (and an update again when
-/// another insert won the race).
+/// `set`: an update by key, else an insert; when the insert meets a
+/// duplicate (another `set` of the same new key inserted first), the
+/// update again, which must then find the row: the set is answered done
+/// only when one of its statements changed a row. An update that finds
+/// nothing after a duplicate means the row that refused the insert is gone
+/// again (its group rolled back, or it was deleted meanwhile) or the
+/// duplicate is in another unique index of the table; the whole round runs
+/// again, at most `SET_ROUNDS` times, and a duplicate every time with no
+/// row under the key is answered as not kept.
 pub(crate) async fn set<B: Backend>(
     dispatcher: &Dispatcher<B, McAnswer>,
     t: &Target<'_>,
     row: Vec<Value>,
 ) -> Result<(), Failure> {
+    if let Some((memory, container)) = &t.memory {
+        return memory.set(*container, t.key, row);
+    }
     check_fits(t, &row)?;
-    let updated = write_one(dispatcher, &t.index, update(t.key, Vec::new(), row.clone())).await?;
-    if updated != Done::Modified(0) {
-        return Ok(());
-    }
-    match write_one(dispatcher, &t.index, insert(row.clone())).await {
-        Ok(_) => Ok(()),
-        Err(f) if is_duplicate(&f) => {
-            write_one(dispatcher, &t.index, update(t.key, Vec::new(), row)).await?;
-            Ok(())
+    for _ in 0..SET_ROUNDS {
+        let updated =
+            write_one(dispatcher, &t.index, update(t.key, Vec::new(), row.clone())).await?;
+        if updated != Done::Modified(0) {
+            return Ok(());
         }
-        Err(f) => Err(f),
+        match write_one(dispatcher, &t.index, insert(row.clone())).await {
+            Ok(_) => return Ok(()),
+            Err(f) if is_duplicate(&f) => continue,
+            Err(f) => return Err(f),
+        }
     }
+    Err(Failure::Unkept(
+        "the row's values are another row's in a unique index of the table",
+    ))
 }
 
 /// Reads the row, lets `decide` choose, and writes guarded; again when
@@ -317,6 +356,9 @@ pub(crate) async fn read_modify_write<B: Backend, T>(
     now: u64,
     mut decide: impl FnMut(Option<&Item>) -> Decision<T>,
 ) -> Result<T, Failure> {
+    if let Some((memory, container)) = &t.memory {
+        return memory.read_modify_write(*container, t.key, &t.layout, t.separator, now, decide);
+    }
     let _turn = locks.turn(&t.index, t.key).await;
     for _ in 0..MAX_ATTEMPTS {
         let fetched = fetch_many(dispatcher, std::slice::from_ref(t), now)

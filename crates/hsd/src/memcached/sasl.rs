@@ -3,13 +3,18 @@
 //! started with `-S` leads it (mc-proto's `binary::sasl` has the wire side).
 //! Every `SaslAuth` or `SaslStep` first forgets an earlier success, as
 //! memcached does: a failed second attempt leaves the connection
-//! unauthenticated.
+//! unauthenticated. Failures are also counted by the client's address
+//! across connections (`sasl_guard`): an address refused for failing too
+//! often fails every login at once, the right password too.
 
+use super::sasl_guard::{SaslGuard, Verdict};
 use crate::secrets::Secret;
 use mc_proto::binary::sasl::{is_plain, parse_plain};
 use sha2::{Digest, Sha256};
 use std::fmt;
+use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Instant;
 use subtle::ConstantTimeEq;
 
 /// A connection that fails this many times is closed after the last
@@ -78,16 +83,39 @@ pub(crate) struct SaslState {
     /// A PLAIN `SaslAuth` came without its message.
     awaiting_step: bool,
     failures: u32,
+    /// Failures by address across connections (None: this connection's
+    /// bound only).
+    guard: Option<Arc<SaslGuard>>,
+    peer: IpAddr,
 }
 
 impl SaslState {
-    pub(crate) fn new(login: Option<Arc<SaslLogin>>) -> SaslState {
+    pub(crate) fn new(
+        login: Option<Arc<SaslLogin>>,
+        guard: Option<Arc<SaslGuard>>,
+        peer: IpAddr,
+    ) -> SaslState {
         SaslState {
             login,
             authenticated: false,
             awaiting_step: false,
             failures: 0,
+            guard,
+            peer,
         }
+    }
+
+    /// Whether the client's address is refused now (then the login fails
+    /// at once and the connection closes, unchecked).
+    fn refused(&mut self) -> bool {
+        let refused = self
+            .guard
+            .as_ref()
+            .is_some_and(|g| !g.admits(self.peer, Instant::now()));
+        if refused {
+            self.awaiting_step = false;
+        }
+        refused
     }
 
     /// Whether the port has SASL at all.
@@ -104,6 +132,9 @@ impl SaslState {
     pub(crate) fn auth(&mut self, mechanism: &[u8], message: &[u8]) -> SaslOutcome {
         self.authenticated = false;
         self.awaiting_step = false;
+        if self.refused() {
+            return SaslOutcome::FailedTooOften;
+        }
         if !is_plain(mechanism) {
             return self.failed();
         }
@@ -117,6 +148,9 @@ impl SaslState {
     /// `SaslStep`: the message a `Continue` asked for.
     pub(crate) fn step(&mut self, mechanism: &[u8], message: &[u8]) -> SaslOutcome {
         self.authenticated = false;
+        if self.refused() {
+            return SaslOutcome::FailedTooOften;
+        }
         let awaited = std::mem::take(&mut self.awaiting_step);
         if !awaited || !is_plain(mechanism) {
             return self.failed();
@@ -128,6 +162,9 @@ impl SaslState {
         match &self.login {
             Some(login) if login.accepts(message) => {
                 self.authenticated = true;
+                if let Some(guard) = &self.guard {
+                    guard.succeeded(self.peer);
+                }
                 SaslOutcome::Authenticated
             }
             _ => self.failed(),
@@ -136,7 +173,11 @@ impl SaslState {
 
     fn failed(&mut self) -> SaslOutcome {
         self.failures += 1;
-        if self.failures >= MAX_SASL_FAILURES {
+        let blocked = self
+            .guard
+            .as_ref()
+            .is_some_and(|g| g.failed(self.peer, Instant::now()) == Verdict::Blocked);
+        if blocked || self.failures >= MAX_SASL_FAILURES {
             SaslOutcome::FailedTooOften
         } else {
             SaslOutcome::Failed
@@ -155,7 +196,11 @@ mod tests {
             format!("{login:?}"),
             r#"SaslLogin { user: "alice", password: "***" }"#
         );
-        SaslState::new(Some(Arc::new(login)))
+        SaslState::new(
+            Some(Arc::new(login)),
+            None,
+            std::net::Ipv4Addr::LOCALHOST.into(),
+        )
     }
 
     #[test]
@@ -198,6 +243,6 @@ mod tests {
         // Six failures above, one more here, and the eighth closes.
         assert_eq!(tries, 1);
         assert_eq!(MAX_SASL_FAILURES, 8);
-        assert!(!SaslState::new(None).required());
+        assert!(!SaslState::new(None, None, std::net::Ipv4Addr::LOCALHOST.into()).required());
     }
 }

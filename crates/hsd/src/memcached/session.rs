@@ -10,7 +10,9 @@ use super::answer::McAnswer;
 use super::config::{self, Containers};
 use super::fit;
 use super::item::{expiry_of, now, written_cas, CasClock, Item, Layout};
+use super::memory::MemoryItems;
 use super::ops::{self, Decision, Failure, NewRow, Target, ERR_DATA_TOO_LONG};
+use super::policy::{CachePolicy, Kind};
 use super::sasl::SaslState;
 use super::stats::{self, StatsAnswer, StatsContext};
 use super::Memcached;
@@ -64,6 +66,7 @@ pub(crate) struct McSession<B: Backend> {
     clock: Arc<CasClock>,
     locks: Arc<ops::KeyLocks>,
     flushes: Arc<super::flush::FlushSchedule>,
+    memory: Arc<MemoryItems>,
     pub(super) stats: Arc<StatsContext>,
     /// `--max-response-bytes`: what one get's answer may hold.
     pub(super) max_answer: usize,
@@ -113,12 +116,18 @@ pub(super) fn failure_reply(f: Failure) -> ErrorReply {
         Failure::Storage(_) => ErrorReply::ServerError("storage error"),
         Failure::Contended => ErrorReply::ServerError("the row kept changing; try again"),
         Failure::BadKey => ErrorReply::ClientError("bad command line format"),
-        Failure::Unkept(why) | Failure::Unusable(why) => ErrorReply::ServerError(why),
+        Failure::Unkept(why) | Failure::Unusable(why) | Failure::Disabled(why) => {
+            ErrorReply::ServerError(why)
+        }
     }
 }
 
 impl<B: Backend> McSession<B> {
-    pub(crate) fn new(front: &Memcached, dispatcher: Rc<Dispatcher<B, McAnswer>>) -> Self {
+    pub(crate) fn new(
+        front: &Memcached,
+        dispatcher: Rc<Dispatcher<B, McAnswer>>,
+        peer: std::net::IpAddr,
+    ) -> Self {
         let containers = front.containers.clone();
         McSession {
             dispatcher,
@@ -129,9 +138,10 @@ impl<B: Backend> McSession<B> {
             clock: front.clock.clone(),
             locks: front.locks.clone(),
             flushes: front.flushes.clone(),
+            memory: front.memory.clone(),
             max_answer: front.max_answer,
             stats: front.stats.clone(),
-            sasl: SaslState::new(front.sasl.clone()),
+            sasl: SaslState::new(front.sasl.clone(), front.sasl_guard.clone(), peer),
             written: 0,
         }
     }
@@ -181,22 +191,49 @@ impl<B: Backend> McSession<B> {
                 "the container's index is not unique on its key column alone",
             ));
         }
+        let container_meta = &self.containers.list[container];
+        if let Some(why) = super::policy::caching_refusal(
+            container_meta,
+            self.containers.row_cache,
+            Some(&*index.table),
+        ) {
+            tracing::warn!("{why}");
+            return Err(Failure::Unusable(
+                "the container's caching policy: the row cache does not hold its keys",
+            ));
+        }
         self.opened[container] = Some(index.clone());
         Ok(index)
     }
 
-    /// The key of a container, once the key column is known to store it
-    /// as given (else `BadKey`: memcached's answer to a malformed key).
-    async fn target<'k>(&mut self, container: usize, key: &'k [u8]) -> Result<Target<'k>, Failure>
-    where
-        'k: 'k,
-    {
+    /// The key of a container for a command of `kind`, where the
+    /// container's policy for it sends it (`policy`): to memory
+    /// (`cache_only`, any key memcached takes), refused (`disabled`), or to
+    /// the table once the key column is known to store the key as given
+    /// (else `BadKey`: memcached's answer to a malformed key).
+    async fn target<'k>(
+        &mut self,
+        container: usize,
+        key: &'k [u8],
+        kind: Kind,
+    ) -> Result<Target<'k>, Failure> {
+        let policy = self.containers.list[container].policies.of(kind);
+        if policy == CachePolicy::Disabled {
+            return Err(Failure::Disabled(match kind {
+                Kind::Get => "the container's get_policy is disabled",
+                Kind::Set => "the container's set_policy is disabled",
+                Kind::Delete => "the container's delete_policy is disabled",
+            }));
+        }
         let index = self.index(container).await?;
+        let memory = (policy == CachePolicy::CacheOnly).then(|| (self.memory.clone(), container));
         let key_column = index
             .columns
             .first()
             .and_then(|&c| index.table.columns.get(c));
-        if !key_column.is_some_and(|column| fit::key_fits(self.containers.text, column, key)) {
+        if memory.is_none()
+            && !key_column.is_some_and(|column| fit::key_fits(self.containers.text, column, key))
+        {
             return Err(Failure::BadKey);
         }
         Ok(Target {
@@ -205,6 +242,7 @@ impl<B: Backend> McSession<B> {
             layout: self.layouts[container],
             separator: &[],
             key,
+            memory,
         })
     }
 
@@ -571,7 +609,14 @@ impl<B: Backend> McSession<B> {
     pub(super) async fn flush_all(&mut self, delay: i64) -> Result<bool, Failure> {
         // Indexes opened before the tables were emptied stay valid: a
         // DELETE changes no table's shape.
-        super::flush::flush(&self.dispatcher, &self.containers, &self.flushes, delay).await
+        super::flush::flush(
+            &self.dispatcher,
+            &self.containers,
+            &self.memory,
+            &self.flushes,
+            delay,
+        )
+        .await
     }
 
     /// The items of keys resolved to containers, read as one batch.
@@ -580,11 +625,20 @@ impl<B: Backend> McSession<B> {
         asked: &[(&[u8], usize, &[u8])],
         sep: &[u8],
     ) -> Result<Vec<Option<Item>>, Failure> {
+        // A key of a container whose get_policy is disabled is a miss,
+        // as the plugin answered it.
         let mut targets = Vec::with_capacity(asked.len());
+        let mut enabled = Vec::with_capacity(asked.len());
         for &(_, container, inner) in asked {
-            let mut t = self.target(container, inner).await?;
-            t.separator = sep;
-            targets.push(t);
+            match self.target(container, inner, Kind::Get).await {
+                Ok(mut t) => {
+                    t.separator = sep;
+                    targets.push(t);
+                    enabled.push(true);
+                }
+                Err(Failure::Disabled(_)) => enabled.push(false),
+                Err(f) => return Err(f),
+            }
         }
         let fetched = ops::fetch_many(&self.dispatcher, &targets, now()).await;
         // Expired rows the read came upon are deleted now, a few per batch:
@@ -604,7 +658,15 @@ impl<B: Backend> McSession<B> {
                 );
             }
         }
-        fetched.into_iter().map(|r| r.map(|f| f.item)).collect()
+        let mut fetched = fetched.into_iter();
+        enabled
+            .into_iter()
+            .map(|enabled| match enabled.then(|| fetched.next()) {
+                Some(Some(r)) => r.map(|f| f.item),
+                Some(None) => Err(Failure::Storage(ErrorKind::Storage(0))),
+                None => Ok(None),
+            })
+            .collect()
     }
 
     /// The same, each touched (gat, gats).
@@ -629,7 +691,11 @@ impl<B: Backend> McSession<B> {
         let Resolved::Key(container, inner) = self.resolve(key) else {
             return Ok(None);
         };
-        let mut t = self.target(container, inner).await?;
+        let mut t = match self.target(container, inner, Kind::Get).await {
+            Ok(t) => t,
+            Err(Failure::Disabled(_)) => return Ok(None),
+            Err(f) => return Err(f),
+        };
         t.separator = sep;
         let fetched = ops::fetch_many(&self.dispatcher, std::slice::from_ref(&t), now()).await;
         match fetched.into_iter().next() {
@@ -652,7 +718,7 @@ impl<B: Backend> McSession<B> {
             Resolved::Key(c, k) => (c, k),
             Resolved::Switched | Resolved::Unknown => return Ok(Outcome::NotStored),
         };
-        let mut t = self.target(container.0, container.1).await?;
+        let mut t = self.target(container.0, container.1, Kind::Set).await?;
         t.separator = sep;
         let now = now();
         let new = NewRow {
@@ -722,7 +788,7 @@ impl<B: Backend> McSession<B> {
         let Resolved::Key(container, inner) = self.resolve(key) else {
             return Ok(Outcome::NotFound);
         };
-        let mut t = self.target(container, inner).await?;
+        let mut t = self.target(container, inner, Kind::Delete).await?;
         t.separator = sep;
         ops::read_modify_write(
             &self.dispatcher,
@@ -754,7 +820,7 @@ impl<B: Backend> McSession<B> {
         let Resolved::Key(container, inner) = self.resolve(key) else {
             return Ok(Counted::NotFound);
         };
-        let mut t = self.target(container, inner).await?;
+        let mut t = self.target(container, inner, Kind::Set).await?;
         t.separator = sep;
         let clock = self.clock.clone();
         let t_ref = &t;
@@ -836,7 +902,7 @@ impl<B: Backend> McSession<B> {
         exptime: i32,
         sep: &[u8],
     ) -> Result<Option<Item>, Failure> {
-        let mut t = self.target(container, key).await?;
+        let mut t = self.target(container, key, Kind::Set).await?;
         t.separator = sep;
         let now = now();
         let expires = expiry_of(exptime, now);

@@ -40,6 +40,9 @@ pub(crate) struct Settings<'a> {
     pub(crate) tls: bool,
     /// Some container's flush_policy lets flush_all run.
     pub(crate) flush: bool,
+    /// Some container keeps items in memory (`cache_only`), where the
+    /// least recently used are evicted.
+    pub(crate) evicts: bool,
 }
 
 impl Settings<'_> {
@@ -51,8 +54,8 @@ impl Settings<'_> {
             ("tcpport", port.to_string()),
             ("udpport", "0".into()),
             ("inter", inter.trim_matches(['[', ']']).to_string()),
-            // Rows are never evicted.
-            ("evictions", "off".into()),
+            // Rows are never evicted; cache_only items are.
+            ("evictions", if self.evicts { "on" } else { "off" }.into()),
             ("num_threads", self.threads.to_string()),
             ("cas_enabled", "yes".into()),
             (
@@ -115,6 +118,7 @@ mod tests {
             sasl: true,
             tls: false,
             flush: true,
+            evicts: false,
         };
         let context = StatsContext {
             started: 1,

@@ -61,6 +61,9 @@ pub(crate) async fn run<B: Backend>(
             let Some(expire) = Layout::of(container).expire else {
                 continue;
             };
+            if !container.policies.reaches_table() {
+                continue;
+            }
             if shutdown.is_triggered() {
                 return;
             }

@@ -63,6 +63,15 @@ impl FlushPolicy {
             _ => None,
         }
     }
+
+    /// What flush_all does to the container, in words for the log.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            FlushPolicy::Empty => "empties the table",
+            FlushPolicy::MemoryOnly => "drops the items in memory",
+            FlushPolicy::Disabled => "disabled",
+        }
+    }
 }
 
 /// Whether `flush_all` may run at all: some container's policy is not

@@ -190,7 +190,7 @@ pub(crate) async fn listen<B: Backend>(
             get_policy = p.get.name(),
             set_policy = p.set.name(),
             delete_policy = p.delete.name(),
-            flush_policy = ?container.flush,
+            flush_policy = container.flush.describe(),
             "memcached container policies"
         );
     }

@@ -52,7 +52,8 @@ src=$ROOT/packaging/debian
 
 rm -rf "$stage"
 install -d "$stage/DEBIAN" "$stage/usr/bin" "$stage/lib/systemd/system" "$stage/etc/hsd" \
-    "$stage/usr/share/man/man1" "$stage/usr/share/doc/hsd" "$stage/usr/share/lintian/overrides"
+    "$stage/usr/share/man/man1" "$stage/usr/share/doc/hsd" "$stage/usr/share/lintian/overrides" \
+    "$stage/usr/share/bash-completion/completions"
 
 # The binary without its debug sections (the symbols stay, for backtraces:
 # lintian's unstripped-binary-or-object is overridden, with that reason).
@@ -60,6 +61,8 @@ objcopy --strip-debug "$bin" "$stage/usr/bin/hsd"
 chmod 0755 "$stage/usr/bin/hsd"
 install -m 0644 "$src/lintian-overrides" "$stage/usr/share/lintian/overrides/hsd"
 install -m 0644 "$src/hsd.service" "$stage/lib/systemd/system/hsd.service"
+"$bin" completions bash >"$stage/usr/share/bash-completion/completions/hsd"
+chmod 0644 "$stage/usr/share/bash-completion/completions/hsd"
 # It may hold secrets (a backend URL's password, the SASL password):
 # readable by root and, through postinst's dpkg-statoverride, group hsd.
 install -m 0640 "$src/hsd.toml" "$stage/etc/hsd/hsd.toml"

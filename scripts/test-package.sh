@@ -114,6 +114,11 @@ say "$version"
 man_text=$(MANWIDTH=80 man -l /usr/share/man/man1/hsd.1.gz 2>&1)
 expect_line "$man_text" '^ +hsd check' "man hsd"
 
+completion=/usr/share/bash-completion/completions/hsd
+[[ -f "$completion" ]] || fail "the package did not install $completion"
+words=$(bash -c "source $completion && COMP_WORDS=(hsd serve --memc) COMP_CWORD=2 && _hsd hsd --memc serve && printf '%s\n' \"\${COMPREPLY[@]}\"")
+grep -qx -- '--memcached-address' <<<"$words" || fail "bash completion of 'hsd serve --memc' gave: $words"
+
 say "lintian (Debian's package checker): no error"
 lintian_out=$(lintian --tag-display-limit 0 "$deb" 2>&1 | grep -v 'running with root privileges' || true)
 [[ -n "$lintian_out" ]] && echo "$lintian_out"

@@ -46,6 +46,9 @@ enum Command {
         db: String,
         statement: String,
     },
+    /// Print a completion script for a shell: hsd completions bash|zsh|fish.
+    /// The package installs the bash one (/usr/share/bash-completion/completions/hsd).
+    Completions { shell: clap_complete::Shell },
 }
 
 fn main() -> std::process::ExitCode {
@@ -56,7 +59,7 @@ fn main() -> std::process::ExitCode {
         // `check` speaks in findings (what the modules it runs would log
         // is among them); -v shows their logs too.
         Command::Check(_) => (LogFormat::Text, Some("off".to_string())),
-        Command::Sql { .. } => (LogFormat::Text, None),
+        Command::Sql { .. } | Command::Completions { .. } => (LogFormat::Text, None),
     };
     let log = hsd::logging::init(format, cli.verbose, level.as_deref());
     let result = match cli.command {
@@ -67,6 +70,11 @@ fn main() -> std::process::ExitCode {
             db,
             statement,
         } => hsd::run_sql(&data_dir, &db, &statement),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "hsd", &mut std::io::stdout());
+            Ok(())
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -525,6 +525,8 @@ pub struct Config {
     /// The warning to log at start when the embedded store's data dir is on
     /// a full disk (see `check_data_dir`).
     data_disk_full: Option<String>,
+    /// Warnings for files holding a secret that every user may read.
+    secrets_exposed: Vec<String>,
     /// `--config`: the file SIGHUP reads again.
     pub(crate) config_file: Option<PathBuf>,
     /// `--log-level` (None: `logging::DEFAULT_LEVEL`).
@@ -674,6 +676,11 @@ impl Config {
     pub fn data_disk_full(&self) -> Option<&str> {
         self.data_disk_full.as_deref()
     }
+
+    /// One warning per file holding a secret that every user may read.
+    pub fn secrets_exposed(&self) -> &[String] {
+        &self.secrets_exposed
+    }
 }
 
 impl ServeOptions {
@@ -710,6 +717,7 @@ impl ServeOptions {
             }
             None => ServeOptions::default(),
         };
+        let secrets_exposed = secrets_exposed(&self, &file);
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let secret = read_secret(
             "--plain-secret",
@@ -970,6 +978,7 @@ impl ServeOptions {
                     .max(1),
             ),
             data_disk_full: None,
+            secrets_exposed,
         };
         if config.backend == BackendChoice::Embedded {
             config.data_disk_full = check_data_dir(&config.data_dir)?;
@@ -986,6 +995,61 @@ fn in_range(name: &str, value: usize, range: RangeInclusive<usize>) -> anyhow::R
         range.end()
     );
     Ok(value)
+}
+
+/// The files that hold a secret (the secret and password files, and the
+/// config file when it holds one itself) that every user of the machine
+/// may read: a warning for each, naming the fix. A file that cannot be
+/// looked at is left to the code that reads it.
+fn secrets_exposed(given: &ServeOptions, file: &ServeOptions) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let pick = |a: &Option<PathBuf>, b: &Option<PathBuf>| a.clone().or_else(|| b.clone());
+    let mut holders = vec![
+        (
+            "--plain-secret-file",
+            pick(&given.plain_secret_file, &file.plain_secret_file),
+        ),
+        (
+            "--plain-secret-wr-file",
+            pick(&given.plain_secret_wr_file, &file.plain_secret_wr_file),
+        ),
+        (
+            "--backend-password-file",
+            pick(&given.backend_password_file, &file.backend_password_file),
+        ),
+        (
+            "--memcached-sasl-password-file",
+            pick(
+                &given.memcached_sasl_password_file,
+                &file.memcached_sasl_password_file,
+            ),
+        ),
+    ];
+    let url_has_password = |u: &str| MysqlUrl::parse(u).is_ok_and(|u| !u.password.is_empty());
+    let config_holds_secret = file.plain_secret.is_some()
+        || file.plain_secret_wr.is_some()
+        || file.memcached_sasl_password.is_some()
+        || file.backend.as_deref().is_some_and(url_has_password)
+        || file.replica.iter().any(|u| url_has_password(u));
+    if config_holds_secret {
+        holders.push(("--config", given.config.clone()));
+    }
+    holders
+        .into_iter()
+        .filter_map(|(what, path)| {
+            let path = path?;
+            let mode = std::fs::metadata(&path).ok()?.permissions().mode();
+            (mode & 0o004 != 0).then(|| {
+                format!(
+                    "{} ({what}) holds a secret and every user may read it (mode {:04o}): \
+                     chmod o-rwx {}",
+                    path.display(),
+                    mode & 0o7777,
+                    path.display()
+                )
+            })
+        })
+        .collect()
 }
 
 fn read_secret(

@@ -23,6 +23,9 @@ pub fn before_serving(config: &Config) -> Vec<Finding> {
     if let Some(warning) = config.data_disk_full() {
         found.push(Finding::warning(warning));
     }
+    for warning in config.secrets_exposed() {
+        found.push(Finding::warning(warning.clone()));
+    }
     if config.demo && config.backend != BackendChoice::Embedded {
         found.push(Finding::error("--demo works with the embedded store only"));
     }

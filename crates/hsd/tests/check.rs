@@ -277,6 +277,50 @@ fn an_empty_secret_file_is_refused() {
     );
 }
 
+/// A secret every user may read is a warning naming the file and the fix:
+/// a secret file, and the config file when it holds a secret itself; the
+/// same files readable by their owner only give none.
+#[test]
+fn secrets_every_user_may_read_are_warned_of() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "s3cret-s3cret\n").unwrap();
+    let mode = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    mode(&secret, 0o644);
+    let config = config(
+        dir.path(),
+        &format!(
+            "plain-secret-file = \"{}\"\nplain-secret-wr = \"other-s3cret\"",
+            secret.display()
+        ),
+    );
+    mode(Path::new(&config), 0o644);
+    let checked = check(&["--config", &config]);
+    assert_eq!(checked.code, Some(1), "{:#?}", checked.lines);
+    checked.line(&format!(
+        "warning: {} (--plain-secret-file) holds a secret and every user may read it (mode 0644): chmod o-rwx",
+        secret.display()
+    ));
+    checked.line(&format!(
+        "warning: {config} (--config) holds a secret and every user may read it"
+    ));
+    mode(&secret, 0o600);
+    mode(Path::new(&config), 0o640);
+    let checked = check(&["--config", &config]);
+    assert!(
+        !checked
+            .lines
+            .iter()
+            .any(|l| l.contains("every user may read")),
+        "{:#?}",
+        checked.lines
+    );
+    assert_eq!(checked.code, Some(0), "{:#?}", checked.lines);
+}
+
 /// A warning: `check` exits 1, `serve` starts and logs the same words.
 #[test]
 fn one_port_without_a_secret_is_a_warning_for_both() {

@@ -393,6 +393,74 @@ fn containers(store: Store, db: &str) {
 
 every_store!(containers, containers, "hst_mc_containers");
 
+/// The door's counters: `stats` answers memcached's general counters and
+/// `/metrics` the same counts as `hsd_memcached_*` series, each listed in
+/// docs/operations.md. Before, `stats` had no counter and no series
+/// counted a memcached command.
+fn counters(store: Store, db: &str) {
+    let admin = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .to_string();
+    let Some(front) = Front::start_with(store, db, &["--admin-address", &admin]) else {
+        return;
+    };
+    let mut c = front.conn();
+    c.ask("set k1 0 0 1\r\na\r\n");
+    c.ask("add k1 0 0 1\r\nb\r\n");
+    c.ask("get k1 nokey\r\n");
+    c.ask("get k1\r\n");
+    c.ask("delete k1\r\n");
+    c.ask("delete k1\r\n");
+    c.ask("incr nokey 1\r\n");
+    let stats = c.ask("stats\r\n");
+    let stat = |name: &str| -> u64 {
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("STAT {name} "))?.parse().ok())
+            .unwrap_or_else(|| panic!("no STAT {name} in {stats}"))
+    };
+    assert_eq!(stat("cmd_get"), 3, "{stats}");
+    assert_eq!(stat("get_hits"), 2, "{stats}");
+    assert_eq!(stat("get_misses"), 1, "{stats}");
+    assert_eq!(stat("cmd_set"), 2, "{stats}");
+    assert_eq!(stat("delete_hits"), 1, "{stats}");
+    assert_eq!(stat("delete_misses"), 1, "{stats}");
+    assert_eq!(stat("incr_misses"), 1, "{stats}");
+    assert_eq!(stat("curr_connections"), 1, "{stats}");
+    assert!(stat("total_connections") >= 1, "{stats}");
+    // The series, from the admin endpoint.
+    let mut http = std::net::TcpStream::connect(&admin).expect("admin endpoint");
+    use std::io::{Read, Write};
+    http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .expect("ask the metrics");
+    let mut body = String::new();
+    http.read_to_string(&mut body).expect("the metrics");
+    for line in [
+        "hsd_memcached_commands_total{command=\"get\",result=\"hit\"} 2",
+        "hsd_memcached_commands_total{command=\"get\",result=\"miss\"} 1",
+        "hsd_memcached_commands_total{command=\"set\",result=\"stored\"} 1",
+        "hsd_memcached_commands_total{command=\"add\",result=\"not_stored\"} 1",
+        "hsd_memcached_commands_total{command=\"delete\",result=\"deleted\"} 1",
+        "hsd_memcached_connections 1",
+    ] {
+        assert!(body.contains(line), "{line} not in {body}");
+    }
+    let docs = include_str!("../../../docs/operations.md");
+    for name in body
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.split(' ').next())
+        .filter(|n| n.starts_with("hsd_memcached"))
+    {
+        assert!(
+            docs.contains(&format!("`{name}")),
+            "docs/operations.md lacks {name}"
+        );
+    }
+}
+
+every_store!(counted, counters, "hst_mc_counted");
+
 /// One row through three doors: memcached, SQL, HandlerSocket.
 async fn three_doors(store: Store, db: &str) {
     let Some(front) = Front::start(store, db) else {

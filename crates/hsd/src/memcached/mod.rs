@@ -27,6 +27,7 @@
 mod answer;
 mod binary;
 mod config;
+mod counters;
 mod door;
 mod fit;
 mod flush;
@@ -106,6 +107,7 @@ impl Memcached {
             started: item::now(),
             containers: containers.list.len(),
             settings: stats_settings,
+            counters: counters::McCounters::new(),
         };
         Memcached {
             containers,
@@ -242,6 +244,11 @@ pub(crate) async fn listen<B: Backend>(
         stats_settings,
         (memory_mib as usize) << 20,
     );
+    front
+        .stats
+        .counters
+        .register(&shared.metrics.registry)
+        .context("the memcached counters")?;
     if front.sasl.is_some() {
         let guard = sasl_guard::SaslGuard::new().context("the SASL counters")?;
         guard

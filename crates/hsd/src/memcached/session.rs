@@ -129,6 +129,8 @@ impl<B: Backend> McSession<B> {
         peer: std::net::IpAddr,
     ) -> Self {
         let containers = front.containers.clone();
+        // Closed when the session is dropped, with its connection.
+        front.stats.counters.connection_opened();
         McSession {
             dispatcher,
             layouts: containers.list.iter().map(Layout::of).collect(),
@@ -606,7 +608,7 @@ impl<B: Backend> McSession<B> {
 
     /// flush_all (text and binary): `Ok(false)` when every container's
     /// flush_policy is `disabled`.
-    pub(super) async fn flush_all(&mut self, delay: i64) -> Result<bool, Failure> {
+    async fn flush_all_uncounted(&mut self, delay: i64) -> Result<bool, Failure> {
         // Indexes opened before the tables were emptied stay valid: a
         // DELETE changes no table's shape.
         super::flush::flush(
@@ -620,7 +622,7 @@ impl<B: Backend> McSession<B> {
     }
 
     /// The items of keys resolved to containers, read as one batch.
-    pub(super) async fn fetch_all(
+    async fn fetch_all_uncounted(
         &mut self,
         asked: &[(&[u8], usize, &[u8])],
         sep: &[u8],
@@ -683,7 +685,7 @@ impl<B: Backend> McSession<B> {
         Ok(items)
     }
 
-    pub(super) async fn fetch_one(
+    async fn fetch_one_uncounted(
         &mut self,
         key: &[u8],
         sep: &[u8],
@@ -705,7 +707,7 @@ impl<B: Backend> McSession<B> {
         }
     }
 
-    pub(super) async fn store(
+    async fn store_uncounted(
         &mut self,
         key: &[u8],
         mode: StoreMode,
@@ -779,7 +781,7 @@ impl<B: Backend> McSession<B> {
 
     /// `delete` (and `md`): `Stored` when deleted, `Exists` on a cas
     /// mismatch, `NotFound`.
-    pub(super) async fn delete(
+    async fn delete_uncounted(
         &mut self,
         key: &[u8],
         compare_cas: Option<u64>,
@@ -809,7 +811,7 @@ impl<B: Backend> McSession<B> {
 
     /// incr/decr; `create` (an initial value and exptime) stores the
     /// initial value on a miss, as the binary protocol and `ma N` ask.
-    pub(super) async fn count(
+    async fn count_uncounted(
         &mut self,
         key: &[u8],
         delta: u64,
@@ -882,7 +884,7 @@ impl<B: Backend> McSession<B> {
         Ok(counted)
     }
 
-    pub(super) async fn touch(
+    async fn touch_uncounted(
         &mut self,
         key: &[u8],
         exptime: i32,
@@ -930,5 +932,139 @@ impl<B: Backend> McSession<B> {
             }
         })
         .await
+    }
+}
+
+/// The commands as the protocols call them, each counted once by its
+/// result (`counters.rs`): every protocol's commands go through these.
+impl<B: Backend> McSession<B> {
+    pub(super) async fn fetch_all(
+        &mut self,
+        asked: &[(&[u8], usize, &[u8])],
+        sep: &[u8],
+    ) -> Result<Vec<Option<Item>>, Failure> {
+        let items = self.fetch_all_uncounted(asked, sep).await;
+        let counters = &self.stats.counters;
+        match &items {
+            Ok(items) => items.iter().for_each(|i| counters.get(i.is_some())),
+            Err(_) => counters.command("get", "error"),
+        }
+        items
+    }
+
+    pub(super) async fn fetch_one(
+        &mut self,
+        key: &[u8],
+        sep: &[u8],
+    ) -> Result<Option<Item>, Failure> {
+        let item = self.fetch_one_uncounted(key, sep).await;
+        match &item {
+            Ok(item) => self.stats.counters.get(item.is_some()),
+            Err(_) => self.stats.counters.command("get", "error"),
+        }
+        item
+    }
+
+    pub(super) async fn store(
+        &mut self,
+        key: &[u8],
+        mode: StoreMode,
+        flags: u32,
+        exptime: i32,
+        data: &[u8],
+        sep: &[u8],
+    ) -> Result<Outcome, Failure> {
+        let outcome = self
+            .store_uncounted(key, mode, flags, exptime, data, sep)
+            .await;
+        let command = match mode {
+            StoreMode::Set => "set",
+            StoreMode::Add => "add",
+            StoreMode::Replace => "replace",
+            StoreMode::Append => "append",
+            StoreMode::Prepend => "prepend",
+            StoreMode::Cas(_) => "cas",
+        };
+        self.stats.counters.command(command, outcome_name(&outcome));
+        outcome
+    }
+
+    pub(super) async fn delete(
+        &mut self,
+        key: &[u8],
+        compare_cas: Option<u64>,
+        sep: &[u8],
+    ) -> Result<Outcome, Failure> {
+        let outcome = self.delete_uncounted(key, compare_cas, sep).await;
+        let result = match &outcome {
+            Ok(Outcome::Stored) => "deleted",
+            other => outcome_name(other),
+        };
+        self.stats.counters.command("delete", result);
+        outcome
+    }
+
+    pub(super) async fn count(
+        &mut self,
+        key: &[u8],
+        delta: u64,
+        increment: bool,
+        create: Option<(u64, i32)>,
+        sep: &[u8],
+    ) -> Result<Counted, Failure> {
+        let counted = self
+            .count_uncounted(key, delta, increment, create, sep)
+            .await;
+        let result = match &counted {
+            Ok(Counted::Value(..)) => "stored",
+            Ok(Counted::NotFound) => "not_found",
+            Ok(Counted::NonNumeric) | Err(_) => "error",
+        };
+        let command = if increment { "incr" } else { "decr" };
+        self.stats.counters.command(command, result);
+        counted
+    }
+
+    pub(super) async fn touch(
+        &mut self,
+        key: &[u8],
+        exptime: i32,
+        sep: &[u8],
+    ) -> Result<Option<Item>, Failure> {
+        let item = self.touch_uncounted(key, exptime, sep).await;
+        let result = match &item {
+            Ok(Some(_)) => "touched",
+            Ok(None) => "not_found",
+            Err(_) => "error",
+        };
+        self.stats.counters.command("touch", result);
+        item
+    }
+
+    pub(super) async fn flush_all(&mut self, delay: i64) -> Result<bool, Failure> {
+        let flushed = self.flush_all_uncounted(delay).await;
+        let result = match &flushed {
+            Ok(true) => "ok",
+            Ok(false) | Err(_) => "error",
+        };
+        self.stats.counters.command("flush_all", result);
+        flushed
+    }
+}
+
+/// A store's or delete's result as the counters name it.
+fn outcome_name(outcome: &Result<Outcome, Failure>) -> &'static str {
+    match outcome {
+        Ok(Outcome::Stored) => "stored",
+        Ok(Outcome::NotStored) => "not_stored",
+        Ok(Outcome::Exists) => "exists",
+        Ok(Outcome::NotFound) => "not_found",
+        Err(_) => "error",
+    }
+}
+
+impl<B: Backend> Drop for McSession<B> {
+    fn drop(&mut self) {
+        self.stats.counters.connection_closed();
     }
 }

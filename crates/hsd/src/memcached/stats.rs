@@ -7,6 +7,7 @@
 //! "Not found" on the binary protocol, as memcached answers a group it
 //! does not have.
 
+use super::counters::McCounters;
 use super::item::now;
 
 /// What a group comes to.
@@ -19,14 +20,15 @@ pub(crate) enum StatsAnswer {
     Unknown,
 }
 
-/// What the general group and `stats settings` report, fixed at start.
-#[derive(Debug, Clone, Default)]
+/// What the general group and `stats settings` report: fixed at start,
+/// but for the counters.
 pub(crate) struct StatsContext {
     /// Seconds since the epoch when the server started.
     pub(crate) started: u64,
     pub(crate) containers: usize,
     /// `stats settings`: hsd's values of memcached's settings that apply.
     pub(crate) settings: Vec<(&'static str, String)>,
+    pub(crate) counters: McCounters,
 }
 
 /// The settings lines, from the memcached port's configuration.
@@ -84,20 +86,25 @@ pub(crate) fn answer(group: Option<&[u8]>, context: &StatsContext) -> StatsAnswe
     let lines = match group {
         None => {
             let now = now();
-            vec![
+            let mut lines = vec![
                 ("pid", std::process::id().to_string()),
                 ("uptime", now.saturating_sub(context.started).to_string()),
                 ("time", now.to_string()),
                 ("version", super::VERSION.to_string()),
                 ("pointer_size", usize::BITS.to_string()),
-                ("containers", context.containers.to_string()),
-            ]
+            ];
+            lines.extend(context.counters.stats_lines());
+            lines.push(("containers", context.containers.to_string()));
+            lines
         }
         Some(b"settings") => context.settings.clone(),
         Some(b"items") => Vec::new(),
         Some(b"slabs") => vec![("active_slabs", "0".into()), ("total_malloced", "0".into())],
         Some(b"sizes") => vec![("sizes_status", "disabled".into())],
-        Some(b"reset") => return StatsAnswer::Reset,
+        Some(b"reset") => {
+            context.counters.reset();
+            return StatsAnswer::Reset;
+        }
         Some(_) => return StatsAnswer::Unknown,
     };
     StatsAnswer::Lines(lines)
@@ -124,23 +131,26 @@ mod tests {
             started: 1,
             containers: 3,
             settings: settings.lines(),
+            counters: McCounters::new(),
         };
         let StatsAnswer::Lines(general) = answer(None, &context) else {
             panic!("the general group");
         };
         let names: Vec<&str> = general.iter().map(|(n, _)| *n).collect();
         assert_eq!(
-            names,
-            [
-                "pid",
-                "uptime",
-                "time",
-                "version",
-                "pointer_size",
-                "containers"
-            ]
+            names[..5],
+            ["pid", "uptime", "time", "version", "pointer_size"]
         );
-        assert_eq!(general[5].1, "3");
+        for counter in [
+            "curr_connections",
+            "cmd_get",
+            "get_hits",
+            "get_misses",
+            "cmd_set",
+        ] {
+            assert!(names.contains(&counter), "{counter} in {names:?}");
+        }
+        assert_eq!(general.last(), Some(&("containers", "3".to_string())));
         let StatsAnswer::Lines(set) = answer(Some(b"settings"), &context) else {
             panic!("settings");
         };

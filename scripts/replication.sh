@@ -31,8 +31,9 @@
 # with hsd's (MDEV-33967: the plugin's writes never reach the binary log).
 #
 # The account hsd/hsd (@127.0.0.1, @localhost) has every privilege except
-# SUPER and READ_ONLY ADMIN (MySQL: SUPER and CONNECTION_ADMIN): a read-only
-# server refuses its writes, as it would an application's. repl/repl is the
+# SUPER and READ_ONLY ADMIN (MySQL: SUPER and CONNECTION_ADMIN, and it has
+# GRANT OPTION): a read-only server refuses its writes, as it would an
+# application's. repl/repl is the
 # replication account. MySQL 8 runs as the account mysql when run as root.
 #
 # `start` writes <dir>/env:
@@ -387,13 +388,15 @@ do_build() {
 
 # hsd's account on MySQL 8 (caching_sha2_password, the default): every
 # privilege but SUPER and CONNECTION_ADMIN, either of which lets a session
-# write on a read_only server.
+# write on a read_only server; WITH GRANT OPTION as scripts/mysql8.sh's, for
+# the row cache's tests that make accounts of their own (it can grant
+# nothing it lacks).
 hsd_user_sql_mysql8() {
     cat <<'EOF'
 CREATE USER IF NOT EXISTS 'hsd'@'127.0.0.1' IDENTIFIED BY 'hsd';
 CREATE USER IF NOT EXISTS 'hsd'@'localhost' IDENTIFIED BY 'hsd';
-GRANT ALL PRIVILEGES ON *.* TO 'hsd'@'127.0.0.1';
-GRANT ALL PRIVILEGES ON *.* TO 'hsd'@'localhost';
+GRANT ALL PRIVILEGES ON *.* TO 'hsd'@'127.0.0.1' WITH GRANT OPTION;
+GRANT ALL PRIVILEGES ON *.* TO 'hsd'@'localhost' WITH GRANT OPTION;
 REVOKE SUPER, CONNECTION_ADMIN ON *.* FROM 'hsd'@'127.0.0.1';
 REVOKE SUPER, CONNECTION_ADMIN ON *.* FROM 'hsd'@'localhost';
 CREATE DATABASE IF NOT EXISTS hsdtest CHARACTER SET utf8mb4;

@@ -9,7 +9,10 @@
 # free port and is reached as root through its own socket only.
 #
 # The caller sets SCRIPT_NAME (for messages) and TIMEOUT (seconds to wait for
-# a start or a stop) before using these functions.
+# a start or a stop) before using these functions. NODE_DAEMON is the
+# server command node_launch runs (default: mariadbd); scripts/replication.sh
+# sets it to MySQL 8.0.31's mysqld for its mysql8 flavor (the same client,
+# socket and pid-file conventions serve both servers).
 
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
@@ -21,6 +24,7 @@ for _bin in mariadbd mariadb-install-db mariadb mariadb-admin flock; do
     command -v "$_bin" >/dev/null 2>&1 || die "$_bin not found; run scripts/deps.sh"
 done
 unset _bin
+[[ -n "${NODE_DAEMON[*]:-}" ]] || NODE_DAEMON=(mariadbd)
 
 # The socket of a node: in its directory, or under /tmp when that path is
 # too long for a unix socket (sun_path is 108 bytes).
@@ -136,7 +140,7 @@ node_fresh_data() {
     cp -a --sparse=always "$tdir/data" "$dir/data"
 }
 
-# node_launch DIR [USER [EXTRA-ARGS...]]: starts mariadbd with DIR/my.cnf
+# node_launch DIR [USER [EXTRA-ARGS...]]: starts NODE_DAEMON with DIR/my.cnf
 # (already written) and waits until it answers or dies. The node's port is
 # in DIR/port. Returns 0 when it answers, 2 when it lost its port to
 # another program while starting (the caller picks another and retries), 1
@@ -152,7 +156,7 @@ node_launch() {
     ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
     # Every fd redirected or closed: the daemon must not hold the caller's
     # stdout (a $(...) or a CI pipe) nor the caller's flock fd 9.
-    mariadbd --defaults-file="$dir/my.cnf" --user="$user" "$@" </dev/null >>"$log" 2>&1 9>&- &
+    "${NODE_DAEMON[@]}" --defaults-file="$dir/my.cnf" --user="$user" "$@" </dev/null >>"$log" 2>&1 9>&- 8>&- &
     bgpid=$!
     deadline=$(( SECONDS + TIMEOUT ))
     while (( SECONDS < deadline )); do

@@ -18,7 +18,7 @@
 use super::link::Link;
 use hsd_storage::TableMeta;
 use mysql_wire::literal::{push_identifier, push_number};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 /// How long a handle stays open before it is reopened.
@@ -34,6 +34,10 @@ struct OpenHandle {
 pub(super) struct Handles {
     open: HashMap<String, OpenHandle>,
     next_alias: u64,
+    /// Tables whose engine refuses `HANDLER ... OPEN` (1031, as MERGE
+    /// does, though its handler reads by index): read by SELECT from then
+    /// on. Kept when the connection is lost: it is the table's engine.
+    refused: HashSet<String>,
 }
 
 impl Handles {
@@ -80,6 +84,16 @@ impl Handles {
     /// failed, or it does not know the alias).
     pub(super) fn forget(&mut self, table: &TableMeta) {
         self.open.remove(&table.table_sql);
+    }
+
+    /// `table`'s engine refused HANDLER: its scans go by SELECT.
+    pub(super) fn refuse(&mut self, table: &TableMeta) {
+        self.refused.insert(table.table_sql.clone());
+    }
+
+    /// Whether `table`'s engine refused HANDLER.
+    pub(super) fn refuses(&self, table: &TableMeta) -> bool {
+        self.refused.contains(&table.table_sql)
     }
 
     /// The connection was lost: the server closed every handle.

@@ -53,6 +53,7 @@ mod conn_writes;
 mod connector;
 mod errors;
 mod fill;
+mod gtid_tracking;
 mod handler;
 mod in_doubt;
 mod link;
@@ -140,11 +141,18 @@ impl MysqlBackend {
         let mut all = vec![(settings.url.clone(), settings.target.clone())];
         all.extend(settings.replicas.iter().cloned());
         let mut bases = Vec::with_capacity(all.len());
+        // The first login asks for GTID tracking as the links that write
+        // will (with replicas or the row cache), so that a server whose
+        // tracker is off is said at start, in `hsd check`'s words.
+        let tracked = Replicated {
+            track_gtids: !settings.replicas.is_empty() || settings.row_cache.is_some(),
+            causal_reads: false,
+        };
         for (i, (url, target)) in all.iter().enumerate() {
             let what = if i == 0 { "--backend" } else { "--replica" };
             let base = preflight::link_settings(url, settings.timeout, target)
                 .map_err(|f| anyhow::anyhow!(f.text))?;
-            match preflight::login(&base, target, what).await {
+            match preflight::login(&base.with_replicated(tracked), target, what).await {
                 Ok(link) if link.server.is_vitess() && !settings.replicas.is_empty() => {
                     link.quit().await;
                     anyhow::bail!(preflight::VITESS_NO_REPLICAS);

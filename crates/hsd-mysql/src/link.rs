@@ -369,6 +369,9 @@ pub(super) struct Link {
     /// The server gives every commit that writes a GTID (a binary log;
     /// on MySQL gtid_mode ON): read where GTIDs are tracked.
     pub(super) numbers_commits: bool,
+    /// hsd asked the server to track GTIDs and it accepted, but does not
+    /// report them (`gtid_tracking`).
+    pub(super) tracking_off: bool,
 }
 
 impl Link {
@@ -411,6 +414,7 @@ impl Link {
             tracks_gtids: false,
             reported_gtid: None,
             numbers_commits: false,
+            tracking_off: false,
         };
         link.login(settings).await?;
         link.set_up_session(t).await?;
@@ -455,6 +459,11 @@ impl Link {
     }
 
     /// Whether every commit that writes gets a GTID on this server.
+    /// The server accepted GTID tracking and does not report GTIDs.
+    pub(crate) fn tracking_off(&self) -> bool {
+        self.tracking_off
+    }
+
     pub(crate) fn numbers_commits(&self) -> bool {
         self.numbers_commits
     }

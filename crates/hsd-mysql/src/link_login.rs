@@ -3,6 +3,7 @@
 //! runs with (and, with replicas, GTID tracking or causal reads).
 
 use super::errors::limits_connections;
+use super::gtid_tracking::{tracking_off, Tracking};
 use super::link::{Answer, Discard, Failure, FirstRow, Link, LinkSettings, Replicated};
 use mysql_wire::auth::{AuthStep, Authenticator};
 use mysql_wire::session_state;
@@ -251,20 +252,25 @@ impl Link {
     }
 
     /// The session duties of a replicated set-up. A server that cannot
-    /// report GTIDs leaves `tracks_gtids` off (the topology then treats
-    /// each commit as unknown); a Galera node that refuses causal reads is
-    /// not used.
+    /// report GTIDs, or whose tracker is off (`gtid_tracking`), leaves
+    /// `tracks_gtids` off (the topology and the row cache then treat each
+    /// commit as unknown); a Galera node that refuses causal reads is not
+    /// used.
     pub(super) async fn set_up_replicated(&mut self, r: Replicated) -> Result<(), Failure> {
         if self.tracks_gtids {
-            let sql: &[u8] = if self.server.is_mariadb() {
-                b"SET SESSION session_track_system_variables = 'last_gtid'"
-            } else {
-                b"SET SESSION session_track_gtids = OWN_GTID"
-            };
-            self.queue(|q| q.extend_from_slice(sql));
-            if let Answer::Refused(e) = self.answer(&mut Discard).await? {
-                tracing::warn!(error = %e, "the server cannot report the GTID of commits");
-                self.tracks_gtids = false;
+            match self.ask_gtid_tracking().await? {
+                Tracking::On => {}
+                Tracking::Refused(e) => {
+                    tracing::warn!(error = %e, "the server cannot report the GTID of commits");
+                    self.tracks_gtids = false;
+                }
+                Tracking::Off => {
+                    static ONCE: std::sync::Once = std::sync::Once::new();
+                    let mariadb = self.server.is_mariadb();
+                    ONCE.call_once(|| tracing::warn!("{}", tracking_off(mariadb)));
+                    self.tracks_gtids = false;
+                    self.tracking_off = true;
+                }
             }
             self.reported_gtid = None;
             // Whether every commit that writes gets a GTID here: a binary

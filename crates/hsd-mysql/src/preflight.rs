@@ -5,8 +5,9 @@
 //! `MysqlBackend::start` and the connector report the same problems at
 //! start through the same functions here, so both say the same words.
 
+use super::gtid_tracking::tracking_off;
 use super::in_doubt::{MarkerCheck, MarkerTable};
-use super::link::{Answer, Discard, Link, LinkSettings, TextTable};
+use super::link::{Answer, Discard, Link, LinkSettings, Replicated, TextTable};
 use super::topology::decide::Role;
 use super::topology::{ServerSpec, Topology, TopologySettings};
 use super::MysqlSettings;
@@ -115,6 +116,9 @@ pub async fn check(settings: &MysqlSettings) -> Vec<Finding> {
     let mut all = vec![(settings.url.clone(), settings.target.clone())];
     all.extend(settings.replicas.iter().cloned());
     let single = all.len() == 1;
+    // As `hsd serve` logs in: GTID tracking asked with replicas or the
+    // row cache (and checked, `gtid_tracking`).
+    let track_gtids = !single || settings.row_cache.is_some();
     let mut vitess = false;
     // Each server's one set of link settings, as `serve` resolves them;
     // `None` where its options are unusable (a finding says why).
@@ -122,7 +126,10 @@ pub async fn check(settings: &MysqlSettings) -> Vec<Finding> {
     for (i, (url, target)) in all.iter().enumerate() {
         let what = if i == 0 { "--backend" } else { "--replica" };
         let base = match link_settings(url, settings.timeout, target) {
-            Ok(base) => base,
+            Ok(base) => base.with_replicated(Replicated {
+                track_gtids,
+                causal_reads: false,
+            }),
             Err(f) => {
                 findings.push(f);
                 bases.push(None);
@@ -150,6 +157,12 @@ pub async fn check(settings: &MysqlSettings) -> Vec<Finding> {
             }
             Ok(mut link) => {
                 findings.push(Finding::ok(format!("{what} {target}: logged in")));
+                if link.tracking_off() {
+                    findings.push(Finding::warning(format!(
+                        "{what} {target}: {}",
+                        tracking_off(link.server.is_mariadb())
+                    )));
+                }
                 match account(&mut link, url, target, single).await {
                     Ok(found) => findings.extend(found),
                     Err(e) => findings.push(Finding::warning(format!(

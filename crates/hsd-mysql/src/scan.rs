@@ -41,6 +41,8 @@ pub(super) const DIALECT: Dialect = Dialect {
 
 /// "Unknown table in HANDLER": the alias is not open on the server.
 const ER_UNKNOWN_TABLE: u16 = 1109;
+/// The table's engine does not do what was asked (HANDLER on a MERGE table).
+const ER_ILLEGAL_HA: u16 = 1031;
 /// "Unknown column": what a client sees when an opened column was dropped.
 const ER_BAD_FIELD_ERROR: u32 = 1054;
 
@@ -197,7 +199,7 @@ pub(super) async fn scan_many(
             });
             groups[g].push(i);
             routes.push(Route::Points(g));
-        } else if handler_reads && handler_can_read(scan) {
+        } else if handler_reads && handler_can_read(scan) && !handles.refuses(&scan.index.table) {
             routes.push(Route::Handler);
         } else {
             routes.push(Route::Select);
@@ -208,7 +210,7 @@ pub(super) async fn scan_many(
     for (r, scan) in routes.iter_mut().zip(scans) {
         if let Route::Points(g) = *r {
             if groups[g].len() < 2 {
-                *r = if scan.with_locator || !handler_reads {
+                *r = if scan.with_locator || !handler_reads || handles.refuses(&scan.index.table) {
                     Route::Select
                 } else {
                     Route::Handler
@@ -248,6 +250,7 @@ pub(super) async fn scan_many(
     link.send().await?;
 
     let mut first_error = None;
+    let mut by_select = Vec::new();
     let mut next = pending.into_iter().peekable();
     for (i, (scan, route)) in scans.iter().zip(&routes).enumerate() {
         if let Route::Points(_) = route {
@@ -286,6 +289,7 @@ pub(super) async fn scan_many(
             continue;
         }
         // Housekeeping answers queued ahead of this scan's statement.
+        let mut engine_refused = false;
         while let Some(&Queued::Handle(kind)) = next.peek() {
             next.next();
             if let Answer::Refused(e) = link.answer(&mut super::link::Discard).await? {
@@ -293,11 +297,23 @@ pub(super) async fn scan_many(
                 // closed nothing that is still there.
                 if kind == Housekeeping::Open {
                     handles.forget(&scan.index.table);
-                    first_error.get_or_insert(refused_error(&e));
+                    if e.code == ER_ILLEGAL_HA {
+                        handles.refuse(&scan.index.table);
+                        engine_refused = true;
+                    } else {
+                        first_error.get_or_insert(refused_error(&e));
+                    }
                 }
             }
         }
         next.next();
+        if engine_refused {
+            // The READ on the handle that never opened fails (1109); the
+            // scan runs again by SELECT once this batch is read.
+            let _ = link.answer(&mut super::link::Discard).await?;
+            by_select.push(i);
+            continue;
+        }
         let layout = match route {
             Route::Select => ScanLayout::of(scan),
             _ => ScanLayout {
@@ -338,6 +354,9 @@ pub(super) async fn scan_many(
             }
         }
     }
+    if !by_select.is_empty() {
+        select_again(link, scans, &by_select, visit, progressed, &mut first_error).await?;
+    }
     match first_error {
         None => Ok(()),
         Some(error) => Err(Failure {
@@ -346,6 +365,43 @@ pub(super) async fn scan_many(
             retryable: false,
         }),
     }
+}
+
+/// The scans whose table refused HANDLER (`which`), by SELECT: the answer
+/// SQL gives (the original plugin reads such a table through the engine's
+/// handler; on a MERGE table its find crashes MariaDB 10.11).
+async fn select_again(
+    link: &mut Link,
+    scans: &[Scan<'_>],
+    which: &[usize],
+    visit: &mut RowVisitor<'_>,
+    progressed: &mut bool,
+    first_error: &mut Option<hsd_storage::StorageError>,
+) -> Result<(), Failure> {
+    let vitess = link.server.is_vitess();
+    for &i in which {
+        let scan = &scans[i];
+        link.queue(|sql| {
+            scan_sql::build(scan, DIALECT, &mut Literals { scan, vitess }, sql);
+        });
+    }
+    for &i in which {
+        let scan = &scans[i];
+        let mut sink = ScanSink {
+            scan_no: i,
+            table: &scan.index.table,
+            opened: &scan.index.columns,
+            handler: false,
+            remap: None,
+            layout: ScanLayout::of(scan),
+            visit: &mut *visit,
+            progressed: &mut *progressed,
+        };
+        if let Answer::Refused(e) = link.answer(&mut sink).await? {
+            first_error.get_or_insert(refused_error(&e));
+        }
+    }
+    Ok(())
 }
 
 /// `HANDLER alias READ idx op (k1, ...) LIMIT n`

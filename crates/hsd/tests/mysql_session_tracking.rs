@@ -4,12 +4,15 @@
 //! commit that wrote and reports none is of unknown position (as one whose
 //! answer was lost), never "logged nothing": reads right after hsd's own
 //! writes, through the row cache in `acknowledged` mode, ask the server's
-//! position and see every write. A MariaDB of this test's own
-//! (scripts/mariadb.sh with its own data dir), since the setting is global.
+//! position and see every write. At login hsd finds out that the tracker
+//! is off (a tracked variable set again comes back as no change) and says
+//! so once, `hsd check` and `hsd serve` in the same words. A MariaDB of this
+//! test's own (scripts/mariadb.sh with its own data dir), since the setting
+//! is global.
 
 mod common;
 use common::blocking::*;
-use common::{mysql_url, PrivateMariadb};
+use common::{hsd_bin, mysql_url, run_hsd, PrivateMariadb};
 
 #[test]
 fn commits_without_their_gtid_are_waited_for_not_trusted() {
@@ -56,9 +59,45 @@ fn commits_without_their_gtid_are_waited_for_not_trusted() {
         }
     }
     let waits = metric(&admin, "hsd_row_cache_position_waits_total") - waits_before;
+    // What `hsd check` and `hsd serve` say at login, in the same words.
+    let checked = std::process::Command::new(hsd_bin())
+        .args(["check", "--backend", &inst.url, "--row-cache-mib", "8"])
+        .env_remove("HSD_CONFIG")
+        .output()
+        .expect("run hsd check");
+    let check_out = String::from_utf8_lossy(&checked.stdout).into_owned();
+    let served = run_hsd(
+        &[
+            "serve",
+            "--address",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--port-wr",
+            "0",
+            "--backend",
+            &inst.url,
+            "--row-cache-mib",
+            "8",
+        ],
+        &[("RUST_LOG", "warn")],
+    );
     exec(
         &mut sql,
         &format!("SET GLOBAL session_track_system_variables = '{old}'"),
+    );
+    let said = "the server does not report the GTID of commits although hsd asked";
+    let line = check_out
+        .lines()
+        .find(|l| l.contains(said))
+        .unwrap_or_else(|| panic!("hsd check does not say the tracker is off:\n{check_out}"));
+    assert!(line.starts_with("warning: --backend "), "{line}");
+    assert_eq!(checked.status.code(), Some(1), "{check_out}");
+    let words = &line[line.find(said).unwrap_or_default()..];
+    assert!(
+        served.stderr.contains(words),
+        "hsd serve does not log {words:?}:\n{}",
+        served.stderr
     );
     eprintln!("{} of 100 reads stale, {waits} position waits", stale.len());
     assert!(

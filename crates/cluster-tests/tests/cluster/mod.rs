@@ -1,6 +1,7 @@
-//! The replicated MariaDB set-ups the replication suites run against:
-//! `scripts/replication.sh` (a GTID primary with two replicas) and
-//! `scripts/galera.sh` (a 3-node Galera cluster), both started by
+//! The replicated set-ups the replication suites run against:
+//! `scripts/replication.sh` (a GTID primary with two replicas, MariaDB or,
+//! with `HSD_REPL_FLAVOR=mysql8`, MySQL 8.0.31 with `gtid_mode = ON`) and
+//! `scripts/galera.sh` (a 3-node Galera cluster), all started by
 //! scripts/test.sh, which exports their addresses. In CI their absence is a
 //! failure; elsewhere the suites are skipped with a note.
 //!
@@ -23,8 +24,17 @@ pub enum Kind {
     Galera,
 }
 
+/// Which server a replicated set runs (`HSD_REPL_FLAVOR` of
+/// scripts/replication.sh; Galera is always MariaDB).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    Mariadb,
+    Mysql8,
+}
+
 pub struct Cluster {
     pub kind: Kind,
+    pub flavor: Flavor,
     /// Per server (1-based in the scripts; 0-based here), its hsd URL.
     pub urls: Vec<String>,
     dir: String,
@@ -49,9 +59,16 @@ impl Cluster {
                 std::env::var("HSD_GALERA_DIR").ok(),
             ),
         };
+        let flavor = match (kind, std::env::var("HSD_REPL_FLAVOR").as_deref()) {
+            (Kind::Replication, Ok("mysql8")) => Flavor::Mysql8,
+            (Kind::Replication, Ok("mariadb") | Err(_)) => Flavor::Mariadb,
+            (Kind::Replication, Ok(other)) => panic!("HSD_REPL_FLAVOR={other}: mariadb or mysql8"),
+            (Kind::Galera, _) => Flavor::Mariadb,
+        };
         match (urls, dir) {
             (Some(urls), Some(dir)) if !urls.is_empty() => Some(Cluster {
                 kind,
+                flavor,
                 urls: urls.split(',').map(str::to_string).collect(),
                 dir,
             }),

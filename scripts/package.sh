@@ -53,7 +53,7 @@ src=$ROOT/packaging/debian
 rm -rf "$stage"
 install -d "$stage/DEBIAN" "$stage/usr/bin" "$stage/lib/systemd/system" "$stage/etc/hsd" \
     "$stage/usr/share/man/man1" "$stage/usr/share/doc/hsd" "$stage/usr/share/lintian/overrides" \
-    "$stage/usr/share/bash-completion/completions"
+    "$stage/usr/share/bash-completion/completions" "$stage/usr/share/hsd/monitoring"
 
 # The binary without its debug sections (the symbols stay, for backtraces:
 # lintian's unstripped-binary-or-object is overridden, with that reason).
@@ -67,6 +67,9 @@ chmod 0644 "$stage/usr/share/bash-completion/completions/hsd"
 # readable by root and, through postinst's dpkg-statoverride, group hsd.
 install -m 0640 "$src/hsd.toml" "$stage/etc/hsd/hsd.toml"
 install -m 0644 "$src/copyright" "$stage/usr/share/doc/hsd/copyright"
+# A Grafana dashboard and Prometheus alert rules over hsd's series.
+install -m 0644 "$ROOT/packaging/monitoring/hsd-dashboard.json" \
+    "$ROOT/packaging/monitoring/hsd-alerts.yml" "$stage/usr/share/hsd/monitoring/"
 # Every doc: the config file and the README name them (docs/X.md is
 # /usr/share/doc/hsd/X.md.gz).
 for doc in README.md CHANGELOG.md docs/*.md; do

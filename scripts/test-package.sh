@@ -95,7 +95,8 @@ say "package $deb ($(du -h "$deb" | cut -f1))"
 say "install: dpkg -i"
 dpkg -i "$deb" >"$work/dpkg-install.log" 2>&1 || { cat "$work/dpkg-install.log" >&2; fail "dpkg -i"; }
 for f in /usr/bin/hsd /lib/systemd/system/hsd.service /etc/hsd/hsd.toml \
-    /usr/share/man/man1/hsd.1.gz /usr/share/doc/hsd/copyright /usr/share/doc/hsd/operations.md.gz; do
+    /usr/share/man/man1/hsd.1.gz /usr/share/doc/hsd/copyright /usr/share/doc/hsd/operations.md.gz \
+    /usr/share/hsd/monitoring/hsd-dashboard.json /usr/share/hsd/monitoring/hsd-alerts.yml; do
     [[ -f "$f" ]] || fail "the package did not install $f"
 done
 dpkg-query -W -f='${Conffiles}' hsd | grep -q '/etc/hsd/hsd.toml' || fail "/etc/hsd/hsd.toml is not a conffile"
@@ -315,7 +316,7 @@ say "  the containers example parses ($(grep -c . "$work/containers.toml") lines
 say "purge with tables in /var/lib/hsd: the data and the user hsd stay, the rest goes"
 dpkg -P hsd >"$work/dpkg-purge.log" 2>&1 || { cat "$work/dpkg-purge.log" >&2; fail "dpkg -P"; }
 for f in /usr/bin/hsd /lib/systemd/system/hsd.service /etc/hsd /usr/share/man/man1/hsd.1.gz \
-    /usr/share/doc/hsd /etc/systemd/system/multi-user.target.wants/hsd.service; do
+    /usr/share/doc/hsd /usr/share/hsd /usr/share/bash-completion/completions/hsd /etc/systemd/system/multi-user.target.wants/hsd.service; do
     [[ ! -e "$f" && ! -L "$f" ]] || fail "purge left $f"
 done
 [[ -f /var/lib/hsd/test.sqlite ]] || fail "purge removed the data (/var/lib/hsd/test.sqlite)"

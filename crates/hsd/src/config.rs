@@ -1,6 +1,7 @@
 //! Settings for `hsd serve`: command-line flags, environment variables
 //! (`HSD_*`) and a TOML file, in that order of precedence, then defaults.
 
+use crate::byte_size::ByteSize;
 use crate::secrets::{read_trimmed, Secret};
 use anyhow::Context;
 use hsd_mysql::cache::{CacheSettings, ReadConsistency};
@@ -214,7 +215,7 @@ pub struct ServeOptions {
     pub(crate) idle_timeout: Option<u64>,
     /// Longest request line in bytes; longer closes the connection [default: 16 MiB].
     #[arg(long, env = "HSD_MAX_LINE_SIZE")]
-    pub(crate) max_line_size: Option<usize>,
+    pub(crate) max_line_size: Option<ByteSize>,
     /// Seconds a client may take to finish a request line it began; 0 no
     /// limit [default: 10].
     #[arg(long, env = "HSD_LINE_TIMEOUT")]
@@ -227,17 +228,17 @@ pub struct ServeOptions {
     /// beyond 16 KiB each; a connection that needs more is closed
     /// [default: 128 MiB].
     #[arg(long, env = "HSD_MAX_INPUT_MEMORY")]
-    pub(crate) max_input_memory: Option<usize>,
+    pub(crate) max_input_memory: Option<ByteSize>,
     /// Bytes of answers all connections together may hold while waiting for
     /// their clients to read them; a connection that needs more is closed
     /// [default: 256 MiB].
     #[arg(long, env = "HSD_MAX_OUTPUT_MEMORY")]
-    pub(crate) max_output_memory: Option<usize>,
+    pub(crate) max_output_memory: Option<ByteSize>,
     /// Bytes the answers to one connection's batch of pipelined finds may
     /// hold together; a find whose rows would go past it answers
     /// `1 1 1153` [default: 64 MiB].
     #[arg(long, env = "HSD_MAX_RESPONSE_BYTES")]
-    pub(crate) max_response_bytes: Option<usize>,
+    pub(crate) max_response_bytes: Option<ByteSize>,
     /// Embedded store: seconds a statement may run before it is stopped and
     /// its request answered `1 1 1969`; 0 no limit [default: 5].
     #[arg(long, env = "HSD_STATEMENT_TIMEOUT")]
@@ -294,27 +295,23 @@ pub struct ServeOptions {
     /// lookups by a whole unique key from memory and is kept exact by the
     /// server's binary log (docs/mysql.md); 0 turns it off [default: 0].
     #[arg(long, env = "HSD_ROW_CACHE_MIB")]
-    #[serde(alias = "row_cache_mib")]
     pub(crate) row_cache_mib: Option<u64>,
     /// The replica server id the row cache's binary log reader registers
     /// with, 1 to 4294967295: unique among every replica of the server
     /// (another replica registering the same id takes the stream over)
     /// [default: a random id from 2147483648 up, drawn at start].
     #[arg(long, env = "HSD_ROW_CACHE_SERVER_ID")]
-    #[serde(alias = "row_cache_server_id")]
     pub(crate) row_cache_server_id: Option<u32>,
     /// The row cache serves no entry older than this many seconds: the
     /// bound on a row changed where no binary log shows it (a session with
     /// `sql_log_bin = 0`, a restore behind the server's back); 0 for no
     /// bound [default: 60].
     #[arg(long, env = "HSD_ROW_CACHE_MAX_AGE")]
-    #[serde(alias = "row_cache_max_age")]
     pub(crate) row_cache_max_age: Option<u32>,
     /// Row cache entries read again from the server per second, to find
     /// rows changed where the binary log does not show it (a found one
     /// drops its table's entries); 0 turns the verifier off [default: 5].
     #[arg(long, env = "HSD_ROW_CACHE_VERIFY")]
-    #[serde(alias = "row_cache_verify")]
     pub(crate) row_cache_verify: Option<u32>,
     /// What a read answered elsewhere than the writer (the row cache, a
     /// replica) must see: `acknowledged` (every write this hsd process
@@ -322,43 +319,35 @@ pub struct ServeOptions {
     /// on the writer before it arrived, from any client or hsd process; one
     /// position query to the writer per batch) [default: acknowledged].
     #[arg(long, env = "HSD_READ_CONSISTENCY", value_enum)]
-    #[serde(alias = "read_consistency")]
     pub(crate) read_consistency: Option<ReadConsistency>,
     /// Serve the memcached protocols on ADDR:PORT, over the tables of the
     /// containers (docs/memcached.md). Without --memcached-sasl-user anyone
     /// who can connect reads and writes: bind it to loopback or a private
     /// network [default: off].
     #[arg(long, env = "HSD_MEMCACHED_ADDRESS")]
-    #[serde(alias = "memcached_address")]
     pub(crate) memcached_address: Option<String>,
     /// Largest value one memcached store may carry, in bytes [default: 1 MiB].
     #[arg(long, env = "HSD_MEMCACHED_MAX_ITEM_SIZE")]
-    #[serde(alias = "memcached_max_item_size")]
-    pub(crate) memcached_max_item_size: Option<usize>,
+    pub(crate) memcached_max_item_size: Option<ByteSize>,
     /// SASL PLAIN user of the memcached port: with it, clients must
     /// authenticate on the binary protocol, and the text protocol is
     /// refused, as by memcached -S (needs a password too).
     #[arg(long, env = "HSD_MEMCACHED_SASL_USER")]
-    #[serde(alias = "memcached_sasl_user")]
     pub(crate) memcached_sasl_user: Option<String>,
     /// That user's password (prefer --memcached-sasl-password-file: argv is
     /// visible in ps).
     #[arg(long, env = "HSD_MEMCACHED_SASL_PASSWORD", hide_env_values = true)]
-    #[serde(alias = "memcached_sasl_password")]
     pub(crate) memcached_sasl_password: Option<String>,
     /// File holding that password (trailing newline ignored).
     #[arg(long, env = "HSD_MEMCACHED_SASL_PASSWORD_FILE")]
-    #[serde(alias = "memcached_sasl_password_file")]
     pub(crate) memcached_sasl_password_file: Option<PathBuf>,
     /// Seconds between sweeps of expired rows, in containers with an expiry
     /// column; 0 no sweep (expired rows are still never returned) [default: 60].
     #[arg(long, env = "HSD_MEMCACHED_SWEEP_INTERVAL")]
-    #[serde(alias = "memcached_sweep_interval")]
     pub(crate) memcached_sweep_interval: Option<u64>,
     /// Expired rows one sweep deletes at most, per container, 1 to 100000
     /// [default: 1000].
     #[arg(long, env = "HSD_MEMCACHED_SWEEP_LIMIT")]
-    #[serde(alias = "memcached_sweep_limit")]
     pub(crate) memcached_sweep_limit: Option<usize>,
     /// Log level: error, warn, info, debug or trace, or a filter as
     /// RUST_LOG takes it (info,hsd_mysql=debug); -v and RUST_LOG win over
@@ -698,7 +687,10 @@ impl ServeOptions {
             .config
             .as_ref()
             .and_then(|path| std::fs::read_to_string(path).ok())
-            .and_then(|text| toml::from_str::<LogKeys>(&text).ok())
+            .and_then(|text| {
+                toml::from_str::<LogKeys>(&crate::config_file::kebab_case_top_level_keys(&text))
+                    .ok()
+            })
             .unwrap_or_default();
         (
             self.log_format.or(file.log_format).unwrap_or_default(),
@@ -835,15 +827,15 @@ impl ServeOptions {
         let max_input_memory = self
             .max_input_memory
             .or(file.max_input_memory)
-            .unwrap_or(128 << 20);
+            .map_or(128 << 20, |s| s.0);
         let max_output_memory = self
             .max_output_memory
             .or(file.max_output_memory)
-            .unwrap_or(256 << 20);
+            .map_or(256 << 20, |s| s.0);
         let max_response_bytes = self
             .max_response_bytes
             .or(file.max_response_bytes)
-            .unwrap_or(DEFAULT_MAX_RESPONSE_BYTES);
+            .map_or(DEFAULT_MAX_RESPONSE_BYTES, |s| s.0);
         anyhow::ensure!(
             max_response_bytes >= MIN_MAX_RESPONSE_BYTES,
             "--max-response-bytes must be at least {MIN_MAX_RESPONSE_BYTES}, not {max_response_bytes}"
@@ -895,7 +887,8 @@ impl ServeOptions {
                 address: self.memcached_address.or(file.memcached_address),
                 max_item_size: self
                     .memcached_max_item_size
-                    .or(file.memcached_max_item_size),
+                    .or(file.memcached_max_item_size)
+                    .map(|s| s.0),
                 sasl: memcached_sasl,
                 sweep_interval: self
                     .memcached_sweep_interval
@@ -953,7 +946,7 @@ impl ServeOptions {
             max_line_size: self
                 .max_line_size
                 .or(file.max_line_size)
-                .unwrap_or(16 << 20)
+                .map_or(16 << 20, |s| s.0)
                 .max(1024),
             synchronous: self
                 .synchronous

@@ -10,7 +10,38 @@ use std::path::Path;
 
 /// Parses `text`, the contents of the config file `path`, as `T`.
 pub(crate) fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> anyhow::Result<T> {
+    let text = &kebab_case_top_level_keys(text);
     toml::from_str::<T>(text).map_err(|e| anyhow::anyhow!(explain(path, text, &e)))
+}
+
+/// One rule for every option's key: its `--name` without the dashes, and
+/// the same with `_` for `-` (`port_wr = 9999` is `port-wr = 9999`). The
+/// keys before the first `[table]` are written with `-` before parsing;
+/// the tables' own keys (`[[memcached.containers]]`: the plugin's
+/// `db_schema`, ...) are left as they are. The text keeps its length, so
+/// error positions still point at the file's lines.
+pub(crate) fn kebab_case_top_level_keys(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut top_level = true;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('[') {
+            top_level = false;
+        }
+        let key_len = trimmed
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+            .unwrap_or(trimmed.len());
+        let is_key = key_len > 0 && trimmed[key_len..].trim_start().starts_with('=');
+        if top_level && is_key {
+            let indent = line.len() - trimmed.len();
+            out.push_str(&line[..indent]);
+            out.push_str(&trimmed[..key_len].replace('_', "-"));
+            out.push_str(&trimmed[key_len..]);
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
 }
 
 /// One line for a parse error of the file.
@@ -129,6 +160,7 @@ enum Words {
     Bool(String),
     List(String),
     Table(String),
+    Size(String),
     /// The value, and the words it may be.
     OneOf(String, Vec<String>),
 }
@@ -145,6 +177,7 @@ impl std::fmt::Display for Words {
             Words::Bool(v) => write!(f, "{v} is not true or false"),
             Words::List(v) => write!(f, "{v} is not a list: write [\"...\", \"...\"]"),
             Words::Table(v) => write!(f, "{v} is not a table"),
+            Words::Size(v) => write!(f, "{v} is not {} (16 MiB)", crate::byte_size::SIZE_WORDS),
             Words::OneOf(v, choices) => {
                 write!(f, "{v} is not one of {}", choices.join(", "))
             }
@@ -199,6 +232,7 @@ fn in_words(message: &str) -> Option<Words> {
         "a boolean" => Words::Bool(value),
         "a sequence" => Words::List(value),
         e if e.starts_with("struct ") || e == "a map" => Words::Table(value),
+        crate::byte_size::SIZE_WORDS => Words::Size(value),
         _ => return None,
     })
 }
@@ -232,6 +266,25 @@ mod tests {
         }
     }
 
+    /// Every option's key is taken with `-` or `_` alike (before, twelve
+    /// keys took `_` and the others refused it); the keys of the tables
+    /// below are the tables' own.
+    #[test]
+    fn every_key_takes_dashes_or_underscores() {
+        let text = "port_wr = 9000\nmax_input_memory = 1024\nrow-cache-mib = 0\n\
+                    [memcached]\ntable_map_delimiter = \".\"\n";
+        let parsed = parse::<ServeOptions>(Path::new("hsd.toml"), text).expect("parses");
+        assert_eq!(parsed.port_wr, Some(9000));
+        assert_eq!(
+            parsed.max_input_memory,
+            Some(crate::byte_size::ByteSize(1024))
+        );
+        assert_eq!(
+            super::kebab_case_top_level_keys("a_b = 1\n  c_d=\"x_y\"\n[t]\ne_f = 2\n"),
+            "a-b = 1\n  c-d=\"x_y\"\n[t]\ne_f = 2\n"
+        );
+    }
+
     #[test]
     fn edit_distance_counts_a_transposition_once() {
         assert_eq!(distance("prot", "port"), 1);
@@ -249,8 +302,8 @@ mod tests {
                 "unknown key \"prot\" in hsd.toml line 1; did you mean \"port\"?",
             ),
             (
-                "address = \"x\"\nport_wr = 1\n",
-                "unknown key \"port_wr\" in hsd.toml line 2; did you mean \"port-wr\"?",
+                "address = \"x\"\nport_wrr = 1\n",
+                "unknown key \"port-wrr\" in hsd.toml line 2; did you mean \"port-wr\"?",
             ),
             (
                 "# settings\nthread = 4\n",

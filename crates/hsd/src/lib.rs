@@ -18,6 +18,7 @@ mod accept_backoff;
 mod admin;
 mod admission;
 mod allocator;
+mod byte_size;
 mod config;
 mod config_file;
 mod connection;

@@ -69,6 +69,10 @@ fn config(dir: &Path, extra: &str) -> String {
         ),
     )
     .unwrap();
+    // Readable by its owner only, as a file that may hold a password
+    // should be (one every user may read is a warning of its own).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     path.to_str().unwrap().to_string()
 }
 

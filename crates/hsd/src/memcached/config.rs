@@ -665,7 +665,7 @@ mod tests {
     #[test]
     fn the_config_file_names_the_port_and_the_containers() {
         let text = r#"
-memcached_address = "127.0.0.1:11211"
+memcached-address = "127.0.0.1:11211"
 [memcached]
 separator = ";"
 [[memcached.containers]]
@@ -679,7 +679,7 @@ value_columns = "v"
         let config = MemcachedConfig::resolve(
             MemcachedOptions {
                 address: options.memcached_address,
-                max_item_size: options.memcached_max_item_size,
+                max_item_size: options.memcached_max_item_size.map(|s| s.0),
                 ..MemcachedOptions::default()
             },
             options.memcached,

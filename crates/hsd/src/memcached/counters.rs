@@ -31,22 +31,19 @@ impl McCounters {
                 "memcached_commands_total",
                 "memcached commands by command and result (hit, miss, stored, not_stored, \
                  exists, not_found, deleted, touched, ok, error)",
-            )
-            .namespace("hsd"),
+            ),
             &["command", "result"],
         )
         .expect("a valid counter");
-        let connections = IntGauge::with_opts(
-            Opts::new("memcached_connections", "memcached connections open now").namespace("hsd"),
-        )
+        let connections = IntGauge::with_opts(Opts::new(
+            "memcached_connections",
+            "memcached connections open now",
+        ))
         .expect("a valid gauge");
-        let connections_total = IntCounter::with_opts(
-            Opts::new(
-                "memcached_connections_total",
-                "memcached connections accepted since start",
-            )
-            .namespace("hsd"),
-        )
+        let connections_total = IntCounter::with_opts(Opts::new(
+            "memcached_connections_total",
+            "memcached connections accepted since start",
+        ))
         .expect("a valid counter");
         McCounters {
             get_hit: commands.with_label_values(&["get", "hit"]),
@@ -58,7 +55,8 @@ impl McCounters {
         }
     }
 
-    /// Adds the series to the registry hsd's admin endpoint serves.
+    /// Adds the series to the registry hsd's admin endpoint serves (its
+    /// names get the registry's `hsd_` prefix).
     pub(crate) fn register(&self, registry: &Registry) -> anyhow::Result<()> {
         registry.register(Box::new(self.commands.clone()))?;
         registry.register(Box::new(self.connections.clone()))?;

@@ -140,15 +140,21 @@ pub fn fmt(tokens: &[Token]) -> String {
         .join("|")
 }
 
-/// A counter or gauge of hsd's Prometheus metrics at `admin`
-/// (`--admin-address`), by its full name.
-pub fn metric(admin: &str, name: &str) -> f64 {
+/// The answer of `admin`'s `/metrics` (`--admin-address`), head and body.
+pub fn metrics_text(admin: &str) -> String {
     use std::io::{Read, Write};
     let mut c = std::net::TcpStream::connect(admin).expect("admin port");
     c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").expect("ask");
     let mut text = String::new();
     c.read_to_string(&mut text).expect("metrics");
-    text.lines()
+    text
+}
+
+/// A counter or gauge of hsd's Prometheus metrics at `admin`
+/// (`--admin-address`), by its full name.
+pub fn metric(admin: &str, name: &str) -> f64 {
+    metrics_text(admin)
+        .lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
         .unwrap_or_else(|| panic!("no metric {name}"))
 }

@@ -516,6 +516,9 @@ pub struct Config {
     data_disk_full: Option<String>,
     /// Warnings for files holding a secret that every user may read.
     secrets_exposed: Vec<String>,
+    /// `hsd check`: the data directory does not exist yet (`serve` would
+    /// make it; `could_create_dir` found that it can).
+    data_dir_missing: bool,
     /// `--config`: the file SIGHUP reads again.
     pub(crate) config_file: Option<PathBuf>,
     /// `--log-level` (None: `logging::DEFAULT_LEVEL`).
@@ -666,6 +669,11 @@ impl Config {
         self.data_disk_full.as_deref()
     }
 
+    /// `hsd check` found no data directory, which `hsd serve` would make.
+    pub fn data_dir_missing(&self) -> bool {
+        self.data_dir_missing
+    }
+
     /// One warning per file holding a secret that every user may read.
     pub fn secrets_exposed(&self) -> &[String] {
         &self.secrets_exposed
@@ -700,7 +708,18 @@ impl ServeOptions {
 
     /// Merges flags/environment with the config file, applies defaults and
     /// checks the result; every error is one line saying what to change.
+    /// Makes the embedded store's data directory when it is missing.
     pub fn resolve(self) -> anyhow::Result<Config> {
+        self.resolve_with(DataDir::Create)
+    }
+
+    /// The same for `hsd check`, which changes nothing on disk: a missing
+    /// data directory is judged by whether it could be made.
+    pub fn resolve_for_check(self) -> anyhow::Result<Config> {
+        self.resolve_with(DataDir::LookOnly)
+    }
+
+    fn resolve_with(self, data_dir: DataDir) -> anyhow::Result<Config> {
         let file = match &self.config {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
@@ -972,12 +991,53 @@ impl ServeOptions {
             ),
             data_disk_full: None,
             secrets_exposed,
+            data_dir_missing: false,
         };
         if config.backend == BackendChoice::Embedded {
-            config.data_disk_full = check_data_dir(&config.data_dir)?;
+            if data_dir == DataDir::LookOnly && !config.data_dir.exists() {
+                could_create_dir(&config.data_dir)?;
+                config.data_dir_missing = true;
+            } else {
+                config.data_disk_full = check_data_dir(&config.data_dir)?;
+            }
         }
         Ok(config)
     }
+}
+
+/// What reading the settings may do to the embedded store's data directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DataDir {
+    /// `hsd serve`: make it when missing.
+    Create,
+    /// `hsd check`: look only.
+    LookOnly,
+}
+
+/// Whether `create_dir_all(dir)` would succeed, asked without making
+/// anything: the nearest existing ancestor must be a directory this user
+/// may write into. The error is the one the making would give, in the same
+/// words as `check_data_dir`'s.
+fn could_create_dir(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let d = dir.display();
+    let hint = "fix its permissions or choose another --data-dir";
+    let refused =
+        |e: std::io::Error| anyhow::anyhow!("cannot create data directory {d} ({e}): {hint}");
+    let absolute = std::path::absolute(dir).map_err(refused)?;
+    let Some(existing) = absolute.ancestors().skip(1).find(|a| a.exists()) else {
+        return Ok(());
+    };
+    if !existing.is_dir() {
+        return Err(refused(std::io::Error::from_raw_os_error(libc::ENOTDIR)));
+    }
+    let path = std::ffi::CString::new(existing.as_os_str().as_bytes())
+        .map_err(|_| refused(std::io::Error::from_raw_os_error(libc::EINVAL)))?;
+    // SAFETY: access only reads the NUL-terminated path it is given.
+    if unsafe { libc::access(path.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        return Err(refused(std::io::Error::last_os_error()));
+    }
+    Ok(())
 }
 
 fn in_range(name: &str, value: usize, range: RangeInclusive<usize>) -> anyhow::Result<usize> {

@@ -117,7 +117,7 @@ fn serve(opts: hsd::ServeOptions, log: hsd::logging::LogHandle) -> anyhow::Resul
 
 /// `hsd check`: the findings on stdout, one a line; exit 1 on a problem.
 fn check(opts: hsd::ServeOptions) -> std::process::ExitCode {
-    let findings = match opts.resolve() {
+    let findings = match opts.resolve_for_check() {
         Ok(config) => match tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

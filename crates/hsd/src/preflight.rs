@@ -48,7 +48,13 @@ pub async fn check(config: &Config) -> Vec<Finding> {
              the service runs, run it as that user (runuser -u hsd -- hsd check ...)",
         ));
     }
-    if config.backend == BackendChoice::Embedded && config.data_disk_full().is_none() {
+    if config.backend == BackendChoice::Embedded && config.data_dir_missing() {
+        found.push(Finding::ok(format!(
+            "data directory {} does not exist yet: hsd serve would create it (nothing was \
+             created now)",
+            config.data_dir.display()
+        )));
+    } else if config.backend == BackendChoice::Embedded && config.data_disk_full().is_none() {
         found.push(Finding::ok(format!(
             "data directory {} is writable, and so are its db files",
             config.data_dir.display()

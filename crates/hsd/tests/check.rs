@@ -101,6 +101,7 @@ fn refused_alike(config: &str, want: &str) {
 fn a_good_config_is_all_ok_and_exits_0() {
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path(), "");
+    std::fs::create_dir(dir.path().join("data")).unwrap();
     let checked = check(&["--config", &config]);
     assert_eq!(
         checked.code,
@@ -206,6 +207,24 @@ fn a_data_dir_that_cannot_be_made_is_refused() {
             file.join("data").display()
         ),
     );
+}
+
+/// `check` changes nothing on disk: a missing data directory is reported
+/// as one `serve` would make, and is still missing afterwards (before,
+/// `check` made it).
+#[test]
+fn check_makes_no_data_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), "");
+    let data = dir.path().join("data");
+    assert!(!data.exists());
+    let checked = check(&["--config", &config]);
+    assert_eq!(checked.code, Some(0), "{:#?}", checked.lines);
+    checked.line(&format!(
+        "ok: data directory {} does not exist yet: hsd serve would create it",
+        data.display()
+    ));
+    assert!(!data.exists(), "hsd check made {}", data.display());
 }
 
 #[test]

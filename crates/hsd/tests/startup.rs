@@ -475,6 +475,9 @@ fn backend_password_from_a_file() {
     let (without, password) = split_password(&url);
     let good = dir.path().join("good");
     std::fs::write(&good, format!("{password}\n")).unwrap();
+    // Readable by its owner only: one every user may read is warned of.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&good, std::fs::Permissions::from_mode(0o600)).unwrap();
     let run = serve(
         dir.path(),
         &[
@@ -489,6 +492,7 @@ fn backend_password_from_a_file() {
     assert!(!run.stderr.contains("WARN"), "{}", run.stderr);
     let bad = dir.path().join("bad");
     std::fs::write(&bad, "not-the-password-42\n").unwrap();
+    std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o600)).unwrap();
     let run = serve(
         dir.path(),
         &["--backend-password-file", bad.to_str().unwrap()],

@@ -530,15 +530,9 @@ fn two_writable_servers_refuse_writes() {
             t.elapsed()
         );
         assert_eq!(refused, "1|1|2013");
-        let log = hsd.log();
-        assert!(
-            log.contains(&format!(
-                "{} and {} are all writable",
-                c.address(0),
-                c.address(1)
-            )),
-            "{log}"
-        );
+        let wanted = format!("{} and {} are all writable", c.address(0), c.address(1));
+        let log = hsd.log_with(&wanted, Duration::from_secs(2));
+        assert!(log.contains(&wanted), "{log}");
         // Still refused a while later (not a blip).
         tokio::time::sleep(Duration::from_millis(600)).await;
         assert_eq!(set(&mut writer, 1, 1, 3).await, "1|1|2013");
@@ -638,8 +632,9 @@ fn a_replica_ahead_of_the_promoted_primary_serves_nothing() {
     // carry s1's server_uuid, so s2 sends it what it lacks and no error
     // comes: the reads above are the whole test there.
     if c.flavor == Flavor::Mariadb {
-        let log = hsd.log();
-        assert!(log.contains("its source cannot send what it asks"), "{log}");
+        let wanted = "its source cannot send what it asks";
+        let log = hsd.log_with(wanted, Duration::from_secs(2));
+        assert!(log.contains(wanted), "{log}");
     }
 }
 
@@ -742,7 +737,7 @@ fn a_replica_with_replication_filters_serves_nothing() {
             "reads that missed the insert acknowledged before them"
         );
     });
-    let log = hsd.log();
+    let log = hsd.log_with("replica-side filters", Duration::from_secs(2));
     assert!(log.contains("replica-side filters"), "{log}");
 }
 

@@ -325,6 +325,20 @@ impl Hsd {
         self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// The log once it holds `wanted`, or as it is after `within`: the
+    /// thread that copies hsd's stderr may lag the answer that followed the
+    /// line (seen under load in CI).
+    pub fn log_with(&self, wanted: &str, within: std::time::Duration) -> String {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let log = self.log();
+            if log.contains(wanted) || std::time::Instant::now() >= deadline {
+                return log;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// The Prometheus text of the admin endpoint.
     pub fn metrics(&self) -> String {
         use std::io::{Read, Write};

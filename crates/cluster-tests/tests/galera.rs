@@ -300,12 +300,21 @@ fn certification_conflicts_are_run_again() {
         .expect("row")
         .parse()
         .expect("number");
-    eprintln!("200 hsd writes: {ok} done, errors {errors:?}; {theirs} writes on node 2; {conflicts} conflicts on node 1; v = {v}");
-    // Conflicts were run again (most writes went through although nearly
-    // every one met a conflict); a write still in conflict after the last
-    // attempt answers the deadlock, as the original did.
+    let reruns = hsd.unlabelled("hsd_group_commit_reruns_total");
+    eprintln!("200 hsd writes: {ok} done, errors {errors:?}; {reruns} groups run again; {theirs} writes on node 2; {conflicts} conflicts on node 1; v = {v}");
+    // Conflicts were run again, and runs again went through: a write that
+    // failed took three runs again (four attempts), so any more were runs
+    // that ended done. (How many writes end done depends on how the two
+    // writers interleave, which the machine's load decides: 142 to 200 of
+    // 200 seen.) A write still in conflict after the last attempt answers
+    // the deadlock, as the original did.
     assert!(conflicts > 0, "no conflict happened");
-    assert!(ok >= 150, "{ok} of 200 done");
+    assert_eq!(ok as usize + errors.len(), 200);
+    assert!(
+        reruns as usize > 3 * errors.len(),
+        "{reruns} runs again for {} failed writes: none ended done",
+        errors.len()
+    );
     assert!(errors.iter().all(|e| e == "1|1|149"), "{errors:?}");
     assert_eq!(v, ok + 1000 * theirs, "each write done once");
 }

@@ -484,6 +484,7 @@ async fn commit_group<B: Backend, A: Answer>(
                 attempt,
                 "write group deadlocked with another transaction; running it again"
             );
+            shared.metrics.group_reruns.inc();
             storage.rollback().await;
             for &(j, i) in &ran {
                 active[j].answers[i] = None;

@@ -22,6 +22,9 @@ pub(crate) struct Metrics {
     pub(crate) backend_up: IntGauge,
     /// How many writes each group commit carried.
     pub(crate) group_commit_size: Histogram,
+    /// Write groups rolled back after a deadlock (or a Galera certification
+    /// conflict) and run again.
+    pub(crate) group_reruns: IntCounter,
     /// Hot counters resolved once: label lookups hash strings.
     pub(crate) find_ok: IntCounter,
     pub(crate) find_error: IntCounter,
@@ -58,7 +61,12 @@ impl Metrics {
                 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
             ]),
         )?;
+        let group_reruns = IntCounter::new(
+            "group_commit_reruns_total",
+            "Write groups rolled back after a deadlock or certification conflict and run again",
+        )?;
         registry.register(Box::new(requests.clone()))?;
+        registry.register(Box::new(group_reruns.clone()))?;
         registry.register(Box::new(latency.clone()))?;
         registry.register(Box::new(open_connections.clone()))?;
         registry.register(Box::new(refused_connections.clone()))?;
@@ -95,6 +103,7 @@ impl Metrics {
             refused_connections,
             backend_up,
             group_commit_size,
+            group_reruns,
         }))
     }
 

@@ -2,6 +2,15 @@
 //! on MariaDB the GTID to start from), COM_REGISTER_SLAVE, COM_BINLOG_DUMP,
 //! then events until the connection breaks; it then reports the stream
 //! lost and connects again from the last transaction it delivered whole.
+//!
+//! The settings `start` judged can change while hsd runs (`SET GLOBAL
+//! binlog_format`, replication started on a server whose own binary log
+//! leaves out what it applies): they are judged again every
+//! `SETTINGS_RECHECK` and before each reconnect. A refusal ends the stream
+//! as a loss, in the words `hsd serve` refuses with at start, and the
+//! reader waits until the settings pass again; it then streams from where
+//! the server is and drops everything, since what was logged meanwhile
+//! cannot be trusted.
 
 use super::super::link::{Link, LinkSettings};
 use super::checks::{observe, query, refusals};
@@ -21,6 +30,9 @@ const ER_SAME_SERVER_ID: u16 = 4052;
 const SAME_SERVER_ID_TEXT: &str = "same server_uuid/server_id";
 /// How long the reader waits before it takes a stolen stream back.
 const STOLEN_WAIT: Duration = Duration::from_secs(5);
+/// How often a streaming reader judges the server's settings again: one
+/// short connection and three small queries.
+const SETTINGS_RECHECK: Duration = Duration::from_secs(5);
 
 /// Whether the server ended the stream because another replica
 /// registered with the reader's server id.
@@ -125,11 +137,7 @@ impl BinlogReader {
 
     /// The refusals `start` would give, without starting.
     pub async fn check(settings: ReaderSettings) -> Result<Vec<String>, String> {
-        let follower = Follower::new(settings);
-        let mut link = follower.connect().await?;
-        let observed = observe(&mut link).await;
-        link.quit().await;
-        Ok(refusals(&observed?))
+        Follower::new(settings).refused().await
     }
 }
 
@@ -146,6 +154,9 @@ enum Ended {
     Stolen(String),
     /// The server no longer has the position: changes were missed.
     Gap(String),
+    /// The server's settings no longer let the cache be exact: the lines
+    /// `refusals` gives.
+    Refused(Vec<String>),
 }
 
 struct Follower {
@@ -230,11 +241,15 @@ impl Follower {
     /// Follows the stream for ever: on a break, says so and resumes.
     async fn run(self, mut link: Link, mut decoder: Decoder, mut sink: impl BinlogSink) {
         loop {
-            let ended = follow(&mut link, &mut decoder, &mut sink).await;
-            let (reason, gap, stolen) = match ended {
+            let ended = tokio::select! {
+                ended = follow(&mut link, &mut decoder, &mut sink) => ended,
+                refused = self.refused_later() => Ended::Refused(refused),
+            };
+            let (reason, mut gap, stolen) = match ended {
                 Ended::Lost(r) => (r, false, false),
                 Ended::Gap(r) => (r, true, false),
                 Ended::Stolen(r) => (r, false, true),
+                Ended::Refused(lines) => (settings_refused(&lines), true, false),
             };
             tracing::warn!(%reason, "binlog reader: stream lost at {}", decoder.applied());
             sink.deliver(StreamEvent::Lost {
@@ -249,20 +264,37 @@ impl Follower {
                 Duration::from_millis(50)
             };
             let mut from = decoder.applied().clone();
-            if gap {
-                sink.deliver(StreamEvent::Change(Change::Everything {
-                    reason: format!("the binlog no longer holds {from}: {reason}"),
-                }));
-            }
-            let mut restart = gap;
+            let mut refused_before = if gap { reason.clone() } else { String::new() };
             loop {
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(2));
-                if restart {
+                match self.refused().await {
+                    Ok(lines) if !lines.is_empty() => {
+                        let reason = settings_refused(&lines);
+                        if reason != refused_before {
+                            tracing::warn!(%reason, "binlog reader: not streaming while the server's settings are refused");
+                            refused_before = reason;
+                        }
+                        gap = true;
+                        delay = SETTINGS_RECHECK;
+                        continue;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!(error = %e, "binlog reader: cannot resume yet");
+                        continue;
+                    }
+                }
+                if gap {
                     match self.current().await {
                         Ok(p) => {
+                            sink.deliver(StreamEvent::Change(Change::Everything {
+                                reason: format!(
+                                    "the binlog reader resumes at {p}, not at {from}: {reason}"
+                                ),
+                            }));
                             from = p;
-                            restart = false;
+                            gap = false;
                         }
                         Err(e) => {
                             tracing::warn!(error = %e, "binlog reader: cannot read the position");
@@ -287,12 +319,43 @@ impl Follower {
         }
     }
 
+    /// The refusals `start` would give now.
+    async fn refused(&self) -> Result<Vec<String>, String> {
+        let mut link = self.connect().await?;
+        let observed = observe(&mut link).await;
+        link.quit().await;
+        Ok(refusals(&observed?))
+    }
+
+    /// Judges the settings every `SETTINGS_RECHECK`; returns the first
+    /// refusals found. A check that cannot be made is not a refusal (the
+    /// stream itself says whether the server is there).
+    async fn refused_later(&self) -> Vec<String> {
+        loop {
+            tokio::time::sleep(SETTINGS_RECHECK).await;
+            if let Ok(lines) = self.refused().await {
+                if !lines.is_empty() {
+                    return lines;
+                }
+            }
+        }
+    }
+
     async fn current(&self) -> Result<BinlogPosition, String> {
         let mut link = self.connect().await?;
         let p = current_position(&mut link).await;
         link.quit().await;
         p
     }
+}
+
+/// Why the stream stopped when the settings are refused: the lines
+/// `hsd serve` refuses `--row-cache-mib` with at start.
+fn settings_refused(lines: &[String]) -> String {
+    format!(
+        "the server's settings changed, and the row cache cannot be exact with them: {}",
+        lines.join("; ")
+    )
 }
 
 /// Reads events until the stream breaks, delivering what they mean.

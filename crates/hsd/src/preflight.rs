@@ -71,7 +71,68 @@ pub async fn check(config: &Config) -> Vec<Finding> {
     if let BackendChoice::Mysql(url) = &config.backend {
         found.extend(mysql_preflight::check(&config.mysql_settings(url)).await);
     }
+    if config.memcached.is_some() {
+        found.push(memcached_containers(config).await);
+    }
     found
+}
+
+/// With `--memcached-address`: the containers read and judged as `hsd
+/// serve` reads them (`memcached::read_containers`), its refusal in its
+/// words. Nothing is created: the embedded store's db files are opened
+/// only where they exist.
+async fn memcached_containers(config: &Config) -> Finding {
+    let Some(settings) = &config.memcached else {
+        return Finding::note("no --memcached-address");
+    };
+    let catalog = crate::exec::Catalog::default();
+    let row_cache = config.row_cache.is_some();
+    let read = match &config.backend {
+        BackendChoice::Embedded if config.data_dir_missing() => {
+            return Finding::note(
+                "--memcached-address: the containers' tables were not read: the data \
+                 directory does not exist yet",
+            )
+        }
+        BackendChoice::Embedded => {
+            let backend = hsd_sqlite::SqliteBackend::new(&config.data_dir, config.synchronous);
+            crate::memcached::read_containers(settings, &backend, &catalog, row_cache).await
+        }
+        BackendChoice::Mysql(url) => {
+            // The server as serve would use it, without the row cache's
+            // reader (its settings are judged above).
+            let mut mysql = config.mysql_settings(url);
+            mysql.row_cache = None;
+            match hsd_mysql::MysqlBackend::start(mysql, &prometheus::Registry::new()).await {
+                Ok(backend) => {
+                    crate::memcached::read_containers(settings, &backend, &catalog, row_cache).await
+                }
+                Err(_) => {
+                    return Finding::note(
+                        "--memcached-address: the containers' tables were not read: the \
+                         server could not be used (above)",
+                    )
+                }
+            }
+        }
+    };
+    match read {
+        Ok((containers, _)) => {
+            let names: Vec<String> = containers
+                .list
+                .iter()
+                .map(|c| String::from_utf8_lossy(&c.name).into_owned())
+                .collect();
+            Finding::ok(format!(
+                "--memcached-address: {} container{} read ({}), the default {}",
+                names.len(),
+                if names.len() == 1 { "" } else { "s" },
+                names.join(", "),
+                names.get(containers.default).map_or("none", String::as_str)
+            ))
+        }
+        Err(e) => Finding::error(one_line(&format!("{e:#}"))),
+    }
 }
 
 /// Each listener's address is free to bind now (port 0: any free port,
@@ -95,6 +156,15 @@ fn ports(config: &Config) -> Vec<Finding> {
                     "--admin-address {admin} is not ADDR:PORT"
                 ))]
             }
+        }
+    }
+    if let Some(mc) = &config.memcached {
+        if let Some((host, Ok(port))) = mc
+            .address
+            .rsplit_once(':')
+            .map(|(h, p)| (h, p.parse::<u16>()))
+        {
+            wanted.push(("memcached port (--memcached-address)", host.into(), port));
         }
     }
     let mut found = Vec::new();

@@ -572,3 +572,68 @@ mod replicas {
         );
     }
 }
+
+/// With `--memcached-address`, `hsd check` reads the containers as `hsd
+/// serve` does: none anywhere is refused by both in the same words; a
+/// container over a table that exists is reported ok, with its name.
+#[test]
+fn memcached_containers_are_read_by_check_as_by_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    let (mc_port, _) = free_ports();
+    let door = format!("memcached-address = \"127.0.0.1:{mc_port}\"");
+    let none = config(dir.path(), &door);
+    refused_alike(
+        &none,
+        "--memcached-address: no containers in the config file and",
+    );
+
+    let made = run_hsd(
+        &[
+            "sql",
+            "--data-dir",
+            dir.path().join("data").to_str().unwrap(),
+            "test",
+            "CREATE TABLE demo_test (c1 TEXT PRIMARY KEY, c2 TEXT, c3 INTEGER, c4 INTEGER, c5 INTEGER)",
+        ],
+        &[],
+    );
+    assert_eq!(made.code, Some(0), "{}", made.stderr);
+    let one = config(
+        dir.path(),
+        &format!(
+            "{door}\n[[memcached.containers]]\nname = \"kv\"\ndb_schema = \"test\"\n\
+             db_table = \"demo_test\"\nkey_columns = \"c1\"\nvalue_columns = \"c2\"\n\
+             flags = \"c3\"\ncas_column = \"c4\"\nexpire_time_column = \"c5\"\n"
+        ),
+    );
+    let checked = check(&["--config", &one]);
+    assert_eq!(checked.code, Some(0), "{:#?}", checked.lines);
+    checked.line("ok: --memcached-address: 1 container read (kv), the default kv");
+    assert!(checked
+        .line("ok: memcached port (--memcached-address) 127.0.0.1:")
+        .ends_with(" is free"));
+    // A key column the table lacks: refused alike.
+    let wrong = config(
+        dir.path(),
+        &format!(
+            "{door}\n[[memcached.containers]]\nname = \"kv\"\ndb_schema = \"test\"\n\
+             db_table = \"demo_test\"\nkey_columns = \"nope\"\nvalue_columns = \"c2\"\n"
+        ),
+    );
+    let checked = check(&["--config", &wrong]);
+    assert_eq!(checked.code, Some(1), "{:#?}", checked.lines);
+    let error = checked
+        .lines
+        .iter()
+        .find(|l| l.starts_with("error: "))
+        .expect("an error line")
+        .clone();
+    let served = run_hsd(&["serve", "--config", &wrong], &[]);
+    assert_eq!(served.code, Some(1), "serve: {}", served.stderr);
+    assert_eq!(
+        served.stderr.lines().collect::<Vec<_>>(),
+        [format!("hsd: {}", error.trim_start_matches("error: "))],
+        "serve must refuse with the words of check"
+    );
+}

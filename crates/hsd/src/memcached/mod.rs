@@ -167,6 +167,28 @@ impl<B: Backend> Front<B> for Memcached {
     }
 }
 
+/// The containers `listen` serves, read from the config file or the
+/// plugin's `innodb_memcache` tables and judged, and the MiB the
+/// `cache_only` policies may hold: `hsd check` reads them the same way,
+/// so both refuse in the same words.
+pub(crate) async fn read_containers<B: Backend>(
+    settings: &MemcachedConfig,
+    backend: &B,
+    catalog: &crate::exec::Catalog,
+    row_cache: bool,
+) -> anyhow::Result<(Containers, u64)> {
+    let containers = load_containers(backend, catalog, &settings.file, row_cache).await?;
+    let memory_mib = settings
+        .file
+        .cache_only_mib
+        .unwrap_or(memory::DEFAULT_CACHE_ONLY_MIB);
+    anyhow::ensure!(
+        (1..=1 << 20).contains(&memory_mib),
+        "[memcached] cache_only_mib must be 1 to 1048576, not {memory_mib}"
+    );
+    Ok((containers, memory_mib))
+}
+
 /// Reads the containers, listens on `--memcached-address` and starts the
 /// memcached event loops (`hsd-mc-N`, as many as `--threads`); the caller
 /// accepts on the listener (`server::accept_loop`).
@@ -178,10 +200,10 @@ pub(crate) async fn listen<B: Backend>(
     shutdown: Shutdown,
 ) -> anyhow::Result<(tokio::net::TcpListener, Vec<crate::event_loop::EventLoop>)> {
     use anyhow::Context;
-    let containers = load_containers(
+    let (containers, memory_mib) = read_containers(
+        settings,
         &*shared.backend,
         &shared.catalog,
-        &settings.file,
         config.row_cache.is_some(),
     )
     .await?;
@@ -196,14 +218,6 @@ pub(crate) async fn listen<B: Backend>(
             "memcached container policies"
         );
     }
-    let memory_mib = settings
-        .file
-        .cache_only_mib
-        .unwrap_or(memory::DEFAULT_CACHE_ONLY_MIB);
-    anyhow::ensure!(
-        (1..=1 << 20).contains(&memory_mib),
-        "[memcached] cache_only_mib must be 1 to 1048576, not {memory_mib}"
-    );
     tracing::info!(
         containers = containers.list.len(),
         sasl = settings.sasl.is_some(),

@@ -573,6 +573,12 @@ echo "Debian package test running in the background (pid $package_pid, log $pack
 # Each step: a `section "..."` header, then commands that fail the run on error.
 # MariaDB is running and HSD_TEST_MYSQL_URL is exported here.
 
+section "README quick starts, run as written (scripts/readme-check.py)"
+# The demo, the nc and Python sessions of "Try it", its hsd sql lines and
+# the memcached door's commands, each answer compared with the README's
+# (about two seconds).
+HSD_BIN="$ROOT/target/debug/hsd" python3 "$ROOT/scripts/readme-check.py"
+
 section "python client: pytest against hsd (embedded store, MariaDB) and the original plugin"
 # A venv under target/ with the client (clients/python) and its test tools
 # from PyPI; the tests start their own hsd processes from target/debug/hsd

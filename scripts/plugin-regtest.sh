@@ -8,7 +8,7 @@
 #   1. MariaDB's Debian source package from deb.debian.org over http: the .dsc
 #      of the installed mariadb-server's version if the archive still has it,
 #      else of another version apt knows, else of 10.11.14-0+deb12u2; the orig
-#      tarball it names is downloaded once into target/plugin-regtest/cache/,
+#      tarball it names is downloaded once into ~/.cache/hsd/plugin-regtest/,
 #      checked against the .dsc's SHA256, and only */plugin/handler_socket/*
 #      is extracted from it (PLUGIN_REGTEST_VERSION=<debian version> picks
 #      one by hand).
@@ -66,7 +66,10 @@ source "$ROOT/scripts/lib/common.sh"
 export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
 
 WORK=$ROOT/target/plugin-regtest
-CACHE=$WORK/cache
+# Downloads outlive the clone (a fresh CI clone fetched 109 MB each run):
+# the user's cache, as cargo's and Go's are; each file is checked against
+# the .dsc's SHA256 before use.
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/hsd/plugin-regtest
 PORTS=$ROOT/compat/plugin-regtest
 TIMEOUT=${PLUGIN_REGTEST_TIMEOUT:-30}
 ARCHIVE=http://deb.debian.org

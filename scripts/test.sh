@@ -11,7 +11,9 @@
 #     (crates/hsd's from their binaries, as built; its
 #     tests/hostile and tests/conformance from their binaries in the
 #     background beside the others: both mostly wait; so do the suites
-#     that start MariaDBs of their own, in a lane of their own), then the
+#     that start MariaDBs of their own, in a lane of their own, and the
+#     longest suites, in the heavy lane, which the replication half then
+#     follows), then the README's quick starts (scripts/readme-check.py), the
 #     Python client's tests (clients/python, in a venv under target/ made
 #     while cargo builds), the Go client's tests (clients/go, go vet and go
 #     test -race), then the memcached clients (compat/memcached: pymemcache
@@ -27,8 +29,8 @@
 #     hs4j and node-handlersocket (compat/run.sh) against hsd on MySQL 8.
 #     Tests that need the original plugin stay MariaDB-only: it cannot load
 #     into MySQL.
-#   - replication (background once `cargo test --workspace` is done, output
-#     in target/test-replication-half.log): a MariaDB GTID primary with two
+#   - replication (background, in the heavy lane once its suites are done,
+#     output in target/test-replication-half.log): a MariaDB GTID primary with two
 #     replicas (scripts/replication.sh), the same on MySQL 8.0.31 with
 #     gtid_mode=ON (HSD_REPL_FLAVOR=mysql8, target/replication-mysql8) and
 #     a 3-node Galera cluster (scripts/galera.sh), started while cargo
@@ -449,59 +451,9 @@ private_pid=$!
 set +m
 echo "private-server lane (${private_lane_suites[*]}) running in the background (pid $private_pid, log $private_log)"
 
-section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed), all but tests/hostile, tests/conformance and the private-server lane"
-other_hsd_tests=()
-while read -r name _; do
-    # tests/memcached_memcapable runs with the memcached clients (below).
-    case " hostile conformance memcached_memcapable ${private_lane_suites[*]} " in
-        *" $name "*) ;;
-        *) other_hsd_tests+=("$name") ;;
-    esac
-done <<<"$hsd_test_bins"
-cargo test --workspace --exclude hsd-cluster-tests --exclude hsd
-# hsd's own from the binaries the workspace build made: `cargo test -p hsd`
-# unifies features differently and rebuilt mysql_common, hsd-mysql and hsd
-# with every test (5m19s in a CI run of 2026-12-07).
-run_hsd_test() {
-    local name=$1 bin=$2
-    echo "== crates/hsd: $name (${bin##*/})"
-    (cd "$ROOT/crates/hsd" && "$bin") || { echo "crates/hsd: $name FAILED" >&2; exit 1; }
-}
-while read -r name bin; do
-    run_hsd_test "$name" "$bin"
-done < <(test_bins_of hsd lib,bin)
-for name in "${other_hsd_tests[@]}"; do
-    run_hsd_test "tests/$name.rs" "$(awk -v n="$name" '$1 == n {print $2}' <<<"$hsd_test_bins")"
-done
-
-section "private-server lane (background since the suites began): waiting for it"
-private_rc=0
-wait "$private_pid" || private_rc=$?
-private_pid=""
-grep -vE '^\[hsd\]' "$private_log" | grep -E '^(== |test result|failures:|---- )' || true
-if [[ $private_rc -ne 0 ]]; then
-    grep -vE '^\[hsd\]' "$private_log" | tail -n 150 >&2
-    echo "the private-server lane FAILED (exit $private_rc; whole log $private_log)" >&2
-    exit 1
-fi
-
-section "tests/conformance (background since the suites began): waiting for it"
-wait_suite conformance
-# tests/vitess.rs and tests/conformance ran above: Vitess's three processes go now.
-if [[ $stop_vitess -eq 1 ]]; then
-    bash "$ROOT/scripts/vitess.sh" stop
-    stop_vitess=0
-fi
-
-section "tests/hostile (background since the suites began): waiting for it"
-wait_suite hostile
-
 # The replication half: its three runs side by side (each has its servers),
 # run from their binaries (no second cargo competes for the build lock).
-# It starts after the Python and Go clients' tests, beside the compat,
-# memcached clients and bench smoke steps: the hostile suite's timing bounds (statement
-# timeouts, read timeouts) are not to share two cores with six more
-# servers.
+# It runs in the heavy lane (below), once that lane's suites are done.
 cluster_test_bins=$(test_bins_of cluster-tests)
 # Measured alone on 2 cores (2026-12-07): the MariaDB run and Galera 76 s;
 # with the MySQL 8 run beside them 155 s (its suite 137 s, then the row
@@ -558,6 +510,89 @@ replication_half() {
     echo "== replication half done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
     return "$failed"
 }
+
+# The longest of crates/hsd's suites run in a lane of their own beside the
+# foreground's (they mostly wait, on stalls, timeouts and servers: 218 s of
+# the 471 s the foreground took in one stream in a CI run of 2026-12-08,
+# where vmstat showed the CPU idle half the time), and the replication half
+# follows them in that lane: its six servers' runs load the machine once
+# these are done, not beside them. Output in target/test-heavy-lane.log and
+# target/test-replication-half.log, printed at the end.
+heavy_lane_suites=(mysql_stalls mysql_row_cache crash memcached_races mysql_slow_readers mysql_servers)
+heavy_log=$ROOT/target/test-heavy-lane.log
+repl_log=$ROOT/target/test-replication-half.log
+repl_rc_file=$ROOT/target/test-replication-half.rc
+heavy_lane() {
+    local started=$SECONDS failed=0 name bin
+    for name in "${heavy_lane_suites[@]}"; do
+        bin=$(awk -v n="$name" '$1 == n {print $2}' <<<"$hsd_test_bins")
+        if [[ -z "$bin" ]]; then
+            echo "heavy lane: no test binary $name" >&2
+            failed=1
+            continue
+        fi
+        echo "== tests/$name.rs (t+$((SECONDS - started))s)"
+        (cd "$ROOT/crates/hsd" && "$bin") || { echo "tests/$name.rs FAILED" >&2; failed=1; }
+    done
+    echo "== heavy lane's suites done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
+    local rc=0
+    replication_half >"$repl_log" 2>&1 || rc=$?
+    echo "$rc" >"$repl_rc_file"
+    return "$failed"
+}
+rm -f "$repl_rc_file"
+set -m
+heavy_lane >"$heavy_log" 2>&1 &
+repl_pid=$!
+set +m
+echo "heavy lane (${heavy_lane_suites[*]}, then the replication half) running in the background (pid $repl_pid, log $heavy_log)"
+
+section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed), all but tests/hostile, tests/conformance, the private-server lane and the heavy lane"
+other_hsd_tests=()
+while read -r name _; do
+    # tests/memcached_memcapable runs with the memcached clients (below).
+    case " hostile conformance memcached_memcapable ${private_lane_suites[*]} ${heavy_lane_suites[*]} " in
+        *" $name "*) ;;
+        *) other_hsd_tests+=("$name") ;;
+    esac
+done <<<"$hsd_test_bins"
+cargo test --workspace --exclude hsd-cluster-tests --exclude hsd
+# hsd's own from the binaries the workspace build made: `cargo test -p hsd`
+# unifies features differently and rebuilt mysql_common, hsd-mysql and hsd
+# with every test (5m19s in a CI run of 2026-12-07).
+run_hsd_test() {
+    local name=$1 bin=$2
+    echo "== crates/hsd: $name (${bin##*/})"
+    (cd "$ROOT/crates/hsd" && "$bin") || { echo "crates/hsd: $name FAILED" >&2; exit 1; }
+}
+while read -r name bin; do
+    run_hsd_test "$name" "$bin"
+done < <(test_bins_of hsd lib,bin)
+for name in "${other_hsd_tests[@]}"; do
+    run_hsd_test "tests/$name.rs" "$(awk -v n="$name" '$1 == n {print $2}' <<<"$hsd_test_bins")"
+done
+
+section "private-server lane (background since the suites began): waiting for it"
+private_rc=0
+wait "$private_pid" || private_rc=$?
+private_pid=""
+grep -vE '^\[hsd\]' "$private_log" | grep -E '^(== |test result|failures:|---- )' || true
+if [[ $private_rc -ne 0 ]]; then
+    grep -vE '^\[hsd\]' "$private_log" | tail -n 150 >&2
+    echo "the private-server lane FAILED (exit $private_rc; whole log $private_log)" >&2
+    exit 1
+fi
+
+section "tests/conformance (background since the suites began): waiting for it"
+wait_suite conformance
+# tests/vitess.rs and tests/conformance ran above: Vitess's three processes go now.
+if [[ $stop_vitess -eq 1 ]]; then
+    bash "$ROOT/scripts/vitess.sh" stop
+    stop_vitess=0
+fi
+
+section "tests/hostile (background since the suites began): waiting for it"
+wait_suite hostile
 
 # The Debian package of the debug build just tested: install, unit, hsd
 # check, upgrade, purge (about half a minute, mostly dpkg).
@@ -633,22 +668,12 @@ compat_lane() {
     echo
     echo "== the original plugin's regression tests against the plugin and hsd (t+$((SECONDS - started))s)"
     # regtest/ from MariaDB's Debian source package (downloaded once into
-    # target/plugin-regtest/cache/), over the Perl client built from it;
+    # ~/.cache/hsd/plugin-regtest/), over the Perl client built from it;
     # every test against the plugin, then against hsd on the same MariaDB.
     HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/scripts/plugin-regtest.sh" || failed=1
     echo "== compat lane done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
     return "$failed"
 }
-# The replication half starts here, after the Python and Go clients' tests:
-# beside them its three runs (MariaDB, MySQL 8, Galera) starved the Go
-# client's cut-connection test (no get succeeded, CI run of 2026-12-08).
-repl_log=$ROOT/target/test-replication-half.log
-set -m
-replication_half >"$repl_log" 2>&1 &
-repl_pid=$!
-repl_started=$((SECONDS - START))
-set +m
-echo "replication half running in the background (pid $repl_pid, log $repl_log)"
 compat_log=$ROOT/target/test-compat-lane.log
 set -m
 compat_lane >"$compat_log" 2>&1 &
@@ -705,12 +730,19 @@ if [[ $package_rc -ne 0 ]]; then
     exit 1
 fi
 
-section "replication half (background since t+${repl_started}s): waiting for it, then its log"
-repl_rc=0
-wait "$repl_pid" || repl_rc=$?
+section "heavy lane, then the replication half (background since the suites began): waiting for it, then their logs"
+heavy_rc=0
+wait "$repl_pid" || heavy_rc=$?
 repl_pid=""
+grep -vE '^\[hsd\]' "$heavy_log" | grep -E '^(== |test result|failures:|---- )' || true
+if [[ $heavy_rc -ne 0 ]]; then
+    grep -vE '^\[hsd\]' "$heavy_log" | tail -n 150 >&2
+    echo "the heavy lane's suites FAILED (exit $heavy_rc; whole log $heavy_log)" >&2
+    exit 1
+fi
 cat "$repl_log"
-if [[ $repl_rc -ne 0 ]]; then
+repl_rc=$(cat "$repl_rc_file" 2>/dev/null || echo "none")
+if [[ $repl_rc != 0 ]]; then
     echo "the replication half FAILED (exit $repl_rc; log above, also in $repl_log)" >&2
     exit 1
 fi

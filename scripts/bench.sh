@@ -65,6 +65,12 @@
 #   --perf            after the sweep, perf-record hsd under `get`, each backend
 #                     at 1 x 1 and at 64 x 16 (hsd-mysql: hsd and mariadbd)
 #                     into DIR/perf-get.md
+#   --delay-us N      MariaDB as if on another host: every connection to it
+#                     (hsd-mysql's backend links, mysql-sql's clients and
+#                     hs-original's, whose plugin lives in mariadbd) passes
+#                     through `hsbench delay-proxy`, N µs each way (a round
+#                     trip of 2N µs more); hsd-embedded, memcached and Redis
+#                     are reached directly, as servers beside the application
 #   --rows N  --duration S  --warmup S  --runs N
 #   --baseline BIN    an A/B of two builds: another hsd binary (say, built
 #                     from the commit before a change, in a worktree) runs
@@ -107,6 +113,7 @@ nice_level=""
 hsd_args=""
 hsd_mysql_args=""
 baseline=""
+delay_us=0
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
@@ -117,6 +124,7 @@ while [[ $# -gt 0 ]]; do
         --chart) chart_copy=${2:?}; shift ;;
         --perf) do_perf=1 ;;
         --io-bound) io_bound=1 ;;
+        --delay-us) delay_us=${2:?--delay-us N}; shift ;;
         --rows) rows=${2:?}; shift ;;
         --duration) duration=${2:?}; shift ;;
         --warmup) warmup=${2:?}; shift ;;
@@ -372,12 +380,37 @@ if want mysql-sql || want hsd-mysql || want hs-original || want hsd-mc-mysql; th
     renice_all "$MDB_PID"
 fi
 
+# delayed PORT: sets DELAYED to a port that reaches 127.0.0.1:PORT through
+# a delay proxy (--delay-us), or to PORT itself without one.
+delayed() {
+    DELAYED=$1
+    [[ $delay_us -eq 0 ]] && return
+    local port
+    port=$(free_port)
+    "${NICE[@]}" "$BIN/hsbench" delay-proxy --listen "127.0.0.1:$port" --to "127.0.0.1:$1" \
+        --delay-us "$delay_us" >"$OUT/delay-proxy-$1.log" 2>&1 &
+    PIDS+=("$!")
+    wait_port 127.0.0.1 "$port" 15 "$!" "delay-proxy-$1"
+    DELAYED=$port
+}
+
+if [[ -n "${MYSQL_URL:-}" && $delay_us -gt 0 ]]; then
+    mdb_port=${MYSQL_URL##*:}
+    mdb_port=${mdb_port%%/*}
+    delayed "$mdb_port"
+    MYSQL_URL=${MYSQL_URL/:$mdb_port/:$DELAYED}
+    say "MariaDB through a delay proxy (+$delay_us µs each way): $MYSQL_URL"
+fi
+
 if want hs-original; then
     # scripts/mariadb.sh loads the plugin on two ports of its own.
     : "${HSD_HS_ORIGINAL_PORT:?the private MariaDB did not report the ports of the plugin}"
     wait_port 127.0.0.1 "$HSD_HS_ORIGINAL_PORT" 15 "$MDB_PID" mariadb
     SPID[hs-original]=$MDB_PID
-    RPORT[hs-original]=$HSD_HS_ORIGINAL_PORT WPORT[hs-original]=$HSD_HS_ORIGINAL_PORT_WR
+    delayed "$HSD_HS_ORIGINAL_PORT"
+    RPORT[hs-original]=$DELAYED
+    delayed "$HSD_HS_ORIGINAL_PORT_WR"
+    WPORT[hs-original]=$DELAYED
     say "hs-original: the plugin in mariadbd $MDB_PID, read port $HSD_HS_ORIGINAL_PORT, write port $HSD_HS_ORIGINAL_PORT_WR"
 fi
 

@@ -27,6 +27,22 @@ pub enum Cmd {
     Run(RunArgs),
     /// Populate the synthetic data set (rows 1..=N) into a system.
     Load(LoadArgs),
+    /// Relay TCP to another address, holding each chunk DELAY µs in each
+    /// direction (a server on another host, without netem).
+    DelayProxy(DelayArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct DelayArgs {
+    /// Where to listen (ADDR:PORT; port 0: any free port, printed).
+    #[arg(long)]
+    pub listen: String,
+    /// Where to relay to (HOST:PORT).
+    #[arg(long)]
+    pub to: String,
+    /// Microseconds each chunk waits, in each direction.
+    #[arg(long, default_value_t = 100)]
+    pub delay_us: u64,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]

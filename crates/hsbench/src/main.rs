@@ -5,10 +5,12 @@
 //!
 //!     hsbench --system hs --workload get -c 16 -d 8 --duration 10 --json
 //!     hsbench load --system redis --rows 1000000
+//!     hsbench delay-proxy --listen 127.0.0.1:0 --to 127.0.0.1:3306 --delay-us 100
 
 mod args;
 mod cpu;
 mod data;
+mod delay;
 mod keys;
 mod load;
 mod net;
@@ -45,6 +47,10 @@ fn main_inner() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Cmd::Run(a)) => bench(a),
+        Some(Cmd::DelayProxy(a)) => {
+            delay::run(&a)?;
+            Ok(ExitCode::SUCCESS)
+        }
         None => bench(cli.run),
     }
 }

@@ -425,8 +425,8 @@ suite_in_background conformance
 # The suites that start MariaDBs of their own (PrivateMariadb) share no
 # server with the others: they run one after another in a lane beside the
 # rest (about a hundred seconds, most of it waiting on those servers and on
-# timeouts). mysql_stalls stays in the foreground: its four writing clients
-# starved the MySQL 8 half's timing tests when it ran beside them.
+# timeouts). mysql_stalls, which needs no server of its own, runs in the
+# heavy lane (below).
 private_lane_suites=(mysql_in_doubt mysql_outage mysql_binlog_filters mysql_lower_case_names
     mysql_session_tracking mysql_tls)
 private_lane() {

@@ -1206,3 +1206,40 @@ fn mysql8_rows_moved_between_partitions_and_tables_are_dropped() {
     let Some(url) = mysql8_url() else { return };
     partition_moves(&url, false);
 }
+
+/// A system-versioned table (MariaDB): the server path answers a key with
+/// its history rows, as the original plugin does, where a fill's SELECT
+/// would store the current row only, so a key's answer would flip once
+/// cached. Such a table is never cached: every answer, read many times
+/// with the cache on, is the answer hsd gives without it, and none is a
+/// hit.
+#[test]
+fn mariadb_a_system_versioned_table_is_never_cached() {
+    let Some(url) = mysql_url() else { return };
+    let db = "hsdt_rc_versioned";
+    let mut sql = fresh_db(&url, db);
+    exec(
+        &mut sql,
+        "CREATE TABLE sv (id INT PRIMARY KEY, v INT) ENGINE=InnoDB WITH SYSTEM VERSIONING",
+    );
+    exec(&mut sql, "INSERT INTO sv VALUES (1, 10)");
+    exec(&mut sql, "UPDATE sv SET v = 11 WHERE id = 1");
+    exec(&mut sql, "UPDATE sv SET v = 12 WHERE id = 1");
+    let plain = Hsd::start(&url, &[]);
+    let mut p = plain.reader();
+    assert_eq!(p.q(&format!("P|0|{db}|sv|PRIMARY|id,v")), "0|1");
+    let expected = p.q("0|=|1|1");
+    let (hsd, admin) = cached_hsd(&url, "strict");
+    let mut r = hsd.reader();
+    assert_eq!(r.q(&format!("P|0|{db}|sv|PRIMARY|id,v")), "0|1");
+    let hits = metric(&admin, "hsd_row_cache_hits_total");
+    for n in 0..30 {
+        assert_eq!(r.q("0|=|1|1"), expected, "read {n} with the cache on");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        metric(&admin, "hsd_row_cache_hits_total"),
+        hits,
+        "a system-versioned table was served from the cache"
+    );
+}

@@ -76,7 +76,7 @@ ARCHIVE=http://deb.debian.org
 POOLS=(debian/pool/main/m/mariadb debian-security/pool/updates/main/m/mariadb)
 FALLBACK_VERSION=10.11.14-0+deb12u2
 START=$SECONDS
-mkdir -p "$CACHE"
+mkdir -p "$WORK" "$CACHE"
 
 LOCK_WAIT=600
 exec 8>"$WORK/lock"

@@ -11,9 +11,9 @@
 #     (crates/hsd's from their binaries, as built; its
 #     tests/hostile and tests/conformance from their binaries in the
 #     background beside the others: both mostly wait; so do the suites
-#     that start MariaDBs of their own, in a lane of their own, and the
-#     longest suites, in the heavy lane, which the replication half then
-#     follows), then the README's quick starts (scripts/readme-check.py), the
+#     that start MariaDBs of their own, in a lane of their own, which the
+#     replication half then follows, and the longest suites, in the heavy
+#     lane), then the README's quick starts (scripts/readme-check.py), the
 #     Python client's tests (clients/python, in a venv under target/ made
 #     while cargo builds), the Go client's tests (clients/go, go vet and go
 #     test -race), then the memcached clients (compat/memcached: pymemcache
@@ -29,7 +29,8 @@
 #     hs4j and node-handlersocket (compat/run.sh) against hsd on MySQL 8.
 #     Tests that need the original plugin stay MariaDB-only: it cannot load
 #     into MySQL.
-#   - replication (background, in the heavy lane once its suites are done,
+#   - replication (background, in the private-server lane once its suites
+#     are done,
 #     output in target/test-replication-half.log): a MariaDB GTID primary with two
 #     replicas (scripts/replication.sh), the same on MySQL 8.0.31 with
 #     gtid_mode=ON (HSD_REPL_FLAVOR=mysql8, target/replication-mysql8) and
@@ -167,12 +168,12 @@ fi
 
 section "private MariaDB and MySQL 8 (started while cargo built)"
 mysql8_pid=""
-repl_pid=""
 hostile_pid=""
 conformance_pid=""
 package_pid=""
 compat_pid=""
 private_pid=""
+heavy_pid=""
 on_exit() {
     local rc=$?
     if [[ -n "$package_pid" ]] && kill -0 "$package_pid" 2>/dev/null; then
@@ -183,6 +184,10 @@ on_exit() {
     if [[ -n "$private_pid" ]] && kill -0 "$private_pid" 2>/dev/null; then
         kill -TERM -- "-$private_pid" 2>/dev/null || kill -TERM "$private_pid" 2>/dev/null || true
         wait "$private_pid" 2>/dev/null || true
+    fi
+    if [[ -n "$heavy_pid" ]] && kill -0 "$heavy_pid" 2>/dev/null; then
+        kill -TERM -- "-$heavy_pid" 2>/dev/null || kill -TERM "$heavy_pid" 2>/dev/null || true
+        wait "$heavy_pid" 2>/dev/null || true
     fi
     if [[ -n "$compat_pid" ]] && kill -0 "$compat_pid" 2>/dev/null; then
         kill -TERM -- "-$compat_pid" 2>/dev/null || kill -TERM "$compat_pid" 2>/dev/null || true
@@ -200,11 +205,6 @@ on_exit() {
         echo "== stopping the MySQL 8 half (pid $mysql8_pid)"
         kill -TERM -- "-$mysql8_pid" 2>/dev/null || kill -TERM "$mysql8_pid" 2>/dev/null || true
         wait "$mysql8_pid" 2>/dev/null || true
-    fi
-    if [[ -n "$repl_pid" ]] && kill -0 "$repl_pid" 2>/dev/null; then
-        echo "== stopping the replication half (pid $repl_pid)"
-        kill -TERM -- "-$repl_pid" 2>/dev/null || kill -TERM "$repl_pid" 2>/dev/null || true
-        wait "$repl_pid" 2>/dev/null || true
     fi
     wait "${start_pids[@]}" 2>/dev/null || true
     if [[ $stop_repl -eq 1 ]]; then
@@ -422,38 +422,10 @@ wait_suite() {
 suite_in_background hostile
 suite_in_background conformance
 
-# The suites that start MariaDBs of their own (PrivateMariadb) share no
-# server with the others: they run one after another in a lane beside the
-# rest (about a hundred seconds, most of it waiting on those servers and on
-# timeouts). mysql_stalls, which needs no server of its own, runs in the
-# heavy lane (below).
-private_lane_suites=(mysql_in_doubt mysql_outage mysql_binlog_filters mysql_lower_case_names
-    mysql_session_tracking mysql_tls)
-private_lane() {
-    local started=$SECONDS failed=0 name bin
-    for name in "${private_lane_suites[@]}"; do
-        bin=$(awk -v n="$name" '$1 == n {print $2}' <<<"$hsd_test_bins")
-        if [[ -z "$bin" ]]; then
-            echo "private-server lane: no test binary $name" >&2
-            failed=1
-            continue
-        fi
-        echo "== tests/$name.rs (t+$((SECONDS - started))s)"
-        (cd "$ROOT/crates/hsd" && "$bin") || { echo "tests/$name.rs FAILED" >&2; failed=1; }
-    done
-    echo "== private-server lane done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
-    return "$failed"
-}
-private_log=$ROOT/target/test-private-lane.log
-set -m
-private_lane >"$private_log" 2>&1 &
-private_pid=$!
-set +m
-echo "private-server lane (${private_lane_suites[*]}) running in the background (pid $private_pid, log $private_log)"
-
 # The replication half: its three runs side by side (each has its servers),
 # run from their binaries (no second cargo competes for the build lock).
-# It runs in the heavy lane (below), once that lane's suites are done.
+# It runs in the private-server lane (below), once that lane's suites are
+# done.
 cluster_test_bins=$(test_bins_of cluster-tests)
 # Measured alone on 2 cores (2026-12-07): the MariaDB run and Galera 76 s;
 # with the MySQL 8 run beside them 155 s (its suite 137 s, then the row
@@ -511,6 +483,41 @@ replication_half() {
     return "$failed"
 }
 
+# The suites that start MariaDBs of their own (PrivateMariadb) share no
+# server with the others: they run one after another in a lane beside the
+# rest (about a hundred seconds, most of it waiting on those servers and on
+# timeouts). mysql_stalls, which needs no server of its own, runs in the
+# heavy lane (below).
+private_lane_suites=(mysql_in_doubt mysql_outage mysql_binlog_filters mysql_lower_case_names
+    mysql_session_tracking mysql_tls)
+private_lane() {
+    local started=$SECONDS failed=0 name bin
+    for name in "${private_lane_suites[@]}"; do
+        bin=$(awk -v n="$name" '$1 == n {print $2}' <<<"$hsd_test_bins")
+        if [[ -z "$bin" ]]; then
+            echo "private-server lane: no test binary $name" >&2
+            failed=1
+            continue
+        fi
+        echo "== tests/$name.rs (t+$((SECONDS - started))s)"
+        (cd "$ROOT/crates/hsd" && "$bin") || { echo "tests/$name.rs FAILED" >&2; failed=1; }
+    done
+    echo "== private-server lane's suites done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
+    local rc=0
+    replication_half >"$repl_log" 2>&1 || rc=$?
+    echo "$rc" >"$repl_rc_file"
+    return "$failed"
+}
+private_log=$ROOT/target/test-private-lane.log
+repl_log=$ROOT/target/test-replication-half.log
+repl_rc_file=$ROOT/target/test-replication-half.rc
+rm -f "$repl_rc_file"
+set -m
+private_lane >"$private_log" 2>&1 &
+private_pid=$!
+set +m
+echo "private-server lane (${private_lane_suites[*]}) running in the background (pid $private_pid, log $private_log)"
+
 # The longest of crates/hsd's suites run in a lane of their own beside the
 # foreground's (they mostly wait, on stalls, timeouts and servers: 218 s of
 # the 471 s the foreground took in one stream in a CI run of 2026-12-08,
@@ -520,8 +527,6 @@ replication_half() {
 # target/test-replication-half.log, printed at the end.
 heavy_lane_suites=(mysql_stalls mysql_row_cache crash memcached_races mysql_slow_readers mysql_servers)
 heavy_log=$ROOT/target/test-heavy-lane.log
-repl_log=$ROOT/target/test-replication-half.log
-repl_rc_file=$ROOT/target/test-replication-half.rc
 heavy_lane() {
     local started=$SECONDS failed=0 name bin
     for name in "${heavy_lane_suites[@]}"; do
@@ -534,18 +539,14 @@ heavy_lane() {
         echo "== tests/$name.rs (t+$((SECONDS - started))s)"
         (cd "$ROOT/crates/hsd" && "$bin") || { echo "tests/$name.rs FAILED" >&2; failed=1; }
     done
-    echo "== heavy lane's suites done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
-    local rc=0
-    replication_half >"$repl_log" 2>&1 || rc=$?
-    echo "$rc" >"$repl_rc_file"
+    echo "== heavy lane done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
     return "$failed"
 }
-rm -f "$repl_rc_file"
 set -m
 heavy_lane >"$heavy_log" 2>&1 &
-repl_pid=$!
+heavy_pid=$!
 set +m
-echo "heavy lane (${heavy_lane_suites[*]}, then the replication half) running in the background (pid $repl_pid, log $heavy_log)"
+echo "heavy lane (${heavy_lane_suites[*]}) running in the background (pid $heavy_pid, log $heavy_log)"
 
 section "unit and integration tests: cargo test --workspace (incl. the fuzz corpora, replayed), all but tests/hostile, tests/conformance, the private-server lane and the heavy lane"
 other_hsd_tests=()
@@ -572,14 +573,14 @@ for name in "${other_hsd_tests[@]}"; do
     run_hsd_test "tests/$name.rs" "$(awk -v n="$name" '$1 == n {print $2}' <<<"$hsd_test_bins")"
 done
 
-section "private-server lane (background since the suites began): waiting for it"
-private_rc=0
-wait "$private_pid" || private_rc=$?
-private_pid=""
-grep -vE '^\[hsd\]' "$private_log" | grep -E '^(== |test result|failures:|---- )' || true
-if [[ $private_rc -ne 0 ]]; then
-    grep -vE '^\[hsd\]' "$private_log" | tail -n 150 >&2
-    echo "the private-server lane FAILED (exit $private_rc; whole log $private_log)" >&2
+section "heavy lane (background since the suites began): waiting for it"
+heavy_rc=0
+wait "$heavy_pid" || heavy_rc=$?
+heavy_pid=""
+grep -vE '^\[hsd\]' "$heavy_log" | grep -E '^(== |test result|failures:|---- )' || true
+if [[ $heavy_rc -ne 0 ]]; then
+    grep -vE '^\[hsd\]' "$heavy_log" | tail -n 150 >&2
+    echo "the heavy lane FAILED (exit $heavy_rc; whole log $heavy_log)" >&2
     exit 1
 fi
 
@@ -706,7 +707,9 @@ section "bench smoke: scripts/bench.sh --quick (every system and workload; check
 # --no-build: the workspace build above made both binaries; bench.sh's own
 # `cargo build -p hsd -p hsbench` unifies features differently and would
 # rebuild hsd (half a minute) under the suites still running beside it.
-bash "$ROOT/scripts/bench.sh" --quick --no-build --profile debug --json "$ROOT/target/bench-quick.json"
+# One connection count (8; --quick alone takes 1 and 32): it checks that
+# every system and workload runs, at depth 1 and 16, in half the time.
+bash "$ROOT/scripts/bench.sh" --quick --conns 8 --no-build --profile debug --json "$ROOT/target/bench-quick.json"
 
 # --- end of compat and bench smoke ---
 
@@ -730,14 +733,14 @@ if [[ $package_rc -ne 0 ]]; then
     exit 1
 fi
 
-section "heavy lane, then the replication half (background since the suites began): waiting for it, then their logs"
-heavy_rc=0
-wait "$repl_pid" || heavy_rc=$?
-repl_pid=""
-grep -vE '^\[hsd\]' "$heavy_log" | grep -E '^(== |test result|failures:|---- )' || true
-if [[ $heavy_rc -ne 0 ]]; then
-    grep -vE '^\[hsd\]' "$heavy_log" | tail -n 150 >&2
-    echo "the heavy lane's suites FAILED (exit $heavy_rc; whole log $heavy_log)" >&2
+section "private-server lane, then the replication half (background since the suites began): waiting for it, then their logs"
+private_rc=0
+wait "$private_pid" || private_rc=$?
+private_pid=""
+grep -vE '^\[hsd\]' "$private_log" | grep -E '^(== |test result|failures:|---- )' || true
+if [[ $private_rc -ne 0 ]]; then
+    grep -vE '^\[hsd\]' "$private_log" | tail -n 150 >&2
+    echo "the private-server lane FAILED (exit $private_rc; whole log $private_log)" >&2
     exit 1
 fi
 cat "$repl_log"

@@ -12,7 +12,10 @@ text stand for it):
 - the `hsd sql` lines of "Try it";
 - "The memcached door": its three commands, then the `printf ... | nc`
   line's request, the answer STORED and the value, and `hsd sql` showing
-  the row.
+  the row;
+- docs/memcached.md's container example (the `toml` block of
+  "Containers"): `hsd check` with it, over its table made on the embedded
+  store, reads its one container.
 
 Ports: the README's 9998/9999 come from HSD_PORT/HSD_PORT_WR (free ports;
 the command lines stay as written); its 127.0.0.1:11211 becomes a free
@@ -188,6 +191,39 @@ def main():
             if hsd_server is not None:
                 hsd_server.kill()
                 hsd_server.wait()
+    memcached_doc_example(env)
+
+
+def memcached_doc_example(env):
+    """docs/memcached.md's container example, as `hsd check` reads it."""
+    doc = open(os.path.join(ROOT, "docs/memcached.md"), encoding="utf-8").read()
+    body = section(doc, "Configuration")
+    m = re.search(r"```toml\n(.*?)```", body, re.S)
+    if not m:
+        fail("docs/memcached.md's Containers has no toml example")
+    example = "\n".join(l.strip() for l in m.group(1).split("\n"))
+    table = re.search(r'db_table = "([a-z_]+)"', example)
+    schema = re.search(r'db_schema = "([a-z_]+)"', example)
+    if not (table and schema):
+        fail("the container example names no db_schema or db_table")
+    with tempfile.TemporaryDirectory() as cwd:
+        r = subprocess.run(
+            [HSD, "sql", schema.group(1),
+             f"CREATE TABLE {table.group(1)} (c1 TEXT PRIMARY KEY, c2 TEXT, c3 INTEGER, c4 INTEGER, c5 INTEGER)"],
+            cwd=cwd, env=env, capture_output=True, text=True,
+        )
+        if r.returncode != 0:
+            fail(f"making the example's table: {r.stderr}")
+        with open(os.path.join(cwd, "hsd.toml"), "w") as f:
+            f.write(example)
+        os.chmod(os.path.join(cwd, "hsd.toml"), 0o600)
+        r = subprocess.run(
+            [HSD, "check", "--config", "hsd.toml", "--memcached-address", "127.0.0.1:0"],
+            cwd=cwd, env=env, capture_output=True, text=True,
+        )
+        if "ok: --memcached-address: 1 container read (default)" not in r.stdout:
+            fail(f"hsd check with docs/memcached.md's example: {r.stdout}{r.stderr}")
+    print("readme-check: docs/memcached.md's container example: hsd check reads its container")
 
 
 if __name__ == "__main__":

@@ -609,7 +609,7 @@ echo "Debian package test running in the background (pid $package_pid, log $pack
 # Each step: a `section "..."` header, then commands that fail the run on error.
 # MariaDB is running and HSD_TEST_MYSQL_URL is exported here.
 
-section "README quick starts, run as written (scripts/readme-check.py)"
+section "README quick starts and docs/memcached.md's container example, run as written (scripts/readme-check.py)"
 # The demo, the nc and Python sessions of "Try it", its hsd sql lines and
 # the memcached door's commands, each answer compared with the README's
 # (about two seconds).

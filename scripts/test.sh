@@ -13,15 +13,16 @@
 #     background beside the others: both mostly wait; so do the suites
 #     that start MariaDBs of their own, in a lane of their own, which the
 #     replication half then follows, and the longest suites, in the heavy
-#     lane), then the README's quick starts (scripts/readme-check.py), the
-#     Python client's tests (clients/python, in a venv under target/ made
-#     while cargo builds), the Go client's tests (clients/go, go vet and go
-#     test -race), then the memcached clients (compat/memcached: pymemcache
-#     and gomemcache, on all three backends) and libmemcached's memcapable
-#     (tests/memcached_memcapable), and the bench smoke steps, beside a
-#     lane with the compat steps (hs4j, node-handlersocket, nc) and the
-#     original plugin's regression tests against the plugin and hsd
-#     (scripts/plugin-regtest.sh);
+#     lane, which the bench smoke (scripts/bench.sh --quick) and the
+#     Debian package's test then follow), then the README's quick starts
+#     (scripts/readme-check.py), the Python client's tests (clients/python,
+#     in a venv under target/ made while cargo builds), the Go client's
+#     tests (clients/go, go vet and go test -race), then the memcached
+#     clients (compat/memcached: pymemcache and gomemcache, on all three
+#     backends) and libmemcached's memcapable (tests/memcached_memcapable),
+#     beside a lane with the compat steps (hs4j, node-handlersocket, nc)
+#     and the original plugin's regression tests against the plugin and
+#     hsd (scripts/plugin-regtest.sh);
 #   - MySQL 8 (background, output in target/test-mysql8.log, printed when it
 #     ends): the MySQL backend's suites (the mysql_* tests and the
 #     both-backend protocol, operations and crash tests) run again with
@@ -41,7 +42,7 @@
 #     the row cache's MySQL 8 tests on that set's primary, gtid_mode ON;
 #     and tests/galera.rs; all three side by side: each has its own
 #     servers).
-#   - the Debian package (background from the same moment, output in
+#   - the Debian package (in the heavy lane, output in
 #     target/test-package.log): scripts/test-package.sh packs the debug
 #     build, installs it, verifies and runs its unit's command line, runs
 #     `hsd check` on good and bad configs, upgrades and purges it (root
@@ -170,17 +171,11 @@ section "private MariaDB and MySQL 8 (started while cargo built)"
 mysql8_pid=""
 hostile_pid=""
 conformance_pid=""
-package_pid=""
 compat_pid=""
 private_pid=""
 heavy_pid=""
 on_exit() {
     local rc=$?
-    if [[ -n "$package_pid" ]] && kill -0 "$package_pid" 2>/dev/null; then
-        # Its own exit handler purges the package it installed.
-        kill -TERM -- "-$package_pid" 2>/dev/null || kill -TERM "$package_pid" 2>/dev/null || true
-        wait "$package_pid" 2>/dev/null || true
-    fi
     if [[ -n "$private_pid" ]] && kill -0 "$private_pid" 2>/dev/null; then
         kill -TERM -- "-$private_pid" 2>/dev/null || kill -TERM "$private_pid" 2>/dev/null || true
         wait "$private_pid" 2>/dev/null || true
@@ -527,6 +522,9 @@ echo "private-server lane (${private_lane_suites[*]}) running in the background 
 # target/test-replication-half.log, printed at the end.
 heavy_lane_suites=(mysql_stalls mysql_row_cache crash memcached_races mysql_slow_readers mysql_servers)
 heavy_log=$ROOT/target/test-heavy-lane.log
+package_log=$ROOT/target/test-package.log
+package_rc_file=$ROOT/target/test-package.rc
+rm -f "$package_rc_file"
 heavy_lane() {
     local started=$SECONDS failed=0 name bin
     for name in "${heavy_lane_suites[@]}"; do
@@ -539,6 +537,26 @@ heavy_lane() {
         echo "== tests/$name.rs (t+$((SECONDS - started))s)"
         (cd "$ROOT/crates/hsd" && "$bin") || { echo "tests/$name.rs FAILED" >&2; failed=1; }
     done
+    echo "== heavy lane's suites done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
+    # The bench smoke: scripts/bench.sh --quick, every system and workload
+    # (checks it runs, not how fast). --no-build: the workspace build made
+    # both binaries; bench.sh's own `cargo build -p hsd -p hsbench` unifies
+    # features differently and would rebuild hsd. One connection count (8;
+    # --quick alone takes 1 and 32), depths 1 and 16.
+    echo "== bench smoke (t+$((SECONDS - started))s; log target/test-bench-smoke.log)"
+    if bash "$ROOT/scripts/bench.sh" --quick --conns 8 --no-build --profile debug \
+            --json "$ROOT/target/bench-quick.json" >"$ROOT/target/test-bench-smoke.log" 2>&1; then
+        echo "== bench smoke: OK"
+    else
+        echo "bench smoke FAILED" >&2
+        failed=1
+    fi
+    # The Debian package of the debug build just tested: install, unit, hsd
+    # check, upgrade, purge (a minute or two, mostly dpkg and lintian).
+    echo "== Debian package test (t+$((SECONDS - started))s; log $package_log)"
+    local rc=0
+    bash "$ROOT/scripts/test-package.sh" >"$package_log" 2>&1 || rc=$?
+    echo "$rc" >"$package_rc_file"
     echo "== heavy lane done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
     return "$failed"
 }
@@ -573,17 +591,6 @@ for name in "${other_hsd_tests[@]}"; do
     run_hsd_test "tests/$name.rs" "$(awk -v n="$name" '$1 == n {print $2}' <<<"$hsd_test_bins")"
 done
 
-section "heavy lane (background since the suites began): waiting for it"
-heavy_rc=0
-wait "$heavy_pid" || heavy_rc=$?
-heavy_pid=""
-grep -vE '^\[hsd\]' "$heavy_log" | grep -E '^(== |test result|failures:|---- )' || true
-if [[ $heavy_rc -ne 0 ]]; then
-    grep -vE '^\[hsd\]' "$heavy_log" | tail -n 150 >&2
-    echo "the heavy lane FAILED (exit $heavy_rc; whole log $heavy_log)" >&2
-    exit 1
-fi
-
 section "tests/conformance (background since the suites began): waiting for it"
 wait_suite conformance
 # tests/vitess.rs and tests/conformance ran above: Vitess's three processes go now.
@@ -595,19 +602,40 @@ fi
 section "tests/hostile (background since the suites began): waiting for it"
 wait_suite hostile
 
-# The Debian package of the debug build just tested: install, unit, hsd
-# check, upgrade, purge (about half a minute, mostly dpkg).
-package_log=$ROOT/target/test-package.log
-set -m
-bash "$ROOT/scripts/test-package.sh" >"$package_log" 2>&1 &
-package_pid=$!
-package_started=$((SECONDS - START))
-set +m
-echo "Debian package test running in the background (pid $package_pid, log $package_log)"
 
 # --- compat and bench smoke (added by their owners) ---
 # Each step: a `section "..."` header, then commands that fail the run on error.
 # MariaDB is running and HSD_TEST_MYSQL_URL is exported here.
+
+# The third-party clients and the original plugin's regression tests (about
+# a minute and a half, mostly JVM and node start-ups and waiting on the
+# servers) run beside the client steps below. (They once starved the Go
+# client's cut-connection test, which now goes on until enough gets were
+# answered under cuts.) Output in target/test-compat-lane.log, printed when
+# it ends.
+compat_lane() {
+    local started=$SECONDS failed=0
+    echo "== compat: third-party clients (hs4j, node-handlersocket, nc) on the embedded store"
+    HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/compat/run.sh" sqlite || failed=1
+    echo
+    echo "== compat: third-party clients (hs4j, node-handlersocket, nc) on MariaDB (t+$((SECONDS - started))s)"
+    HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/compat/run.sh" mysql || failed=1
+    echo
+    echo "== the original plugin's regression tests against the plugin and hsd (t+$((SECONDS - started))s)"
+    # regtest/ from MariaDB's Debian source package (downloaded once into
+    # ~/.cache/hsd/plugin-regtest/), over the Perl client built from it;
+    # every test against the plugin, then against hsd on the same MariaDB.
+    HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/scripts/plugin-regtest.sh" || failed=1
+    echo "== compat lane done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
+    return "$failed"
+}
+compat_log=$ROOT/target/test-compat-lane.log
+set -m
+compat_lane >"$compat_log" 2>&1 &
+compat_pid=$!
+compat_started=$((SECONDS - START))
+set +m
+echo "compat lane (hs4j, node-handlersocket, nc, the plugin's regression tests) running in the background (pid $compat_pid, log $compat_log)"
 
 section "README quick starts and docs/memcached.md's container example, run as written (scripts/readme-check.py)"
 # The demo, the nc and Python sessions of "Try it", its hsd sql lines and
@@ -653,35 +681,6 @@ if grep -q -- '--- SKIP' "$golog"; then
     exit 1
 fi
 
-# The third-party clients and the original plugin's regression tests (about
-# a minute and a half, mostly JVM and node start-ups and waiting on the
-# servers) run beside the memcached clients and the bench smoke below, once
-# the Python and Go clients are done: the Go client's test of connections
-# cut every 3 ms saw no get succeed on MariaDB when they ran beside it.
-# Output in target/test-compat-lane.log, printed when it ends.
-compat_lane() {
-    local started=$SECONDS failed=0
-    echo "== compat: third-party clients (hs4j, node-handlersocket, nc) on the embedded store"
-    HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/compat/run.sh" sqlite || failed=1
-    echo
-    echo "== compat: third-party clients (hs4j, node-handlersocket, nc) on MariaDB (t+$((SECONDS - started))s)"
-    HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/compat/run.sh" mysql || failed=1
-    echo
-    echo "== the original plugin's regression tests against the plugin and hsd (t+$((SECONDS - started))s)"
-    # regtest/ from MariaDB's Debian source package (downloaded once into
-    # ~/.cache/hsd/plugin-regtest/), over the Perl client built from it;
-    # every test against the plugin, then against hsd on the same MariaDB.
-    HSD_BIN="$ROOT/target/debug/hsd" bash "$ROOT/scripts/plugin-regtest.sh" || failed=1
-    echo "== compat lane done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
-    return "$failed"
-}
-compat_log=$ROOT/target/test-compat-lane.log
-set -m
-compat_lane >"$compat_log" 2>&1 &
-compat_pid=$!
-compat_started=$((SECONDS - START))
-set +m
-echo "compat lane (hs4j, node-handlersocket, nc, the plugin's regression tests) running in the background (pid $compat_pid, log $compat_log)"
 
 section "memcached clients: pymemcache, gomemcache and memcapable against hsd's memcached port (embedded store, MariaDB, MySQL 8)"
 # compat/memcached: each test starts its own hsd with --memcached-address over
@@ -703,13 +702,6 @@ grep -q -- '--- SKIP' "$mclog" && { echo "gomemcache: a test was skipped" >&2; e
     | grep -E 'memcapable -|test result'
 [[ ${PIPESTATUS[0]} -eq 0 ]] || { echo "memcapable: a test failed (log $mclog)" >&2; exit 1; }
 
-section "bench smoke: scripts/bench.sh --quick (every system and workload; checks it runs, not how fast)"
-# --no-build: the workspace build above made both binaries; bench.sh's own
-# `cargo build -p hsd -p hsbench` unifies features differently and would
-# rebuild hsd (half a minute) under the suites still running beside it.
-# One connection count (8; --quick alone takes 1 and 32): it checks that
-# every system and workload runs, at depth 1 and 16, in half the time.
-bash "$ROOT/scripts/bench.sh" --quick --conns 8 --no-build --profile debug --json "$ROOT/target/bench-quick.json"
 
 # --- end of compat and bench smoke ---
 
@@ -723,12 +715,21 @@ if [[ $compat_rc -ne 0 ]]; then
     exit 1
 fi
 
-section "Debian package: scripts/test-package.sh (background since t+${package_started}s): waiting for it, then its log"
-package_rc=0
-wait "$package_pid" || package_rc=$?
-package_pid=""
+section "heavy lane, the bench smoke and the Debian package (background since the suites began): waiting for it, then their logs"
+heavy_rc=0
+wait "$heavy_pid" || heavy_rc=$?
+heavy_pid=""
+grep -vE '^\[hsd\]' "$heavy_log" | grep -E '^(== |test result|failures:|---- |bench smoke)' || true
+grep -E 'req/s|data check|done' "$ROOT/target/test-bench-smoke.log" | tail -n 60 || true
+if [[ $heavy_rc -ne 0 ]]; then
+    grep -vE '^\[hsd\]' "$heavy_log" | tail -n 150 >&2
+    tail -n 40 "$ROOT/target/test-bench-smoke.log" >&2 || true
+    echo "the heavy lane FAILED (exit $heavy_rc; whole log $heavy_log)" >&2
+    exit 1
+fi
 cat "$package_log"
-if [[ $package_rc -ne 0 ]]; then
+package_rc=$(cat "$package_rc_file" 2>/dev/null || echo "none")
+if [[ $package_rc != 0 ]]; then
     echo "the Debian package test FAILED (exit $package_rc; log above, also in $package_log)" >&2
     exit 1
 fi

@@ -227,7 +227,11 @@ fn stress(url: &str, db: &str, consistency: &str) {
     let mut w = hsd.writer();
     assert_eq!(w.q(&format!("P|0|{db}|kv|PRIMARY|id,u,v")), "0|1");
     let mut rng = Random(0x9e37_79b9_7f4a_7c15);
-    let writes = 600;
+    // 600 in CI; HSD_RC_STRESS_WRITES=N runs it longer.
+    let writes: usize = std::env::var("HSD_RC_STRESS_WRITES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(600);
     let mut kinds = vec![Wrote::Sql];
     for n in 1..=writes {
         history.begun.store(n, Ordering::Release);

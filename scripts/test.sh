@@ -485,19 +485,28 @@ replication_half() {
 # heavy lane (below).
 private_lane_suites=(mysql_in_doubt mysql_outage mysql_binlog_filters mysql_lower_case_names
     mysql_session_tracking mysql_tls)
-private_lane() {
-    local started=$SECONDS failed=0 name bin
-    for name in "${private_lane_suites[@]}"; do
+# run_suites LANE NAME...: crates/hsd's tests/NAME.rs from their binaries,
+# one after another, each named with its start time; fails (after running
+# them all) when any failed or has no binary.
+run_suites() {
+    local lane=$1 started=$SECONDS failed=0 name bin
+    shift
+    for name in "$@"; do
         bin=$(awk -v n="$name" '$1 == n {print $2}' <<<"$hsd_test_bins")
         if [[ -z "$bin" ]]; then
-            echo "private-server lane: no test binary $name" >&2
+            echo "$lane: no test binary $name" >&2
             failed=1
             continue
         fi
         echo "== tests/$name.rs (t+$((SECONDS - started))s)"
         (cd "$ROOT/crates/hsd" && "$bin") || { echo "tests/$name.rs FAILED" >&2; failed=1; }
     done
-    echo "== private-server lane's suites done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
+    echo "== $lane's suites done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
+    return "$failed"
+}
+private_lane() {
+    local failed=0
+    run_suites "private-server lane" "${private_lane_suites[@]}" || failed=1
     local rc=0
     replication_half >"$repl_log" 2>&1 || rc=$?
     echo "$rc" >"$repl_rc_file"
@@ -516,28 +525,18 @@ echo "private-server lane (${private_lane_suites[*]}) running in the background 
 # The longest of crates/hsd's suites run in a lane of their own beside the
 # foreground's (they mostly wait, on stalls, timeouts and servers: 218 s of
 # the 471 s the foreground took in one stream in a CI run of 2026-12-08,
-# where vmstat showed the CPU idle half the time), and the replication half
-# follows them in that lane: its six servers' runs load the machine once
-# these are done, not beside them. Output in target/test-heavy-lane.log and
-# target/test-replication-half.log, printed at the end.
+# where vmstat showed the CPU idle half the time); the bench smoke and the
+# Debian package's test follow them in that lane. Output in
+# target/test-heavy-lane.log, target/test-bench-smoke.log and
+# target/test-package.log, printed at the end.
 heavy_lane_suites=(mysql_stalls mysql_row_cache crash memcached_races mysql_slow_readers mysql_servers)
 heavy_log=$ROOT/target/test-heavy-lane.log
 package_log=$ROOT/target/test-package.log
 package_rc_file=$ROOT/target/test-package.rc
 rm -f "$package_rc_file"
 heavy_lane() {
-    local started=$SECONDS failed=0 name bin
-    for name in "${heavy_lane_suites[@]}"; do
-        bin=$(awk -v n="$name" '$1 == n {print $2}' <<<"$hsd_test_bins")
-        if [[ -z "$bin" ]]; then
-            echo "heavy lane: no test binary $name" >&2
-            failed=1
-            continue
-        fi
-        echo "== tests/$name.rs (t+$((SECONDS - started))s)"
-        (cd "$ROOT/crates/hsd" && "$bin") || { echo "tests/$name.rs FAILED" >&2; failed=1; }
-    done
-    echo "== heavy lane's suites done in $((SECONDS - started))s: $([[ $failed -eq 0 ]] && echo OK || echo FAILED)"
+    local started=$SECONDS failed=0
+    run_suites "heavy lane" "${heavy_lane_suites[@]}" || failed=1
     # The bench smoke: scripts/bench.sh --quick, every system and workload
     # (checks it runs, not how fast). --no-build: the workspace build made
     # both binaries; bench.sh's own `cargo build -p hsd -p hsbench` unifies

@@ -105,19 +105,7 @@ fn a_setting_changed_while_hsd_runs_stops_the_cache_until_it_passes_again() {
     let admin = hsd.admin.clone().expect("admin address");
     let mut r = hsd.reader();
     assert_eq!(r.q(&format!("P|0|{db}|t|PRIMARY|id,v")), "0|1");
-    let hit = |r: &mut Hs, expected: &str, what: &str| {
-        let before = metric(&admin, "hsd_row_cache_hits_total");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            assert_eq!(r.q("0|=|1|1"), expected, "{what}");
-            if metric(&admin, "hsd_row_cache_hits_total") > before {
-                return;
-            }
-            assert!(Instant::now() < deadline, "{what}: never a hit");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
-    hit(&mut r, "0|2|1|10", "before the change");
+    read_until_a_hit(&mut r, &admin, "0|=|1|1", "0|2|1|10", "before the change");
     until_metric(&admin, "hsd_row_cache_serving", 1.0, "before the change");
 
     exec(&mut sql, "SET GLOBAL binlog_format = 'STATEMENT'");
@@ -164,7 +152,13 @@ fn a_setting_changed_while_hsd_runs_stops_the_cache_until_it_passes_again() {
         1.0,
         "binlog_format ROW again",
     );
-    hit(&mut r, "0|2|1|11", "after the change back");
+    read_until_a_hit(
+        &mut r,
+        &admin,
+        "0|=|1|1",
+        "0|2|1|11",
+        "after the change back",
+    );
     let mut writer = sql_conn(&inst.url);
     exec(
         &mut writer,

@@ -519,25 +519,6 @@ fn mysql8_tables_a_cascade_changes_are_not_cached() {
     cascades(&url);
 }
 
-/// Reads `query` until one is answered from the cache, each answering
-/// `expected`: on a server other tests write to, a strict read may wait
-/// longer than the reader's catch-up wait (it is then read on the server).
-fn read_until_a_hit(r: &mut Hs, admin: &str, query: &str, expected: &str, what: &str) {
-    let before = metric(admin, "hsd_row_cache_hits_total");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        assert_eq!(r.q(query), expected, "{what}");
-        if metric(admin, "hsd_row_cache_hits_total") > before {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what}: never served from the cache"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// The reader's connection killed: while it is gone nothing is served from
 /// the cache, writes made meanwhile are seen, and it streams again.
 fn stream_killed(url: &str) {

@@ -158,3 +158,23 @@ pub fn metric(admin: &str, name: &str) -> f64 {
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
         .unwrap_or_else(|| panic!("no metric {name}"))
 }
+
+/// Reads `query` until one is answered from the row cache (its hits
+/// counter at `admin` grows), each answering
+/// `expected`: on a server other tests write to, a strict read may wait
+/// longer than the reader's catch-up wait (it is then read on the server).
+pub fn read_until_a_hit(r: &mut Hs, admin: &str, query: &str, expected: &str, what: &str) {
+    let before = metric(admin, "hsd_row_cache_hits_total");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        assert_eq!(r.q(query), expected, "{what}");
+        if metric(admin, "hsd_row_cache_hits_total") > before {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: never served from the cache"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
